@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: GPL-2.0
+# asyncbpf build. `make` builds .output/asyncbpf; `make test` runs everything;
+# `make deps` installs the Debian packages (as root). See README.md.
+
+OUTPUT    := .output
+SAN_OUT   := $(OUTPUT)/san
+FUZZ_OUT  := $(OUTPUT)/fuzz
+CLANG     ?= $(firstword $(shell command -v clang-16 clang-19 clang-14 clang 2>/dev/null))
+BPFTOOL   ?= $(firstword $(shell command -v bpftool /usr/sbin/bpftool 2>/dev/null))
+PYTHON    ?= /usr/bin/python3
+CC        ?= cc
+PKG_CONFIG ?= pkg-config
+PKGS      := libbpf libdw libelf libcjson capstone zlib
+
+UNAME_M   := $(shell uname -m)
+ARCH      := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
+VMLINUX   := vmlinux/$(ARCH)/vmlinux.h
+BPF_ARCH  := $(patsubst x86,x86,$(ARCH))
+
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARN      := -Wall -Wextra -Werror
+CFLAGS    ?= -g -O2
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuser -Ibpf -I$(OUTPUT) $(PKG_CFLAGS)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS    := $(PKG_LIBS) -liberty
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+LIB_SRCS  := $(filter-out user/main.c,$(USER_SRCS))
+OBJS      := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+SAN_OBJS  := $(patsubst user/%.c,$(SAN_OUT)/%.o,$(USER_SRCS))
+SAN_LIB_OBJS := $(patsubst user/%.c,$(SAN_OUT)/%.o,$(LIB_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(SAN_OUT)/tests/%,$(UNIT_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRCS))
+FUZZ_LIB_OBJS := $(patsubst user/%.c,$(FUZZ_OUT)/%.o,$(LIB_SRCS))
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.PHONY: all clean deps test unit check-env demo fixtures san fuzz fuzz-long bench-analyze \
+	format format-check vmlinux
+
+all: check-env $(OUTPUT)/asyncbpf
+
+check-env:
+	@for p in $(PKGS); do $(PKG_CONFIG) --exists $$p || { \
+		echo "asyncbpf: build: pkg-config cannot find '$$p': run 'make deps' as root" >&2; exit 1; }; done
+	@test -n "$(CLANG)" || { echo "asyncbpf: build: no clang found: run 'make deps' as root" >&2; exit 1; }
+	@test -n "$(BPFTOOL)" || { echo "asyncbpf: build: no bpftool found: run 'make deps' as root" >&2; exit 1; }
+	@test -f $(VMLINUX) || { echo "asyncbpf: build: no $(VMLINUX) for architecture '$(UNAME_M)': run vmlinux/gen-vmlinux.sh on a kernel with BTF" >&2; exit 1; }
+
+$(OUTPUT) $(SAN_OUT) $(SAN_OUT)/tests $(FUZZ_OUT):
+	$(Q)mkdir -p $@
+
+# BPF objects: CO-RE, compiled once, used by both the normal and sanitizer builds.
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h $(VMLINUX) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX)) -Ibpf \
+		-Wall -Werror -c $< -o $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/%.o: user/%.c user/*.h $(SKELS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/asyncbpf: $(OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# Sanitizer build: what the tests run.
+$(SAN_OUT)/%.o: user/%.c user/*.h $(SKELS) | $(SAN_OUT)
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(SAN_OUT)/asyncbpf: $(SAN_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -o $@
+
+$(SAN_OUT)/tests/%: tests/unit/%.c tests/unit/*.h $(SAN_LIB_OBJS) | $(SAN_OUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(SAN_LIB_OBJS) $(LDLIBS) -o $@
+
+san: check-env $(SAN_OUT)/asyncbpf $(UNIT_BINS)
+
+# libFuzzer targets (clang): ASan + UBSan + coverage.
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+$(FUZZ_OUT)/%.o: user/%.c user/*.h $(SKELS) | $(FUZZ_OUT)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(ALL_CFLAGS) $(FUZZ_FLAGS) -c $< -o $@
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS) | $(FUZZ_OUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(ALL_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_LIB_OBJS) $(LDLIBS) -o $@
+
+fuzz: check-env $(FUZZ_BINS)
+
+FUZZ_SECONDS ?= 600
+fuzz-long: fuzz
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+deps:
+	scripts/deps.sh
+
+fixtures:
+	tests/fixtures/build.sh
+
+vmlinux:
+	vmlinux/gen-vmlinux.sh
+
+test: all san fuzz fixtures
+	$(PYTHON) -m pytest -rs tests
+
+demo: deps all
+	tests/fixtures/build.sh demo
+	scripts/demo.sh
+
+bench-analyze: all fixtures
+	bench/analyze.sh
+
+format:
+	clang-format -i user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
+
+format-check:
+	clang-format --dry-run --Werror user/*.c user/*.h bpf/*.c bpf/*.h
+
+clean:
+	rm -rf $(OUTPUT)
+
+.DELETE_ON_ERROR:
+.SECONDARY:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Install every Debian package asyncbpf's build, tests, fixtures and benchmarks need.
+# Idempotent; run as root (make deps).
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	make gcc pkg-config clang-16 llvm-16 libclang-rt-16-dev bpftool
+	libbpf-dev libelf-dev libdw-dev zlib1g-dev libcjson-dev libcapstone-dev libiberty-dev
+	# tests and tools the tests compare against
+	python3 python3-pytest binutils elfutils protobuf-compiler graphviz bpftrace
+	linux-perf libxml2-utils time file
+	# Rust fixtures, built offline from Debian's crates
+	librust-tokio-dev librust-async-std-dev librust-smol-dev librust-futures-dev
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "asyncbpf: deps: installing packages needs root: run 'sudo make deps'" >&2
+	exit 4
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+# A Rust toolchain: use the one on PATH (or rustup's) if present, else Debian's.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
+	missing+=(cargo rustc)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "asyncbpf: deps: all packages present"
+	exit 0
+fi
+
+echo "asyncbpf: deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
