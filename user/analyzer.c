@@ -1,0 +1,1007 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The DWARF walk. One pass over every compile unit with an explicit stack (no
+ * recursion, bounded depth), keeping only what the model needs: future types
+ * ({async_fn_env#N}, {async_block_env#N}, {async_closure_env#N} and types with a
+ * Future::poll), poll functions (out of line and inlined), drop_in_place symbols.
+ * Type paths are kept per CU only (Rust type references are CU-local).
+ */
+#include "analyzer.h"
+
+#include <dwarf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyzer_internal.h"
+#include "demangle.h"
+#include "disasm.h"
+#include "log.h"
+#include "selection.h"
+
+#define FUTURE_POLL_SUFFIX " as core::future::future::Future>::poll"
+
+static const char *const env_prefixes[] = { "{async_fn_env#", "{async_block_env#",
+					    "{async_closure_env#" };
+static const char *const coroutine_prefixes[] = { "{async_fn#", "{async_block#",
+						  "{async_closure#" };
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Kind of a future from its path: only the last top-level segment counts, so that
+ * "core::pin::Pin<Box<demo::x::{async_fn_env#0}>>" is a hand-written future. */
+enum future_kind future_kind__from_name(const char *path, bool *is_env)
+{
+	static const enum future_kind kinds[] = { FUTURE_ASYNC_FN, FUTURE_ASYNC_BLOCK,
+						  FUTURE_ASYNC_CLOSURE };
+	const char *last = path;
+	int depth = 0;
+
+	for (const char *p = path; p && *p; p++) {
+		if (*p == '<' || *p == '(' || *p == '[')
+			depth++;
+		else if ((*p == '>' || *p == ')' || *p == ']') && depth > 0)
+			depth--;
+		else if (depth == 0 && p[0] == ':' && p[1] == ':')
+			last = p + 2;
+	}
+	for (size_t i = 0; i < 3 && last; i++)
+		if (starts_with(last, env_prefixes[i])) {
+			if (is_env)
+				*is_env = true;
+			return kinds[i];
+		}
+	if (is_env)
+		*is_env = false;
+	return FUTURE_HANDWRITTEN;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+}
+
+static const char *die_linkage_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!s)
+		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	return s;
+}
+
+static bool die_type(Dwarf_Die *die, Dwarf_Die *type)
+{
+	Dwarf_Attribute a;
+	return dwarf_formref_die(dwarf_attr_integrate(die, DW_AT_type, &a), type) != NULL;
+}
+
+static uint64_t die_bytesize(Dwarf_Die *die)
+{
+	int n = dwarf_bytesize(die);
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+static bool member_offset(Dwarf_Die *member, uint64_t *off)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w;
+
+	if (!dwarf_attr(member, DW_AT_data_member_location, &a))
+		return false;
+	if (dwarf_formudata(&a, &w) == 0) {
+		*off = w;
+		return true;
+	}
+	return false;
+}
+
+int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind, uint64_t die_offset,
+			 uint64_t size)
+{
+	uint64_t idx;
+	const char *ipath = strpool__intern(&w->m->strings, path);
+
+	if (!ipath)
+		return -ENOMEM;
+	if (u64_map__get(&w->future_by_path, (uintptr_t)ipath, &idx))
+		return (int32_t)idx;
+	struct future *f = model__add_future(w->m);
+	if (!f)
+		return -ENOMEM;
+	f->path = ipath;
+	f->kind = kind;
+	f->die_offset = die_offset;
+	f->size = size;
+	idx = w->m->nr_futures - 1;
+	if (u64_map__set(&w->future_by_path, (uintptr_t)ipath, idx))
+		return -ENOMEM;
+	return (int32_t)idx;
+}
+
+static int add_await(struct walk *w, int32_t future, uint32_t k, const char *file, uint32_t line,
+		     Dwarf_Die *awaitee)
+{
+	if (w->nr_awaits == w->cap_awaits) {
+		uint32_t cap = w->cap_awaits ? w->cap_awaits * 2 : 256;
+		struct await_rec *n = realloc(w->awaits, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->awaits = n;
+		w->cap_awaits = cap;
+	}
+	struct await_rec *a = &w->awaits[w->nr_awaits++];
+	memset(a, 0, sizeof(*a));
+	a->future = future;
+	a->await_index = k;
+	a->file = file;
+	a->line = line;
+	a->awaitee_offset = dwarf_dieoffset(awaitee);
+	return 0;
+}
+
+static enum state_kind state_from_name(const char *name, uint32_t *k)
+{
+	if (!name)
+		return STATE_OTHER;
+	if (strcmp(name, "Unresumed") == 0)
+		return STATE_UNRESUMED;
+	if (strcmp(name, "Returned") == 0)
+		return STATE_RETURNED;
+	if (strcmp(name, "Panicked") == 0)
+		return STATE_PANICKED;
+	if (strncmp(name, "Suspend", 7) == 0 && name[7] >= '0' && name[7] <= '9') {
+		char *end;
+		unsigned long v = strtoul(name + 7, &end, 10);
+		if (*end == '\0' && v < MAX_STATES) {
+			*k = (uint32_t)v;
+			return STATE_SUSPEND;
+		}
+	}
+	return STATE_OTHER;
+}
+
+/* Find the __awaitee member of a Suspend<k> variant struct. */
+static bool find_awaitee(Dwarf_Die *variant_struct, Dwarf_Die *awaitee_type)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(variant_struct, &child) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_member)
+			continue;
+		const char *n = dwarf_diename(&child);
+		if (n && strcmp(n, "__awaitee") == 0)
+			return die_type(&child, awaitee_type);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* Read the variant part of a compiler-generated future: __state and every state. */
+static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
+{
+	Dwarf_Die vp, child;
+	bool found = false;
+
+	if (dwarf_child(st, &vp) != 0)
+		goto none;
+	do {
+		if (dwarf_tag(&vp) == DW_TAG_variant_part) {
+			found = true;
+			break;
+		}
+	} while (dwarf_siblingof(&vp, &vp) == 0);
+	if (!found)
+		goto none;
+
+	struct future *f = &w->m->futures[fidx];
+	Dwarf_Attribute a;
+	Dwarf_Die discr, discr_type;
+	if (dwarf_formref_die(dwarf_attr(&vp, DW_AT_discr, &a), &discr) &&
+	    member_offset(&discr, &f->state_offset) && die_type(&discr, &discr_type)) {
+		f->has_state = true;
+		f->state_size = (uint32_t)die_bytesize(&discr_type);
+	}
+
+	uint32_t cap = 0;
+	if (dwarf_child(&vp, &child) != 0)
+		goto none;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_variant)
+			continue;
+		if (f->nr_states >= MAX_STATES) {
+			w->m->nr_limits_hit++;
+			break;
+		}
+		Dwarf_Word discr_value = 0;
+		bool has_value = dwarf_formudata(dwarf_attr(&child, DW_AT_discr_value, &a),
+						 &discr_value) == 0;
+		Dwarf_Die member, vtype;
+		if (dwarf_child(&child, &member) != 0)
+			continue;
+		while (dwarf_tag(&member) != DW_TAG_member)
+			if (dwarf_siblingof(&member, &member) != 0)
+				goto next_variant;
+		if (!die_type(&member, &vtype))
+			continue;
+
+		if (f->nr_states == cap) {
+			cap = cap ? cap * 2 : 8;
+			struct future_state *n = realloc(f->states, cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			f->states = n;
+		}
+		struct future_state *s = &f->states[f->nr_states++];
+		memset(s, 0, sizeof(*s));
+		s->discr = has_value ? discr_value : UINT64_MAX;
+		s->name = strpool__intern(&w->m->strings, dwarf_diename(&vtype));
+		s->kind = state_from_name(s->name, &s->suspend_index);
+		s->file = strpool__intern(&w->m->strings, dwarf_decl_file(&member));
+		int line = 0;
+		dwarf_decl_line(&member, &line);
+		s->line = line > 0 ? (uint32_t)line : 0;
+		if (s->kind == STATE_UNRESUMED) {
+			f->file = s->file;
+			f->line = s->line;
+		}
+		Dwarf_Die aw;
+		if (s->kind == STATE_SUSPEND && find_awaitee(&vtype, &aw)) {
+			s->awaitee_type = NULL; /* filled when the tree is built */
+			if (add_await(w, fidx, s->suspend_index, s->file, s->line, &aw))
+				return -ENOMEM;
+		}
+next_variant:;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+none:
+	model__warn(w->m, "future %s (DIE 0x%" PRIx64 ") has no variant part: states unknown",
+		    w->m->futures[fidx].path, w->m->futures[fidx].die_offset);
+	return 0;
+}
+
+static int on_struct(struct walk *w, Dwarf_Die *die, const char *path, size_t path_len)
+{
+	const char *name = dwarf_diename(die);
+	char full[MAX_PATH_LEN];
+
+	if (!name || dwarf_hasattr(die, DW_AT_declaration))
+		return 0;
+	if (path_len)
+		snprintf(full, sizeof(full), "%.*s::%s", (int)path_len, path, name);
+	else
+		snprintf(full, sizeof(full), "%s", name);
+	const char *p = strpool__intern(&w->cu_pool, full);
+	if (!p || u64_map__set(&w->type_paths, dwarf_dieoffset(die), (uintptr_t)p))
+		return -ENOMEM;
+
+	bool is_env = false;
+	for (size_t i = 0; i < 3; i++)
+		if (starts_with(name, env_prefixes[i]))
+			is_env = true;
+	if (!is_env)
+		return 0;
+	enum future_kind kind = future_kind__from_name(name, NULL);
+	int32_t fidx = walk__get_future(w, full, kind, dwarf_dieoffset(die), die_bytesize(die));
+	if (fidx < 0)
+		return fidx;
+	if (u64_map__get(&w->filled_futures, (uint64_t)fidx, NULL))
+		return 0; /* same type again in another CU */
+	if (u64_map__set(&w->filled_futures, (uint64_t)fidx, 1))
+		return -ENOMEM;
+	struct future *f = &w->m->futures[fidx];
+	f->kind = kind;
+	f->die_offset = dwarf_dieoffset(die);
+	f->size = die_bytesize(die);
+	return read_env_states(w, fidx, die);
+}
+
+static bool is_poll_name(const char *name, const char *demangled)
+{
+	for (size_t i = 0; i < 3; i++)
+		if (starts_with(name, coroutine_prefixes[i]))
+			return true;
+	if (!demangled || demangled[0] != '<')
+		return false;
+	size_t n = strlen(demangled), sn = strlen(FUTURE_POLL_SUFFIX);
+	return n > sn && strcmp(demangled + n - sn, FUTURE_POLL_SUFFIX) == 0;
+}
+
+/* The future a poll fn polls: its first parameter is Pin<&mut T>; the pointer type's
+ * name spells T's full path ("&mut demo::leaf::{async_fn_env#0}"). */
+static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, const char **path, Dwarf_Die *target)
+{
+	Dwarf_Die child, pin, member, ptr;
+
+	if (dwarf_child(fn, &child) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&child) == DW_TAG_formal_parameter)
+			break;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+		return false;
+	*param = child;
+	if (!die_type(&child, &pin) || dwarf_child(&pin, &member) != 0)
+		return false;
+	while (dwarf_tag(&member) != DW_TAG_member)
+		if (dwarf_siblingof(&member, &member) != 0)
+			return false;
+	if (!die_type(&member, &ptr))
+		return false;
+	int tag = dwarf_tag(&ptr);
+	if (tag != DW_TAG_pointer_type && tag != DW_TAG_reference_type)
+		return false;
+	const char *n = dwarf_diename(&ptr);
+	if (!n)
+		return false;
+	if (starts_with(n, "&mut "))
+		n += 5;
+	else if (starts_with(n, "&"))
+		n += 1;
+	*path = n;
+	return die_type(&ptr, target);
+}
+
+static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *param, bool has_param)
+{
+	Dwarf_Die rt;
+
+	if (!die_type(fn, &rt))
+		return 0;
+	if (w->nr_pending == w->cap_pending) {
+		uint32_t cap = w->cap_pending ? w->cap_pending * 2 : 64;
+		struct pending_poll *n = realloc(w->pending, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->pending = n;
+		w->cap_pending = cap;
+	}
+	struct pending_poll *p = &w->pending[w->nr_pending++];
+	p->poll = poll;
+	p->return_type = dwarf_dieoffset(&rt);
+	p->has_param = has_param;
+	if (has_param)
+		p->param = *param;
+	return 0;
+}
+
+/*
+ * Classify a subprogram DIE (concrete or abstract) as a poll fn and return its
+ * index, creating it on first sight; -1 when it is not a poll, -ENOMEM.
+ */
+static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lowpc, uint64_t size)
+{
+	const char *name = die_name(fn);
+	uint64_t idx;
+	bool coroutine = false;
+
+	for (size_t i = 0; i < 3; i++)
+		if (starts_with(name, coroutine_prefixes[i]))
+			coroutine = true;
+	/* demangling is the expensive part: only for names that can be polls */
+	if (!coroutine && (!name || strcmp(name, "poll") != 0))
+		return -1;
+	const char *linkage = die_linkage_name(fn);
+	const char *demangled = linkage ? symbol__demangle(&w->m->strings, linkage) : NULL;
+	if (!is_poll_name(name, demangled))
+		return -1;
+	if (concrete && u64_map__get(&w->poll_by_addr, lowpc, &idx))
+		return (int64_t)idx;
+
+	const char *key = linkage ? strpool__intern(&w->m->strings, linkage)
+				  : strpool__printf(&w->m->strings, "%s@%" PRIx64, name ? name : "?",
+						    (uint64_t)dwarf_dieoffset(fn));
+	if (!key)
+		return -ENOMEM;
+	bool have = u64_map__get(&w->poll_by_key, (uintptr_t)key, &idx);
+	if (have && (!concrete || w->m->polls[idx].addr == 0)) {
+		/* fill an inlined-only entry with its out-of-line copy */
+		if (concrete) {
+			struct poll_fn *p = &w->m->polls[idx];
+			p->addr = lowpc;
+			p->size = size;
+			p->inlined_only = false;
+			if (u64_map__set(&w->poll_by_addr, lowpc, idx))
+				return -ENOMEM;
+			Dwarf_Die param, target;
+			const char *path;
+			bool has_param = poll_self_type(fn, &param, &path, &target);
+			if (add_pending(w, (uint32_t)idx, fn, &param, has_param))
+				return -ENOMEM;
+		}
+		return (int64_t)idx;
+	}
+
+	struct poll_fn *p = model__add_poll(w->m);
+	if (!p)
+		return -ENOMEM;
+	idx = w->m->nr_polls - 1;
+	p->linkage_name = linkage ? key : NULL;
+	p->name = demangled ? demangled : strpool__intern(&w->m->strings, name);
+	p->file = strpool__intern(&w->m->strings, dwarf_decl_file(fn));
+	int line = 0;
+	dwarf_decl_line(fn, &line);
+	p->line = line > 0 ? (uint32_t)line : 0;
+	p->inlined_only = !concrete;
+	p->self_arg_reg = DWARF_REG_RDI;
+	if (concrete) {
+		p->addr = lowpc;
+		p->size = size;
+		if (u64_map__set(&w->poll_by_addr, lowpc, idx))
+			return -ENOMEM;
+	}
+	if (!have && u64_map__set(&w->poll_by_key, (uintptr_t)key, idx))
+		return -ENOMEM;
+
+	Dwarf_Die param, target;
+	const char *path = NULL;
+	bool has_param = poll_self_type(fn, &param, &path, &target);
+	if (has_param && path) {
+		bool is_env;
+		enum future_kind kind = future_kind__from_name(path, &is_env);
+		int32_t f = walk__get_future(w, path, kind, dwarf_dieoffset(&target),
+					     die_bytesize(&target));
+		if (f < 0)
+			return -ENOMEM;
+		w->m->polls[idx].future = f;
+	} else {
+		model__warn(w->m, "poll fn %s: cannot read its self parameter's type",
+			    w->m->polls[idx].name);
+	}
+	if (concrete && add_pending(w, (uint32_t)idx, fn, &param, has_param))
+		return -ENOMEM;
+	return (int64_t)idx;
+}
+
+static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_t path_len)
+{
+	Dwarf_Addr lowpc, highpc;
+
+	if (dwarf_hasattr(die, DW_AT_declaration))
+		return 0;
+	bool concrete = dwarf_lowpc(die, &lowpc) == 0 && dwarf_highpc(die, &highpc) == 0 &&
+			highpc > lowpc;
+	if (!concrete && !dwarf_hasattr(die, DW_AT_inline)) {
+		/* hot/cold split functions have DW_AT_ranges only: take the entry range */
+		Dwarf_Addr base, start, end;
+		ptrdiff_t o = dwarf_ranges(die, 0, &base, &start, &end);
+		Dwarf_Addr entry;
+		if (o > 0 && dwarf_entrypc(die, &entry) == 0) {
+			for (; o > 0; o = dwarf_ranges(die, o, &base, &start, &end))
+				if (entry >= start && entry < end) {
+					lowpc = entry;
+					highpc = end;
+					concrete = true;
+					break;
+				}
+		}
+	}
+	const char *name = die_name(die);
+	if (concrete && name && starts_with(name, "drop_in_place<") && path_len == 9 &&
+	    strncmp(path, "core::ptr", 9) == 0) {
+		const char *inner = name + strlen("drop_in_place<");
+		const char *close = strrchr(inner, '>');
+		if (close && close > inner) {
+			const char *tp = strpool__intern_len(&w->m->strings, inner,
+							     (size_t)(close - inner));
+			uint64_t dummy;
+			if (!tp)
+				return -ENOMEM;
+			if (!u64_map__get(&w->drop_by_path, (uintptr_t)tp, &dummy)) {
+				if (w->nr_drops == w->cap_drops) {
+					uint32_t cap = w->cap_drops ? w->cap_drops * 2 : 256;
+					struct drop_rec *n = realloc(w->drops, cap * sizeof(*n));
+					if (!n)
+						return -ENOMEM;
+					w->drops = n;
+					w->cap_drops = cap;
+				}
+				w->drops[w->nr_drops] = (struct drop_rec){
+					.type_path = tp,
+					.linkage_name = strpool__intern(&w->m->strings,
+									die_linkage_name(die)),
+					.addr = lowpc,
+				};
+				if (u64_map__set(&w->drop_by_path, (uintptr_t)tp, w->nr_drops++))
+					return -ENOMEM;
+			}
+		}
+		return 0;
+	}
+	if (!concrete && !dwarf_hasattr(die, DW_AT_inline))
+		return 0;
+	int64_t r = poll_of(w, die, concrete, concrete ? lowpc : 0, concrete ? highpc - lowpc : 0);
+	if (r < -1)
+		return (int)r;
+	if (!concrete) {
+		uint64_t v = r >= 0 ? (uint64_t)r + 1 : 0;
+		if (u64_map__set(&w->origin_class, dwarf_dieoffset(die), v))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *call_file(struct walk *w, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &idx) != 0)
+		return NULL;
+	if (dwarf_getsrcfiles(&w->cu, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static const char *caller_name(struct walk *w, Dwarf_Off caller)
+{
+	Dwarf_Die fn;
+
+	if (!caller || !dwarf_offdie(w->dw, caller, &fn))
+		return NULL;
+	const char *ln = die_linkage_name(&fn);
+	return ln ? symbol__demangle(&w->m->strings, ln) : strpool__intern(&w->m->strings, die_name(&fn));
+}
+
+static int on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	uint64_t v;
+
+	if (!dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &a), &origin))
+		return 0;
+	uint64_t off = dwarf_dieoffset(&origin);
+	if (!u64_map__get(&w->origin_class, off, &v)) {
+		int64_t r = poll_of(w, &origin, false, 0, 0);
+		if (r < -1)
+			return (int)r;
+		v = r >= 0 ? (uint64_t)r + 1 : 0;
+		if (u64_map__set(&w->origin_class, off, v))
+			return -ENOMEM;
+	}
+	if (!v)
+		return 0;
+	struct poll_fn *p = &w->m->polls[v - 1];
+	uint32_t max = w->o->max_inline_sites ? w->o->max_inline_sites : 64;
+	p->nr_inline_sites_total++;
+	if (p->nr_inline_sites >= max)
+		return 0;
+	if ((p->nr_inline_sites & (p->nr_inline_sites - 1)) == 0) { /* 0,1,2,4,...: grow */
+		uint32_t cap = p->nr_inline_sites ? p->nr_inline_sites * 2 : 1;
+		struct inline_site *n = realloc(p->inline_sites, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->inline_sites = n;
+	}
+	struct inline_site *s = &p->inline_sites[p->nr_inline_sites++];
+	Dwarf_Addr entry = 0;
+	dwarf_entrypc(die, &entry);
+	Dwarf_Word line = 0;
+	dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line);
+	s->addr = entry;
+	s->caller = caller_name(w, caller);
+	s->file = strpool__intern(&w->m->strings, call_file(w, die));
+	s->line = (uint32_t)line;
+	return 0;
+}
+
+/* Poll<T> return layout and the register self arrives in, once the CU's type paths
+ * are known (the return type must be core::task::poll::Poll, not another Poll). */
+static void resolve_pending(struct walk *w)
+{
+	for (uint32_t i = 0; i < w->nr_pending; i++) {
+		struct pending_poll *pp = &w->pending[i];
+		struct poll_fn *p = &w->m->polls[pp->poll];
+		uint64_t v;
+		Dwarf_Die rt, child, discr, dtype;
+		if (!u64_map__get(&w->type_paths, pp->return_type, &v) ||
+		    !starts_with((const char *)(uintptr_t)v, "core::task::poll::Poll<"))
+			continue;
+		if (!dwarf_offdie(w->dw, pp->return_type, &rt))
+			continue;
+		struct poll_layout *l = &p->ret;
+		l->size = die_bytesize(&rt);
+		l->in_memory = l->size > 16; /* Rust returns up to two registers' worth in rax:rdx */
+		p->self_arg_reg = l->in_memory ? DWARF_REG_RSI : DWARF_REG_RDI;
+		if (dwarf_child(&rt, &child) == 0) {
+			do {
+				if (dwarf_tag(&child) != DW_TAG_variant_part)
+					continue;
+				Dwarf_Attribute a;
+				if (dwarf_formref_die(dwarf_attr(&child, DW_AT_discr, &a), &discr) &&
+				    member_offset(&discr, &l->discr_offset) &&
+				    die_type(&discr, &dtype))
+					l->discr_size = (uint32_t)die_bytesize(&dtype);
+				Dwarf_Die var;
+				if (dwarf_child(&child, &var) != 0)
+					break;
+				do {
+					Dwarf_Die mem;
+					if (dwarf_tag(&var) != DW_TAG_variant ||
+					    dwarf_child(&var, &mem) != 0)
+						continue;
+					const char *vn = dwarf_diename(&mem);
+					Dwarf_Word dv;
+					bool has = dwarf_formudata(dwarf_attr(&var, DW_AT_discr_value, &a),
+								   &dv) == 0;
+					if (vn && strcmp(vn, "Pending") == 0) {
+						l->pending_has_value = has;
+						l->pending_value = has ? dv : 0;
+					} else if (vn && strcmp(vn, "Ready") == 0) {
+						l->ready_has_value = has;
+						l->ready_value = has ? dv : 0;
+					}
+				} while (dwarf_siblingof(&var, &var) == 0);
+				l->known = l->discr_size > 0 &&
+					   (l->pending_has_value || l->ready_has_value);
+				break;
+			} while (dwarf_siblingof(&child, &child) == 0);
+		}
+		/* Where DWARF says where self is at entry, believe it over the ABI rule. */
+		Dwarf_Attribute loc;
+		Dwarf_Op *expr;
+		size_t len;
+		if (pp->has_param && dwarf_attr(&pp->param, DW_AT_location, &loc) &&
+		    dwarf_getlocation_addr(&loc, p->addr, &expr, &len, 1) == 1 && len == 1) {
+			if (expr[0].atom >= DW_OP_reg0 && expr[0].atom <= DW_OP_reg31)
+				p->self_arg_reg = (uint16_t)(expr[0].atom - DW_OP_reg0);
+			else if (expr[0].atom == DW_OP_regx)
+				p->self_arg_reg = (uint16_t)expr[0].number;
+		}
+	}
+	w->nr_pending = 0;
+}
+
+struct frame {
+	Dwarf_Die die;
+	size_t path_len;  /* namespace path length at this level */
+	Dwarf_Off caller; /* enclosing concrete function's DIE (for inline sites), 0 if none */
+};
+
+static void show_progress(struct walk *w, uint64_t done, uint64_t total, struct timespec *last)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - last->tv_sec < 1 && !(done >= total))
+		return;
+	*last = now;
+	fprintf(stderr, "\rasyncbpf: analyzing %s: %3u%% of .debug_info, %u futures", w->t->display,
+		(unsigned)(total ? done * 100 / total : 100), w->m->nr_futures);
+	fflush(stderr);
+}
+
+static int walk_cu(struct walk *w, Dwarf_Die *cudie)
+{
+	static __thread struct frame stack[MAX_DIE_DEPTH];
+	char path[MAX_PATH_LEN];
+	int depth = 0, err;
+
+	path[0] = '\0';
+	if (dwarf_child(cudie, &stack[0].die) != 0)
+		return 0;
+	stack[0].path_len = 0;
+	stack[0].caller = 0;
+	for (;;) {
+		Dwarf_Die *die = &stack[depth].die;
+		size_t plen = stack[depth].path_len;
+		Dwarf_Off caller = stack[depth].caller;
+		bool descend = false;
+		size_t child_plen = plen;
+
+		w->m->nr_dies++;
+		switch (dwarf_tag(die)) {
+		case DW_TAG_namespace: {
+			const char *n = dwarf_diename(die);
+			size_t nl = n ? strlen(n) : 0;
+			if (n && plen + nl + 3 < sizeof(path)) {
+				if (plen) {
+					memcpy(path + plen, "::", 2);
+					memcpy(path + plen + 2, n, nl + 1);
+					child_plen = plen + 2 + nl;
+				} else {
+					memcpy(path, n, nl + 1);
+					child_plen = nl;
+				}
+				descend = true;
+			} else if (n) {
+				w->m->nr_limits_hit++;
+			}
+			break;
+		}
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_enumeration_type:
+			path[plen] = '\0';
+			if ((err = on_struct(w, die, path, plen)))
+				return err;
+			break;
+		case DW_TAG_subprogram:
+			path[plen] = '\0';
+			if ((err = on_subprogram(w, die, path, plen)))
+				return err;
+			if (!dwarf_hasattr(die, DW_AT_declaration)) {
+				caller = dwarf_dieoffset(die);
+				descend = true;
+			}
+			break;
+		case DW_TAG_lexical_block:
+			descend = true;
+			break;
+		case DW_TAG_inlined_subroutine:
+			if ((err = on_inlined(w, die, caller)))
+				return err;
+			descend = true;
+			break;
+		default:
+			break;
+		}
+
+		if (descend && dwarf_haschildren(die)) {
+			if (depth + 1 >= MAX_DIE_DEPTH) {
+				w->m->nr_limits_hit++;
+			} else if (dwarf_child(die, &stack[depth + 1].die) == 0) {
+				depth++;
+				stack[depth].path_len = child_plen;
+				stack[depth].caller = caller;
+				continue;
+			}
+		}
+		for (;;) {
+			int r = dwarf_siblingof(&stack[depth].die, &stack[depth].die);
+			if (r == 0)
+				break;
+			if (r < 0)
+				return -EINVAL;
+			if (depth == 0)
+				return 0;
+			depth--;
+		}
+	}
+}
+
+static int walk_dwarf(struct walk *w)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	struct timespec last = { 0 };
+	int err;
+
+	while (dwarf_nextcu(w->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		w->m->nr_cus++;
+		if (!dwarf_offdie(w->dw, off + hsize, &cudie)) {
+			w->m->nr_cu_errors++;
+			model__warn(w->m, "compile unit at 0x%" PRIx64 ": %s", (uint64_t)off,
+				    dwarf_errmsg(-1));
+			off = next;
+			continue;
+		}
+		w->cu = cudie;
+		w->first_cu_await = w->nr_awaits;
+		err = walk_cu(w, &cudie);
+		if (err == -ENOMEM)
+			return err;
+		if (err) {
+			w->m->nr_cu_errors++;
+			model__warn(w->m, "compile unit %s at 0x%" PRIx64 ": corrupt DIE tree (%s)",
+				    dwarf_diename(&cudie) ? dwarf_diename(&cudie) : "?", (uint64_t)off,
+				    dwarf_errmsg(-1));
+		}
+		resolve_pending(w);
+		if ((err = awaits__build_cu_trees(w)))
+			return err;
+		u64_map__clear(&w->type_paths);
+		strpool__free(&w->cu_pool);
+		strpool__init(&w->cu_pool);
+		if (w->o->progress)
+			show_progress(w, next, w->m->debug_info_size, &last);
+		if (next <= off)
+			break;
+		off = next;
+	}
+	if (w->o->progress)
+		fprintf(stderr, "\n");
+	return 0;
+}
+
+/* Without DWARF: the CAT approach, poll fns by symbol name. What is lost is said. */
+static int walk_symbols(struct walk *w)
+{
+	int n = dwfl_module_getsymtab(w->t->module);
+
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(w->t->module, i, &sym, &addr, NULL, NULL,
+							   NULL);
+		if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0 ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		addr -= w->t->bias;
+		const char *d = symbol__demangle(&w->m->strings, name);
+		if (!d)
+			return -ENOMEM;
+		size_t len = strlen(d), sl = strlen(FUTURE_POLL_SUFFIX);
+		bool handwritten = d[0] == '<' && len > sl && strcmp(d + len - sl, FUTURE_POLL_SUFFIX) == 0;
+		bool closure = len > 13 && strcmp(d + len - 13, "::{{closure}}") == 0;
+		if (!handwritten && !closure)
+			continue;
+		if (u64_map__get(&w->poll_by_addr, addr, NULL))
+			continue;
+		struct poll_fn *p = model__add_poll(w->m);
+		if (!p)
+			return -ENOMEM;
+		p->name = d;
+		p->linkage_name = strpool__intern(&w->m->strings, name);
+		p->addr = addr;
+		p->size = sym.st_size;
+		p->self_arg_reg = DWARF_REG_RDI;
+		if (u64_map__set(&w->poll_by_addr, addr, w->m->nr_polls - 1))
+			return -ENOMEM;
+		if (handwritten) {
+			char type[MAX_PATH_LEN];
+			snprintf(type, sizeof(type), "%.*s", (int)(len - sl - 1), d + 1);
+			int32_t f = walk__get_future(w, type, FUTURE_HANDWRITTEN, 0, 0);
+			if (f < 0)
+				return -ENOMEM;
+			w->m->polls[w->m->nr_polls - 1].future = f;
+		}
+	}
+	return 0;
+}
+
+static void classify_crates(struct model *m)
+{
+	char crate[256];
+
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		struct future *f = &m->futures[i];
+		rust_path__crate(f->path, crate, sizeof(crate));
+		f->crate = strpool__intern(&m->strings, crate);
+		f->crate_class = crate__classify(crate);
+	}
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		struct poll_fn *p = &m->polls[i];
+		if (p->future >= 0) {
+			p->crate = m->futures[p->future].crate;
+			p->crate_class = m->futures[p->future].crate_class;
+		} else {
+			rust_path__crate(p->name, crate, sizeof(crate));
+			p->crate = strpool__intern(&m->strings, crate);
+			p->crate_class = crate__classify(crate);
+		}
+	}
+}
+
+static int disassemble_polls(struct walk *w)
+{
+	struct model *m = w->m;
+	char err[256];
+
+	if (w->t->ehdr.e_machine != EM_X86_64) {
+		model__warn(m, "not an x86-64 binary (e_machine %u): exit and entry sites not computed",
+			    w->t->ehdr.e_machine);
+		return 0;
+	}
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		struct poll_fn *p = &m->polls[i];
+		const uint8_t *code;
+		if (p->inlined_only || !p->addr)
+			continue;
+		if (target__file_offset(w->t, p->addr, &p->file_offset)) {
+			p->disasm_error = strpool__printf(&m->strings,
+							  "0x%" PRIx64 " is not in an executable segment",
+							  p->addr);
+			continue;
+		}
+		int r = target__code(w->t, p->addr, p->size, &code);
+		if (r) {
+			p->disasm_error = strpool__printf(&m->strings, "code at 0x%" PRIx64 "+%" PRIu64
+							  " is not in an executable section",
+							  p->addr, p->size);
+			continue;
+		}
+		err[0] = '\0';
+		r = disasm__analyze_function(code, p->size, p->addr, p->self_arg_reg, &p->exits,
+					     &p->nr_exits, &p->entry, err, sizeof(err));
+		if (r == -ENOMEM)
+			return r;
+		if (r) {
+			p->disasm_error = strpool__intern(&m->strings, err[0] ? err : strerror(-r));
+			continue;
+		}
+		for (uint32_t k = 0; k < p->nr_exits; k++)
+			target__file_offset(w->t, p->exits[k].addr, &p->exits[k].file_offset);
+		if (p->entry.valid)
+			target__file_offset(w->t, p->entry.addr, &p->entry.file_offset);
+	}
+	return 0;
+}
+
+static void link_drops(struct walk *w)
+{
+	for (uint32_t i = 0; i < w->m->nr_futures; i++) {
+		struct future *f = &w->m->futures[i];
+		uint64_t d;
+		if (u64_map__get(&w->drop_by_path, (uintptr_t)f->path, &d)) {
+			f->drop_symbol = w->drops[d].linkage_name;
+			f->drop_addr = w->drops[d].addr;
+		}
+	}
+}
+
+int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct model *m, char *err,
+		      size_t errlen)
+{
+	struct analyzer_opts defaults = { 0 };
+	struct walk w = { .t = t, .m = m, .o = o ? o : &defaults, .dw = t->dwarf };
+	int r;
+
+	m->path = strpool__intern(&m->strings, t->display);
+	m->elf_path = strpool__intern(&m->strings, t->path);
+	m->debuginfo_path = strpool__intern(&m->strings, t->debuginfo_path);
+	m->build_id = t->build_id[0] ? strpool__intern(&m->strings, t->build_id) : NULL;
+	m->pie = t->pie;
+	m->has_dwarf = t->dwarf != NULL;
+	m->debug_info_size = t->debug_info_size;
+	strpool__init(&w.cu_pool);
+
+	if (t->dwarf) {
+		r = walk_dwarf(&w);
+	} else {
+		char why[1024];
+		target__explain_missing_dwarf(t, why, sizeof(why));
+		model__warn(m, "no DWARF debuginfo for %s: %s", t->display, why);
+		model__warn(m, "falling back to symbol names: no future types, states, await points or await graph; async fns appear as {{closure}} symbols, indistinguishable from plain closures");
+		m->symbols_only = true;
+		r = walk_symbols(&w);
+	}
+	if (!r)
+		r = awaits__resolve(&w);
+	if (!r) {
+		for (uint32_t i = 0; i < m->nr_polls; i++)
+			m->polls[i].inlined_only = m->polls[i].addr == 0;
+		link_drops(&w);
+		model__finish(m);
+		for (uint32_t i = 0; i < m->nr_futures; i++) {
+			struct future *f = &m->futures[i];
+			for (uint32_t p = 0; p < m->nr_polls && !f->file; p++)
+				if (m->polls[p].future == (int32_t)i) {
+					f->file = m->polls[p].file; /* hand-written: where poll is */
+					f->line = m->polls[p].line;
+				}
+		}
+		classify_crates(m);
+		r = disassemble_polls(&w);
+	}
+	if (r == -ENOMEM)
+		snprintf(err, errlen, "out of memory while analyzing %s", t->display);
+	else if (r)
+		snprintf(err, errlen, "analyzing %s failed: %s", t->display, strerror(-r));
+
+	awaits__free(&w);
+	strpool__free(&w.cu_pool);
+	u64_map__free(&w.type_paths);
+	u64_map__free(&w.future_by_path);
+	u64_map__free(&w.poll_by_addr);
+	u64_map__free(&w.poll_by_key);
+	u64_map__free(&w.origin_class);
+	u64_map__free(&w.drop_by_path);
+	u64_map__free(&w.filled_futures);
+	free(w.pending);
+	free(w.drops);
+	return r;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The binary to analyze: a path or a running process, opened with libdwfl so that
+ * separate debuginfo is found by build-id and .gnu_debuglink.
+ */
+#ifndef ASYNCBPF_TARGET_H
+#define ASYNCBPF_TARGET_H
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TARGET_MAX_SEGMENTS 64
+
+struct load_segment {
+	uint64_t vaddr, memsz, filesz, offset;
+	uint32_t flags; /* PF_X, PF_W, PF_R */
+};
+
+struct target {
+	char display[PATH_MAX];     /* what the user named: "/bin/x" or "pid 42 (/bin/x)" */
+	char path[PATH_MAX];        /* the file opened */
+	char search_path[PATH_MAX]; /* where debuglink lookups start (resolved through /proc/PID/root) */
+	int fd;
+	Elf *elf; /* the executable itself (ours, not dwfl's) */
+	GElf_Ehdr ehdr;
+	Dwfl *dwfl;
+	Dwfl_Module *module;
+	Dwarf *dwarf; /* NULL when there is no DWARF */
+	Dwarf_Addr bias; /* dwfl_module_* addresses minus link-time addresses */
+	const char *debuginfo_path;
+	char build_id[2 * 64 + 1];
+	bool pie;
+	uint64_t debug_info_size;
+	char debuglink[256]; /* .gnu_debuglink name, "" if none */
+	struct load_segment segs[TARGET_MAX_SEGMENTS];
+	unsigned nr_segs;
+};
+
+struct target_opts {
+	bool search_debuginfo; /* false: only DWARF inside the file itself (the fuzzer) */
+};
+
+/*
+ * Open an ELF file / a process's executable. Return 0 or -errno with a message in
+ * err: -ENOENT (no such file), -ESRCH (no such process), -EACCES/-EPERM,
+ * -ENOEXEC (not an ELF, truncated, corrupt), -ENOMEM.
+ */
+int target__open_path(struct target *t, const char *path, const struct target_opts *o, char *err,
+		      size_t errlen);
+int target__open_pid(struct target *t, pid_t pid, const struct target_opts *o, char *err,
+		     size_t errlen);
+/* Open an already-open descriptor (memfd in the fuzzer); takes ownership of fd. */
+int target__open_fd(struct target *t, int fd, const char *name, const struct target_opts *o,
+		    char *err, size_t errlen);
+void target__close(struct target *t);
+
+/* File offset of a virtual address inside an executable PT_LOAD, or -ENOENT. */
+int target__file_offset(const struct target *t, uint64_t addr, uint64_t *offset);
+/* Bytes of [addr, addr+size) from the executable's sections; -ENOENT / -ERANGE. */
+int target__code(const struct target *t, uint64_t addr, uint64_t size, const uint8_t **bytes);
+/* Why there is no DWARF: a sentence for the user (debuglink/build-id findings). */
+void target__explain_missing_dwarf(const struct target *t, char *buf, size_t len);
+
+#endif
