@@ -25,9 +25,23 @@ for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
-# A Rust toolchain: use the one on PATH (or rustup's) if present, else Debian's.
-if ! command -v cargo >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
-	missing+=(cargo rustc)
+# A Rust toolchain >= 1.85 for the fixtures: the one on PATH or rustup's if recent
+# enough, else Debian's rustc-web/cargo-web (bookworm's plain rustc is 1.63).
+rust_ok() {
+	local v
+	v="$(PATH="$(dirname "$1"):$PATH" rustc --version 2>/dev/null | awk '{print $2}')" || return 1
+	[ -n "$v" ] && [ "$(printf '1.85\n%s\n' "${v%%-*}" | sort -V | head -n1)" = 1.85 ]
+}
+have_rust=no
+for c in "$(command -v cargo 2>/dev/null || true)" "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" \
+	/usr/lib/rust-web/bin/cargo; do
+	if [ -n "$c" ] && [ -x "$c" ] && rust_ok "$c"; then
+		have_rust=yes
+		break
+	fi
+done
+if [ "$have_rust" = no ]; then
+	missing+=(cargo-web rustc-web)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

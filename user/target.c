@@ -156,6 +156,11 @@ int target__open_fd(struct target *t, int fd, const char *name, const struct tar
 	}
 	read_debuglink(t);
 
+	/* libdwfl asks debuginfod servers when DEBUGINFOD_URLS is set (Debian sets it
+	 * in /etc/profile.d): as root, on a production host, that is a network fetch
+	 * nobody asked for, and a hang without network. Opt in with ASYNCBPF_DEBUGINFOD=1. */
+	if (!getenv("ASYNCBPF_DEBUGINFOD"))
+		unsetenv("DEBUGINFOD_URLS");
 	t->dwfl = dwfl_begin(o && !o->search_debuginfo ? &local_callbacks : &search_callbacks);
 	if (!t->dwfl)
 		return fail(err, errlen, -ENOMEM, "%s: libdwfl: %s", shown, dwfl_errmsg(-1));
