@@ -104,6 +104,73 @@ static bool member_offset(Dwarf_Die *member, uint64_t *off)
 	return false;
 }
 
+/* Search one CU's namespace tree for a type DIE; bounded like the main walk. */
+static const char *find_path_in_cu(struct walk *w, Dwarf_Die *cudie, uint64_t target)
+{
+	Dwarf_Die stack[MAX_DIE_DEPTH];
+	size_t plen[MAX_DIE_DEPTH];
+	char path[MAX_PATH_LEN];
+	int depth = 0;
+
+	if (dwarf_child(cudie, &stack[0]) != 0)
+		return NULL;
+	plen[0] = 0;
+	for (;;) {
+		Dwarf_Die *die = &stack[depth];
+		int tag = dwarf_tag(die);
+		const char *n = dwarf_diename(die);
+		bool descend = false;
+		size_t child_len = plen[depth];
+		if (dwarf_dieoffset(die) == target) {
+			if (!n)
+				return NULL;
+			path[plen[depth]] = '\0';
+			return strpool__printf(&w->m->strings, "%s%s%s", path, plen[depth] ? "::" : "", n);
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_structure_type ||
+		     tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type) && n &&
+		    dwarf_dieoffset(die) < target) {
+			size_t nl = strlen(n);
+			if (plen[depth] + nl + 3 < sizeof(path)) {
+				if (plen[depth])
+					memcpy(path + plen[depth], "::", 2);
+				size_t at = plen[depth] ? plen[depth] + 2 : 0;
+				memcpy(path + at, n, nl);
+				child_len = at + nl;
+				descend = true;
+			}
+		}
+		if (descend && depth + 1 < MAX_DIE_DEPTH && dwarf_child(die, &stack[depth + 1]) == 0) {
+			plen[++depth] = child_len;
+			continue;
+		}
+		for (;;) {
+			if (dwarf_siblingof(&stack[depth], &stack[depth]) == 0)
+				break;
+			if (depth == 0)
+				return NULL;
+			depth--;
+		}
+	}
+}
+
+const char *walk__type_path(struct walk *w, uint64_t off)
+{
+	uint64_t v;
+	Dwarf_Die die, cudie;
+
+	if (u64_map__get(&w->type_paths, off, &v))
+		return (const char *)(uintptr_t)v;
+	if (u64_map__get(&w->foreign_paths, off, &v))
+		return (const char *)(uintptr_t)v;
+	if (!dwarf_offdie(w->dw, off, &die) || !dwarf_diecu(&die, &cudie, NULL, NULL))
+		return NULL;
+	const char *p = find_path_in_cu(w, &cudie, off);
+	if (u64_map__set(&w->foreign_paths, off, (uintptr_t)p))
+		return NULL;
+	return p;
+}
+
 int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind, uint64_t die_offset,
 			 uint64_t size)
 {
@@ -605,10 +672,8 @@ static void resolve_pending(struct walk *w)
 	for (uint32_t i = 0; i < w->nr_pending; i++) {
 		struct pending_poll *pp = &w->pending[i];
 		struct poll_fn *p = &w->m->polls[pp->poll];
-		uint64_t v;
 		Dwarf_Die rt, child, discr, dtype;
-		if (!u64_map__get(&w->type_paths, pp->return_type, &v) ||
-		    !starts_with((const char *)(uintptr_t)v, "core::task::poll::Poll<"))
+		if (!starts_with(walk__type_path(w, pp->return_type), "core::task::poll::Poll<"))
 			continue;
 		if (!dwarf_offdie(w->dw, pp->return_type, &rt))
 			continue;
@@ -1001,6 +1066,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	u64_map__free(&w.origin_class);
 	u64_map__free(&w.drop_by_path);
 	u64_map__free(&w.filled_futures);
+	u64_map__free(&w.foreign_paths);
 	free(w.pending);
 	free(w.drops);
 	return r;

@@ -75,6 +75,7 @@ struct walk {
 	struct u64_map origin_class;    /* abstract DIE offset -> poll index + 1, or 0 */
 	struct u64_map drop_by_path;    /* interned type path -> drop index */
 	struct u64_map filled_futures;  /* future index -> 1 once states were read */
+	struct u64_map foreign_paths;   /* DIE offset in another CU -> interned path */
 	struct await_rec *awaits;
 	uint32_t nr_awaits, cap_awaits;
 	struct drop_rec *drops;
@@ -87,6 +88,9 @@ int awaits__resolve(struct walk *w);
 void awaits__free(struct walk *w);
 
 /* analyzer.c helpers used by awaits.c */
+/* Full path of a type DIE: this CU's table, else (a DW_FORM_ref_addr into another
+ * unit) a walk of that unit's namespaces; NULL if unnamed or not found. */
+const char *walk__type_path(struct walk *w, uint64_t die_offset);
 int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind, uint64_t die_offset,
 			 uint64_t size);
 enum future_kind future_kind__from_name(const char *name, bool *is_env);

@@ -73,9 +73,7 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 		b->truncated = true;
 		return;
 	}
-	uint64_t v;
-	const char *cu_path = u64_map__get(&b->w->type_paths, off, &v) ? (const char *)(uintptr_t)v
-								       : NULL;
+	const char *cu_path = walk__type_path(b->w, off);
 	const char *name = dwarf_diename(&die);
 	struct await_node *n = &b->nodes[b->nr];
 	memset(n, 0, sizeof(*n));
@@ -134,10 +132,9 @@ int awaits__build_cu_trees(struct walk *w)
 		b.truncated = false;
 		if (!dwarf_offdie(w->dw, a->awaitee_offset, &t))
 			continue;
-		const char *tn = dwarf_diename(&t);
-		uint64_t v;
-		if (u64_map__get(&w->type_paths, a->awaitee_offset, &v))
-			tn = (const char *)(uintptr_t)v;
+		const char *tn = walk__type_path(w, a->awaitee_offset);
+		if (!tn)
+			tn = dwarf_diename(&t);
 		a->awaitee_name = strpool__intern(&w->m->strings, tn);
 		add_type(&b, &t, -1, 0);
 		if (b.truncated)
