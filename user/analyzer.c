@@ -23,14 +23,12 @@
 #include "log.h"
 #include "selection.h"
 
-#define FUTURE_POLL_SUFFIX " as core::future::future::Future>::poll"
-
 static const char *const env_prefixes[] = { "{async_fn_env#", "{async_block_env#",
 					    "{async_closure_env#" };
 static const char *const coroutine_prefixes[] = { "{async_fn#", "{async_block#",
 						  "{async_closure#" };
 
-static bool starts_with(const char *s, const char *prefix)
+bool starts_with(const char *s, const char *prefix)
 {
 	return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
@@ -78,19 +76,19 @@ static const char *die_linkage_name(Dwarf_Die *die)
 	return s;
 }
 
-static bool die_type(Dwarf_Die *die, Dwarf_Die *type)
+bool die_type(Dwarf_Die *die, Dwarf_Die *type)
 {
 	Dwarf_Attribute a;
 	return dwarf_formref_die(dwarf_attr_integrate(die, DW_AT_type, &a), type) != NULL;
 }
 
-static uint64_t die_bytesize(Dwarf_Die *die)
+uint64_t die_bytesize(Dwarf_Die *die)
 {
 	int n = dwarf_bytesize(die);
 	return n > 0 ? (uint64_t)n : 0;
 }
 
-static bool member_offset(Dwarf_Die *member, uint64_t *off)
+bool member_offset(Dwarf_Die *member, uint64_t *off)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word w;
@@ -102,73 +100,6 @@ static bool member_offset(Dwarf_Die *member, uint64_t *off)
 		return true;
 	}
 	return false;
-}
-
-/* Search one CU's namespace tree for a type DIE; bounded like the main walk. */
-static const char *find_path_in_cu(struct walk *w, Dwarf_Die *cudie, uint64_t target)
-{
-	Dwarf_Die stack[MAX_DIE_DEPTH];
-	size_t plen[MAX_DIE_DEPTH];
-	char path[MAX_PATH_LEN];
-	int depth = 0;
-
-	if (dwarf_child(cudie, &stack[0]) != 0)
-		return NULL;
-	plen[0] = 0;
-	for (;;) {
-		Dwarf_Die *die = &stack[depth];
-		int tag = dwarf_tag(die);
-		const char *n = dwarf_diename(die);
-		bool descend = false;
-		size_t child_len = plen[depth];
-		if (dwarf_dieoffset(die) == target) {
-			if (!n)
-				return NULL;
-			path[plen[depth]] = '\0';
-			return strpool__printf(&w->m->strings, "%s%s%s", path, plen[depth] ? "::" : "", n);
-		}
-		if ((tag == DW_TAG_namespace || tag == DW_TAG_structure_type ||
-		     tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type) && n &&
-		    dwarf_dieoffset(die) < target) {
-			size_t nl = strlen(n);
-			if (plen[depth] + nl + 3 < sizeof(path)) {
-				if (plen[depth])
-					memcpy(path + plen[depth], "::", 2);
-				size_t at = plen[depth] ? plen[depth] + 2 : 0;
-				memcpy(path + at, n, nl);
-				child_len = at + nl;
-				descend = true;
-			}
-		}
-		if (descend && depth + 1 < MAX_DIE_DEPTH && dwarf_child(die, &stack[depth + 1]) == 0) {
-			plen[++depth] = child_len;
-			continue;
-		}
-		for (;;) {
-			if (dwarf_siblingof(&stack[depth], &stack[depth]) == 0)
-				break;
-			if (depth == 0)
-				return NULL;
-			depth--;
-		}
-	}
-}
-
-const char *walk__type_path(struct walk *w, uint64_t off)
-{
-	uint64_t v;
-	Dwarf_Die die, cudie;
-
-	if (u64_map__get(&w->type_paths, off, &v))
-		return (const char *)(uintptr_t)v;
-	if (u64_map__get(&w->foreign_paths, off, &v))
-		return (const char *)(uintptr_t)v;
-	if (!dwarf_offdie(w->dw, off, &die) || !dwarf_diecu(&die, &cudie, NULL, NULL))
-		return NULL;
-	const char *p = find_path_in_cu(w, &cudie, off);
-	if (u64_map__set(&w->foreign_paths, off, (uintptr_t)p))
-		return NULL;
-	return p;
 }
 
 int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind, uint64_t die_offset,
@@ -665,71 +596,6 @@ static int on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
 	return 0;
 }
 
-/* Poll<T> return layout and the register self arrives in, once the CU's type paths
- * are known (the return type must be core::task::poll::Poll, not another Poll). */
-static void resolve_pending(struct walk *w)
-{
-	for (uint32_t i = 0; i < w->nr_pending; i++) {
-		struct pending_poll *pp = &w->pending[i];
-		struct poll_fn *p = &w->m->polls[pp->poll];
-		Dwarf_Die rt, child, discr, dtype;
-		if (!starts_with(walk__type_path(w, pp->return_type), "core::task::poll::Poll<"))
-			continue;
-		if (!dwarf_offdie(w->dw, pp->return_type, &rt))
-			continue;
-		struct poll_layout *l = &p->ret;
-		l->size = die_bytesize(&rt);
-		l->in_memory = l->size > 16; /* Rust returns up to two registers' worth in rax:rdx */
-		p->self_arg_reg = l->in_memory ? DWARF_REG_RSI : DWARF_REG_RDI;
-		if (dwarf_child(&rt, &child) == 0) {
-			do {
-				if (dwarf_tag(&child) != DW_TAG_variant_part)
-					continue;
-				Dwarf_Attribute a;
-				if (dwarf_formref_die(dwarf_attr(&child, DW_AT_discr, &a), &discr) &&
-				    member_offset(&discr, &l->discr_offset) &&
-				    die_type(&discr, &dtype))
-					l->discr_size = (uint32_t)die_bytesize(&dtype);
-				Dwarf_Die var;
-				if (dwarf_child(&child, &var) != 0)
-					break;
-				do {
-					Dwarf_Die mem;
-					if (dwarf_tag(&var) != DW_TAG_variant ||
-					    dwarf_child(&var, &mem) != 0)
-						continue;
-					const char *vn = dwarf_diename(&mem);
-					Dwarf_Word dv;
-					bool has = dwarf_formudata(dwarf_attr(&var, DW_AT_discr_value, &a),
-								   &dv) == 0;
-					if (vn && strcmp(vn, "Pending") == 0) {
-						l->pending_has_value = has;
-						l->pending_value = has ? dv : 0;
-					} else if (vn && strcmp(vn, "Ready") == 0) {
-						l->ready_has_value = has;
-						l->ready_value = has ? dv : 0;
-					}
-				} while (dwarf_siblingof(&var, &var) == 0);
-				l->known = l->discr_size > 0 &&
-					   (l->pending_has_value || l->ready_has_value);
-				break;
-			} while (dwarf_siblingof(&child, &child) == 0);
-		}
-		/* Where DWARF says where self is at entry, believe it over the ABI rule. */
-		Dwarf_Attribute loc;
-		Dwarf_Op *expr;
-		size_t len;
-		if (pp->has_param && dwarf_attr(&pp->param, DW_AT_location, &loc) &&
-		    dwarf_getlocation_addr(&loc, p->addr, &expr, &len, 1) == 1 && len == 1) {
-			if (expr[0].atom >= DW_OP_reg0 && expr[0].atom <= DW_OP_reg31)
-				p->self_arg_reg = (uint16_t)(expr[0].atom - DW_OP_reg0);
-			else if (expr[0].atom == DW_OP_regx)
-				p->self_arg_reg = (uint16_t)expr[0].number;
-		}
-	}
-	w->nr_pending = 0;
-}
-
 struct frame {
 	Dwarf_Die die;
 	size_t path_len;  /* namespace path length at this level */
@@ -865,7 +731,7 @@ static int walk_dwarf(struct walk *w)
 				    dwarf_diename(&cudie) ? dwarf_diename(&cudie) : "?", (uint64_t)off,
 				    dwarf_errmsg(-1));
 		}
-		resolve_pending(w);
+		analyzer__resolve_pending(w);
 		if ((err = awaits__build_cu_trees(w)))
 			return err;
 		u64_map__clear(&w->type_paths);
@@ -880,132 +746,6 @@ static int walk_dwarf(struct walk *w)
 	if (w->o->progress)
 		fprintf(stderr, "\n");
 	return 0;
-}
-
-/* Without DWARF: the CAT approach, poll fns by symbol name. What is lost is said. */
-static int walk_symbols(struct walk *w)
-{
-	int n = dwfl_module_getsymtab(w->t->module);
-
-	for (int i = 1; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		const char *name = dwfl_module_getsym_info(w->t->module, i, &sym, &addr, NULL, NULL,
-							   NULL);
-		if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0 ||
-		    sym.st_shndx == SHN_UNDEF)
-			continue;
-		addr -= w->t->bias;
-		const char *d = symbol__demangle(&w->m->strings, name);
-		if (!d)
-			return -ENOMEM;
-		size_t len = strlen(d), sl = strlen(FUTURE_POLL_SUFFIX);
-		bool handwritten = d[0] == '<' && len > sl && strcmp(d + len - sl, FUTURE_POLL_SUFFIX) == 0;
-		bool closure = len > 13 && strcmp(d + len - 13, "::{{closure}}") == 0;
-		if (!handwritten && !closure)
-			continue;
-		if (u64_map__get(&w->poll_by_addr, addr, NULL))
-			continue;
-		struct poll_fn *p = model__add_poll(w->m);
-		if (!p)
-			return -ENOMEM;
-		p->name = d;
-		p->linkage_name = strpool__intern(&w->m->strings, name);
-		p->addr = addr;
-		p->size = sym.st_size;
-		p->self_arg_reg = DWARF_REG_RDI;
-		if (u64_map__set(&w->poll_by_addr, addr, w->m->nr_polls - 1))
-			return -ENOMEM;
-		if (handwritten) {
-			char type[MAX_PATH_LEN];
-			snprintf(type, sizeof(type), "%.*s", (int)(len - sl - 1), d + 1);
-			int32_t f = walk__get_future(w, type, FUTURE_HANDWRITTEN, 0, 0);
-			if (f < 0)
-				return -ENOMEM;
-			w->m->polls[w->m->nr_polls - 1].future = f;
-		}
-	}
-	return 0;
-}
-
-static void classify_crates(struct model *m)
-{
-	char crate[256];
-
-	for (uint32_t i = 0; i < m->nr_futures; i++) {
-		struct future *f = &m->futures[i];
-		rust_path__crate(f->path, crate, sizeof(crate));
-		f->crate = strpool__intern(&m->strings, crate);
-		f->crate_class = crate__classify(crate);
-	}
-	for (uint32_t i = 0; i < m->nr_polls; i++) {
-		struct poll_fn *p = &m->polls[i];
-		if (p->future >= 0) {
-			p->crate = m->futures[p->future].crate;
-			p->crate_class = m->futures[p->future].crate_class;
-		} else {
-			rust_path__crate(p->name, crate, sizeof(crate));
-			p->crate = strpool__intern(&m->strings, crate);
-			p->crate_class = crate__classify(crate);
-		}
-	}
-}
-
-static int disassemble_polls(struct walk *w)
-{
-	struct model *m = w->m;
-	char err[256];
-
-	if (w->t->ehdr.e_machine != EM_X86_64) {
-		model__warn(m, "not an x86-64 binary (e_machine %u): exit and entry sites not computed",
-			    w->t->ehdr.e_machine);
-		return 0;
-	}
-	for (uint32_t i = 0; i < m->nr_polls; i++) {
-		struct poll_fn *p = &m->polls[i];
-		const uint8_t *code;
-		if (p->inlined_only || !p->addr)
-			continue;
-		if (target__file_offset(w->t, p->addr, &p->file_offset)) {
-			p->disasm_error = strpool__printf(&m->strings,
-							  "0x%" PRIx64 " is not in an executable segment",
-							  p->addr);
-			continue;
-		}
-		int r = target__code(w->t, p->addr, p->size, &code);
-		if (r) {
-			p->disasm_error = strpool__printf(&m->strings, "code at 0x%" PRIx64 "+%" PRIu64
-							  " is not in an executable section",
-							  p->addr, p->size);
-			continue;
-		}
-		err[0] = '\0';
-		r = disasm__analyze_function(code, p->size, p->addr, p->self_arg_reg, &p->exits,
-					     &p->nr_exits, &p->entry, err, sizeof(err));
-		if (r == -ENOMEM)
-			return r;
-		if (r) {
-			p->disasm_error = strpool__intern(&m->strings, err[0] ? err : strerror(-r));
-			continue;
-		}
-		for (uint32_t k = 0; k < p->nr_exits; k++)
-			target__file_offset(w->t, p->exits[k].addr, &p->exits[k].file_offset);
-		if (p->entry.valid)
-			target__file_offset(w->t, p->entry.addr, &p->entry.file_offset);
-	}
-	return 0;
-}
-
-static void link_drops(struct walk *w)
-{
-	for (uint32_t i = 0; i < w->m->nr_futures; i++) {
-		struct future *f = &w->m->futures[i];
-		uint64_t d;
-		if (u64_map__get(&w->drop_by_path, (uintptr_t)f->path, &d)) {
-			f->drop_symbol = w->drops[d].linkage_name;
-			f->drop_addr = w->drops[d].addr;
-		}
-	}
 }
 
 int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct model *m, char *err,
@@ -1032,14 +772,14 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		model__warn(m, "no DWARF debuginfo for %s: %s", t->display, why);
 		model__warn(m, "falling back to symbol names: no future types, states, await points or await graph; async fns appear as {{closure}} symbols, indistinguishable from plain closures");
 		m->symbols_only = true;
-		r = walk_symbols(&w);
+		r = analyzer__walk_symbols(&w);
 	}
 	if (!r)
 		r = awaits__resolve(&w);
 	if (!r) {
 		for (uint32_t i = 0; i < m->nr_polls; i++)
 			m->polls[i].inlined_only = m->polls[i].addr == 0;
-		link_drops(&w);
+		analyzer__link_drops(&w);
 		model__finish(m);
 		for (uint32_t i = 0; i < m->nr_futures; i++) {
 			struct future *f = &m->futures[i];
@@ -1049,8 +789,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 					f->line = m->polls[p].line;
 				}
 		}
-		classify_crates(m);
-		r = disassemble_polls(&w);
+		analyzer__classify_crates(m);
+		r = analyzer__disassemble_polls(&w);
 	}
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory while analyzing %s", t->display);

@@ -19,6 +19,8 @@
 #define MAX_AWAIT_NODES      128
 #define MAX_PATH_LEN         4096
 
+#define FUTURE_POLL_SUFFIX " as core::future::future::Future>::poll"
+
 /* One type reached from an __awaitee type through members and pointers. */
 struct await_node {
 	const char *path; /* interned (model pool) full path, or NULL for anonymous types */
@@ -81,6 +83,19 @@ struct walk {
 	struct drop_rec *drops;
 	uint32_t nr_drops, cap_drops;
 };
+
+/* analyzer.c: DWARF helpers */
+bool starts_with(const char *s, const char *prefix);
+bool die_type(Dwarf_Die *die, Dwarf_Die *type);
+uint64_t die_bytesize(Dwarf_Die *die);
+bool member_offset(Dwarf_Die *member, uint64_t *off);
+
+/* analyzer_post.c */
+void analyzer__resolve_pending(struct walk *w);
+int analyzer__walk_symbols(struct walk *w);
+void analyzer__classify_crates(struct model *m);
+int analyzer__disassemble_polls(struct walk *w);
+void analyzer__link_drops(struct walk *w);
 
 /* awaits.c */
 int awaits__build_cu_trees(struct walk *w);
