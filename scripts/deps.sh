@@ -34,7 +34,7 @@ rust_ok() {
 }
 have_rust=no
 for c in "$(command -v cargo 2>/dev/null || true)" "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" \
-	/usr/lib/rust-web/bin/cargo; do
+	/usr/bin/cargo; do
 	if [ -n "$c" ] && [ -x "$c" ] && rust_ok "$c"; then
 		have_rust=yes
 		break
