@@ -457,6 +457,7 @@ static void write_poll(struct json_writer *w, const struct model *m, uint32_t id
 		jw_string(w, "kind", exit_kind__name(x->kind));
 		if (x->kind == EXIT_TAIL_JMP)
 			jw_u64(w, "target", x->target);
+		jw_bool(w, "probeable", x->probeable);
 		jw_object_end(w);
 	}
 	jw_array_end(w);

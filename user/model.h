@@ -77,6 +77,7 @@ struct exit_site {
 	uint64_t file_offset;
 	enum exit_kind kind;
 	uint64_t target; /* EXIT_TAIL_JMP: the jump target; else 0 */
+	bool probeable;  /* false: the kernel refuses a uprobe here (e.g. `notrack jmp`) */
 };
 
 enum self_location {

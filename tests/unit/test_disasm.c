@@ -835,6 +835,32 @@ static void test_indirect_jmp(void)
 	result_free(&r);
 }
 
+/* An exit the kernel refuses to probe is still an exit, flagged unprobeable:
+ * uprobe_init_insn() rejects the DS (0x3e, "notrack") prefix. */
+static void test_unprobeable_exit(void)
+{
+	static const uint8_t code[] = {
+		0x48, 0x8b, 0x07, /* mov rax, [rdi] */
+		0x3e, 0xff, 0xe0, /* notrack jmp rax: a tail call through a pointer */
+	};
+	struct result r = analyze(code, sizeof(code), 0x401000, DWARF_REG_RDI);
+
+	CHECK_EQ_U64(r.rc, 0);
+	CHECK_EQ_U64(r.nr_exits, 1);
+	if (r.nr_exits == 1) {
+		CHECK_EQ_U64(r.exits[0].kind, EXIT_TAIL_JMP_INDIRECT);
+		CHECK(!r.exits[0].probeable);
+	}
+	result_free(&r);
+
+	static const uint8_t ret[] = { 0xc3 };
+	r = analyze(ret, sizeof(ret), 0x401000, DWARF_REG_RDI);
+	CHECK_EQ_U64(r.nr_exits, 1);
+	if (r.nr_exits == 1)
+		CHECK(r.exits[0].probeable);
+	result_free(&r);
+}
+
 /* ---- entry sites ---- */
 
 static void test_entry_push_first(void)
@@ -1140,6 +1166,7 @@ int main(void)
 	test_jcc_out();
 	test_jump_tables();
 	test_indirect_jmp();
+	test_unprobeable_exit();
 	test_entry_push_first();
 	test_entry_sub_then_call();
 	test_entry_sret();

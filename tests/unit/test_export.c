@@ -178,9 +178,9 @@ static void build_model(struct model *m)
 	p->future = 0;
 	p->exits = must(calloc(3, sizeof(*p->exits)));
 	p->nr_exits = 3;
-	p->exits[0] = (struct exit_site){0x401040, 0x1040, EXIT_RET, 0};
-	p->exits[1] = (struct exit_site){0x401050, 0x1050, EXIT_TAIL_JMP, 0x405000};
-	p->exits[2] = (struct exit_site){0x401060, 0x1060, EXIT_TAIL_JMP_INDIRECT, 0};
+	p->exits[0] = (struct exit_site){0x401040, 0x1040, EXIT_RET, 0, true};
+	p->exits[1] = (struct exit_site){0x401050, 0x1050, EXIT_TAIL_JMP, 0x405000, true};
+	p->exits[2] = (struct exit_site){0x401060, 0x1060, EXIT_TAIL_JMP_INDIRECT, 0, false};
 	p->entry.valid = true;
 	p->entry.addr = 0x401000;
 	p->entry.file_offset = 0x1000;
@@ -568,6 +568,8 @@ static void test_json(void)
 	CHECK_EQ_U64(nget(x1, "target"), 0x405000);
 	CHECK_STR(sget(x2, "kind"), "tail_jmp_indirect");
 	CHECK(get(x2, "target") == NULL);
+	CHECK_BOOL(x0, "probeable", true);
+	CHECK_BOOL(x2, "probeable", false);
 	const cJSON *e0 = get(p0, "entry");
 	CHECK_EQ_U64(nget(e0, "addr"), 0x401000);
 	CHECK_EQ_U64(nget(e0, "file_offset"), 0x1000);
