@@ -314,12 +314,18 @@ static bool is_poll_name(const char *name, const char *demangled)
 	return n > sn && strcmp(demangled + n - sn, FUTURE_POLL_SUFFIX) == 0;
 }
 
-/* The future a poll fn polls: its first parameter is Pin<&mut T>; the pointer type's
- * name spells T's full path ("&mut demo::leaf::{async_fn_env#0}"). */
-static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, const char **path, Dwarf_Die *target)
+/*
+ * The future a poll fn polls: its first parameter is Pin<&mut T>; the pointer
+ * type's name spells T's full path ("&mut demo::leaf::{async_fn_env#0}"). Release
+ * builds sometimes only declare the Pin struct in this unit: then its own name
+ * ("Pin<&mut T>") is all there is, and *has_target is false.
+ */
+static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, char *path, size_t len,
+			   Dwarf_Die *target, bool *has_target)
 {
 	Dwarf_Die child, pin, member, ptr;
 
+	*has_target = false;
 	if (dwarf_child(fn, &child) != 0)
 		return false;
 	do {
@@ -329,7 +335,17 @@ static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, const char **path, D
 	if (dwarf_tag(&child) != DW_TAG_formal_parameter)
 		return false;
 	*param = child;
-	if (!die_type(&child, &pin) || dwarf_child(&pin, &member) != 0)
+	if (!die_type(&child, &pin))
+		return false;
+	if (dwarf_hasattr(&pin, DW_AT_declaration)) {
+		const char *n = dwarf_diename(&pin);
+		size_t nl = n ? strlen(n) : 0;
+		if (!starts_with(n, "Pin<&mut ") || n[nl - 1] != '>' || nl - 10 >= len)
+			return false;
+		snprintf(path, len, "%.*s", (int)(nl - 10), n + 9);
+		return true;
+	}
+	if (dwarf_child(&pin, &member) != 0)
 		return false;
 	while (dwarf_tag(&member) != DW_TAG_member)
 		if (dwarf_siblingof(&member, &member) != 0)
@@ -346,8 +362,9 @@ static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, const char **path, D
 		n += 5;
 	else if (starts_with(n, "&"))
 		n += 1;
-	*path = n;
-	return die_type(&ptr, target);
+	snprintf(path, len, "%s", n);
+	*has_target = die_type(&ptr, target);
+	return true;
 }
 
 static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *param, bool has_param)
@@ -386,8 +403,9 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 	for (size_t i = 0; i < 3; i++)
 		if (starts_with(name, coroutine_prefixes[i]))
 			coroutine = true;
-	/* demangling is the expensive part: only for names that can be polls */
-	if (!coroutine && (!name || strcmp(name, "poll") != 0))
+	/* demangling is the expensive part: only for names that can be polls
+	 * ("poll", or "poll<()>" in a generic impl) */
+	if (!coroutine && (!name || strncmp(name, "poll", 4) != 0 || (name[4] && name[4] != '<')))
 		return -1;
 	const char *linkage = die_linkage_name(fn);
 	const char *demangled = linkage ? symbol__demangle(&w->m->strings, linkage) : NULL;
@@ -412,8 +430,10 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 			if (u64_map__set(&w->poll_by_addr, lowpc, idx))
 				return -ENOMEM;
 			Dwarf_Die param, target;
-			const char *path;
-			bool has_param = poll_self_type(fn, &param, &path, &target);
+			char path[MAX_PATH_LEN];
+			bool has_target;
+			bool has_param = poll_self_type(fn, &param, path, sizeof(path), &target,
+							&has_target);
 			if (add_pending(w, (uint32_t)idx, fn, &param, has_param))
 				return -ENOMEM;
 		}
@@ -442,13 +462,14 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 		return -ENOMEM;
 
 	Dwarf_Die param, target;
-	const char *path = NULL;
-	bool has_param = poll_self_type(fn, &param, &path, &target);
-	if (has_param && path) {
+	char path[MAX_PATH_LEN];
+	bool has_target;
+	bool has_param = poll_self_type(fn, &param, path, sizeof(path), &target, &has_target);
+	if (has_param) {
 		bool is_env;
 		enum future_kind kind = future_kind__from_name(path, &is_env);
-		int32_t f = walk__get_future(w, path, kind, dwarf_dieoffset(&target),
-					     die_bytesize(&target));
+		int32_t f = walk__get_future(w, path, kind, has_target ? dwarf_dieoffset(&target) : 0,
+					     has_target ? die_bytesize(&target) : 0);
 		if (f < 0)
 			return -ENOMEM;
 		w->m->polls[idx].future = f;
@@ -467,8 +488,9 @@ static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_
 
 	if (dwarf_hasattr(die, DW_AT_declaration))
 		return 0;
+	/* low_pc 0: the linker dropped the function (--gc-sections) but its DWARF stayed */
 	bool concrete = dwarf_lowpc(die, &lowpc) == 0 && dwarf_highpc(die, &highpc) == 0 &&
-			highpc > lowpc;
+			highpc > lowpc && lowpc != 0;
 	if (!concrete && !dwarf_hasattr(die, DW_AT_inline)) {
 		/* hot/cold split functions have DW_AT_ranges only: take the entry range */
 		Dwarf_Addr base, start, end;
@@ -476,7 +498,7 @@ static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_
 		Dwarf_Addr entry;
 		if (o > 0 && dwarf_entrypc(die, &entry) == 0) {
 			for (; o > 0; o = dwarf_ranges(die, o, &base, &start, &end))
-				if (entry >= start && entry < end) {
+				if (entry >= start && entry < end && entry != 0) {
 					lowpc = entry;
 					highpc = end;
 					concrete = true;
@@ -529,6 +551,23 @@ static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_
 	return 0;
 }
 
+/* Where a function or inlined copy starts: DW_AT_entry_pc, DW_AT_low_pc, or the
+ * first of its DW_AT_ranges; false (or 0) when it has no code in the binary. */
+static bool code_start(Dwarf_Die *die, Dwarf_Addr *pc)
+{
+	Dwarf_Addr base, start, end;
+
+	if (dwarf_entrypc(die, pc) == 0 && *pc)
+		return true;
+	if (dwarf_lowpc(die, pc) == 0 && *pc)
+		return true;
+	if (dwarf_ranges(die, 0, &base, &start, &end) > 0 && start) {
+		*pc = start;
+		return true;
+	}
+	return false;
+}
+
 static const char *call_file(struct walk *w, Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
@@ -574,6 +613,9 @@ static int on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
 		return 0;
 	struct poll_fn *p = &w->m->polls[v - 1];
 	uint32_t max = w->o->max_inline_sites ? w->o->max_inline_sites : 64;
+	Dwarf_Addr entry = 0;
+	if (!code_start(die, &entry))
+		return 0; /* no code in the binary */
 	p->nr_inline_sites_total++;
 	if (p->nr_inline_sites >= max)
 		return 0;
@@ -585,8 +627,6 @@ static int on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
 		p->inline_sites = n;
 	}
 	struct inline_site *s = &p->inline_sites[p->nr_inline_sites++];
-	Dwarf_Addr entry = 0;
-	dwarf_entrypc(die, &entry);
 	Dwarf_Word line = 0;
 	dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line);
 	s->addr = entry;
@@ -659,15 +699,19 @@ static int walk_cu(struct walk *w, Dwarf_Die *cudie)
 			if ((err = on_struct(w, die, path, plen)))
 				return err;
 			break;
-		case DW_TAG_subprogram:
+		case DW_TAG_subprogram: {
 			path[plen] = '\0';
 			if ((err = on_subprogram(w, die, path, plen)))
 				return err;
-			if (!dwarf_hasattr(die, DW_AT_declaration)) {
+			/* inline sites only in code that made it into the binary: a function
+			 * the linker dropped keeps its DWARF with addresses near 0 */
+			Dwarf_Addr pc;
+			if (!dwarf_hasattr(die, DW_AT_declaration) && code_start(die, &pc)) {
 				caller = dwarf_dieoffset(die);
 				descend = true;
 			}
 			break;
+		}
 		case DW_TAG_lexical_block:
 			descend = true;
 			break;
@@ -777,8 +821,19 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	if (!r)
 		r = awaits__resolve(&w);
 	if (!r) {
-		for (uint32_t i = 0; i < m->nr_polls; i++)
-			m->polls[i].inlined_only = m->polls[i].addr == 0;
+		/* a poll with neither an out-of-line copy nor an inlined copy in the
+		 * binary (only abstract DWARF left behind) has no code: drop it */
+		uint32_t kept = 0;
+		for (uint32_t i = 0; i < m->nr_polls; i++) {
+			struct poll_fn *p = &m->polls[i];
+			if (p->addr == 0 && p->nr_inline_sites_total == 0) {
+				free(p->inline_sites);
+				continue;
+			}
+			p->inlined_only = p->addr == 0;
+			m->polls[kept++] = *p;
+		}
+		m->nr_polls = kept;
 		analyzer__link_drops(&w);
 		model__finish(m);
 		for (uint32_t i = 0; i < m->nr_futures; i++) {

@@ -188,30 +188,38 @@ void future__display_name(const struct future *f, char *buf, size_t len)
 	static const struct {
 		const char *env, *shown;
 	} kinds[] = {
-		{ "::{async_fn_env#", NULL },
-		{ "::{async_block_env#", "::{async_block#" },
-		{ "::{async_closure_env#", "::{async_closure#" },
+		{ "{async_fn_env#", NULL },
+		{ "{async_block_env#", "{async_block#" },
+		{ "{async_closure_env#", "{async_closure#" },
 	};
 	const char *path = f->path ? f->path : "";
+	const char *last = path; /* the last top-level segment: not one inside generics */
+	int depth = 0;
 
 	if (!len)
 		return;
+	for (const char *p = path; *p; p++) {
+		if (*p == '<' || *p == '(' || *p == '[')
+			depth++;
+		else if ((*p == '>' || *p == ')' || *p == ']') && depth > 0)
+			depth--;
+		else if (depth == 0 && p[0] == ':' && p[1] == ':')
+			last = p + 2;
+	}
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		/* the last occurrence: envs nest inside other fns' namespaces */
-		const char *at = NULL, *p = path;
-		while ((p = strstr(p, kinds[k].env)) != NULL)
-			at = p++;
-		if (!at)
+		size_t el = strlen(kinds[k].env);
+		if (strncmp(last, kinds[k].env, el) != 0)
 			continue;
-		const char *num = at + strlen(kinds[k].env);
-		const char *close = strchr(num, '}');
+		const char *close = strchr(last + el, '}');
 		if (!close)
 			break;
+		/* the segment's own text up to '}' has no generics: safe to cut there */
+		int prefix = last > path + 2 ? (int)(last - 2 - path) : 0;
 		if (kinds[k].shown)
-			snprintf(buf, len, "%.*s%s%.*s%s", (int)(at - path), path, kinds[k].shown,
-				 (int)(close - num), num, close);
-		else /* async fn: drop the env segment, keep generics */
-			snprintf(buf, len, "%.*s%s", (int)(at - path), path, close + 1);
+			snprintf(buf, len, "%.*s%s%s%.*s%s", prefix, path, prefix ? "::" : "",
+				 kinds[k].shown, (int)(close - (last + el)), last + el, close);
+		else /* async fn: the fn's own path, generics kept */
+			snprintf(buf, len, "%.*s%s", prefix, path, close + 1);
 		return;
 	}
 	snprintf(buf, len, "%s", path);
