@@ -24,7 +24,8 @@ int exit_code_from_errno(int err)
 	case EPERM: return EXIT_NO_PERMISSION;
 	case ENOEXEC:
 	case EINVAL:
-	case EFBIG: return EXIT_BAD_INPUT;
+	case EFBIG:
+	case EISDIR: return EXIT_BAD_INPUT;
 	case ENOSYS:
 	case EOPNOTSUPP: return EXIT_KERNEL;
 	default: return EXIT_FAILURE_INTERNAL;

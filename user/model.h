@@ -41,7 +41,7 @@ struct future_state {
 enum crate_class {
 	CRATE_USER,    /* the user's own crates: default selection */
 	CRATE_STD,     /* std, core, alloc, proc_macro, test */
-	CRATE_RUNTIME, /* async runtimes and their support crates (see selection.c) */
+	CRATE_RUNTIME, /* async runtimes and their support crates (see crate.c) */
 	CRATE_OTHER,   /* third-party dependencies */
 };
 

@@ -9,16 +9,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "crate.h" /* rust_path__crate(), crate__classify() */
+#include "glob.h"  /* glob__match() */
 #include "model.h"
-
-/* Crate of a Rust path: "tokio" for "tokio::time::Sleep", T's crate for
- * "<T as core::future::future::Future>::poll", "core" for "&mut core::..". */
-void rust_path__crate(const char *path, char *buf, size_t len);
-/* Classification documented in docs/selection.md */
-enum crate_class crate__classify(const char *crate);
-
-/* Shell-style glob ('*' any run including "::", '?' one char, "[...]" classes) */
-bool glob__match(const char *pattern, const char *text);
 
 enum expand_dir {
 	EXPAND_NONE = 0,
