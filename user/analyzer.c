@@ -21,6 +21,7 @@
 #include "demangle.h"
 #include "disasm.h"
 #include "log.h"
+#include "mapped_section.h"
 #include "selection.h"
 
 static const char *const env_prefixes[] = { "{async_fn_env#", "{async_block_env#",
@@ -752,8 +753,11 @@ static int walk_dwarf(struct walk *w)
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	struct timespec last = { 0 };
+	struct mapped_section info, str;
 	int err;
 
+	mapped_section__init(&info, dwarf_getelf(w->dw), ".debug_info");
+	mapped_section__init(&str, dwarf_getelf(w->dw), ".debug_str");
 	while (dwarf_nextcu(w->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cudie;
 		w->m->nr_cus++;
@@ -781,6 +785,11 @@ static int walk_dwarf(struct walk *w)
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
 		strpool__init(&w->cu_pool);
+		/* done with this unit's bytes; names are shared across units, so
+		 * .debug_str goes back now and then rather than per unit */
+		mapped_section__release(&info, off, next);
+		if (w->m->nr_cus % 16 == 0)
+			mapped_section__release(&str, 0, str.size);
 		if (w->o->progress)
 			show_progress(w, next, w->m->debug_info_size, &last);
 		if (next <= off)
@@ -807,6 +816,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	m->has_dwarf = t->dwarf != NULL;
 	m->debug_info_size = t->debug_info_size;
 	strpool__init(&w.cu_pool);
+	strpool__init(&w.foreign_pool);
 
 	if (t->dwarf) {
 		r = walk_dwarf(&w);
@@ -862,6 +872,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	u64_map__free(&w.drop_by_path);
 	u64_map__free(&w.filled_futures);
 	u64_map__free(&w.foreign_paths);
+	u64_map__free(&w.indexed_cus);
+	strpool__free(&w.foreign_pool);
 	free(w.pending);
 	free(w.drops);
 	return r;

@@ -77,7 +77,9 @@ struct walk {
 	struct u64_map origin_class;    /* abstract DIE offset -> poll index + 1, or 0 */
 	struct u64_map drop_by_path;    /* interned type path -> drop index */
 	struct u64_map filled_futures;  /* future index -> 1 once states were read */
-	struct u64_map foreign_paths;   /* DIE offset in another CU -> interned path */
+	struct u64_map foreign_paths;   /* DIE offset in another CU -> path (foreign_pool) */
+	struct u64_map indexed_cus;     /* CU DIE offset -> 1 once its paths are indexed */
+	struct strpool foreign_pool;
 	struct await_rec *awaits;
 	uint32_t nr_awaits, cap_awaits;
 	struct drop_rec *drops;

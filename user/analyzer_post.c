@@ -17,7 +17,14 @@
 #include "selection.h"
 
 /* Search one CU's namespace tree for a type DIE; bounded like the main walk. */
-static const char *find_path_in_cu(struct walk *w, Dwarf_Die *cudie, uint64_t target)
+/*
+ * Index the type paths of another compile unit, once: a type referenced across
+ * units (DW_FORM_ref_addr, common in release builds) has its namespaces only in
+ * its own unit, and libdw has no parent links. One walk per unit, not one per type
+ * (a per-type walk dominated the run time on large binaries). Bounded like the main
+ * walk; types are recorded at namespace level, as walk_cu does.
+ */
+static int index_foreign_cu(struct walk *w, Dwarf_Die *cudie)
 {
 	Dwarf_Die stack[MAX_DIE_DEPTH];
 	size_t plen[MAX_DIE_DEPTH];
@@ -25,42 +32,38 @@ static const char *find_path_in_cu(struct walk *w, Dwarf_Die *cudie, uint64_t ta
 	int depth = 0;
 
 	if (dwarf_child(cudie, &stack[0]) != 0)
-		return NULL;
+		return 0;
 	plen[0] = 0;
 	for (;;) {
 		Dwarf_Die *die = &stack[depth];
 		int tag = dwarf_tag(die);
 		const char *n = dwarf_diename(die);
-		bool descend = false;
-		size_t child_len = plen[depth];
-		if (dwarf_dieoffset(die) == target) {
-			if (!n)
-				return NULL;
-			path[plen[depth]] = '\0';
-			return strpool__printf(&w->m->strings, "%s%s%s", path, plen[depth] ? "::" : "", n);
+		size_t nl = n ? strlen(n) : 0;
+		size_t at = plen[depth] ? plen[depth] + 2 : 0;
+		bool fits = n && at + nl + 1 < sizeof(path);
+
+		if (fits) {
+			if (plen[depth])
+				memcpy(path + plen[depth], "::", 2);
+			memcpy(path + at, n, nl + 1);
 		}
-		if ((tag == DW_TAG_namespace || tag == DW_TAG_structure_type ||
-		     tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type) && n &&
-		    dwarf_dieoffset(die) < target) {
-			size_t nl = strlen(n);
-			if (plen[depth] + nl + 3 < sizeof(path)) {
-				if (plen[depth])
-					memcpy(path + plen[depth], "::", 2);
-				size_t at = plen[depth] ? plen[depth] + 2 : 0;
-				memcpy(path + at, n, nl);
-				child_len = at + nl;
-				descend = true;
-			}
+		if (fits && (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+			     tag == DW_TAG_enumeration_type) &&
+		    !dwarf_hasattr(die, DW_AT_declaration)) {
+			const char *p = strpool__intern(&w->foreign_pool, path);
+			if (!p || u64_map__set(&w->foreign_paths, dwarf_dieoffset(die), (uintptr_t)p))
+				return -ENOMEM;
 		}
-		if (descend && depth + 1 < MAX_DIE_DEPTH && dwarf_child(die, &stack[depth + 1]) == 0) {
-			plen[++depth] = child_len;
+		if (fits && tag == DW_TAG_namespace && depth + 1 < MAX_DIE_DEPTH &&
+		    dwarf_child(die, &stack[depth + 1]) == 0) {
+			plen[++depth] = at + nl;
 			continue;
 		}
 		for (;;) {
 			if (dwarf_siblingof(&stack[depth], &stack[depth]) == 0)
 				break;
 			if (depth == 0)
-				return NULL;
+				return 0;
 			depth--;
 		}
 	}
@@ -77,10 +80,12 @@ const char *walk__type_path(struct walk *w, uint64_t off)
 		return (const char *)(uintptr_t)v;
 	if (!dwarf_offdie(w->dw, off, &die) || !dwarf_diecu(&die, &cudie, NULL, NULL))
 		return NULL;
-	const char *p = find_path_in_cu(w, &cudie, off);
-	if (u64_map__set(&w->foreign_paths, off, (uintptr_t)p))
+	uint64_t cu = dwarf_dieoffset(&cudie);
+	if (cu == dwarf_dieoffset(&w->cu) || u64_map__get(&w->indexed_cus, cu, NULL))
+		return NULL; /* already indexed: not a named namespace-level type */
+	if (u64_map__set(&w->indexed_cus, cu, 1) || index_foreign_cu(w, &cudie))
 		return NULL;
-	return p;
+	return u64_map__get(&w->foreign_paths, off, &v) ? (const char *)(uintptr_t)v : NULL;
 }
 
 /* Poll<T> return layout and the register self arrives in, once the CU's type paths

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <elfutils/libdwelf.h>
 
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
@@ -25,9 +27,95 @@ static int no_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_
 	return -1;
 }
 
+/* Does the file behind fd carry this build-id (or, without one, this CRC)? */
+static bool debug_file_matches(int fd, const unsigned char *id, int id_len, GElf_Word crc)
+{
+	if (id_len > 0) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		const void *bits = NULL;
+		ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
+		bool same = n == id_len && memcmp(bits, id, (size_t)n) == 0;
+		if (elf)
+			elf_end(elf);
+		return same;
+	}
+	uLong c = crc32(0L, Z_NULL, 0);
+	unsigned char buf[65536];
+	ssize_t n;
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		return false;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		c = crc32(c, buf, (uInt)n);
+	lseek(fd, 0, SEEK_SET);
+	return n == 0 && (GElf_Word)c == crc;
+}
+
+static int open_matching(const char *path, const char *self, const unsigned char *id, int id_len,
+			 GElf_Word crc, char **found)
+{
+	if (self && strcmp(path, self) == 0)
+		return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!debug_file_matches(fd, id, id_len, crc)) {
+		close(fd);
+		return -1;
+	}
+	*found = strdup(path);
+	return fd;
+}
+
+/*
+ * Separate debuginfo, looked up where libdwfl's dwfl_standard_find_debuginfo looks:
+ * /usr/lib/debug/.build-id/xx/yyyy.debug, then the .gnu_debuglink name next to the
+ * binary, in .debug/ and under /usr/lib/debug. Written here because elfutils
+ * 0.188's standard callback dlopen()s libdebuginfod (curl, TLS: ~8 MiB resident, and
+ * network access from a root process) on first use, configured or not. A candidate
+ * whose build-id (or, without one, CRC) does not match is skipped.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	const unsigned char *id = NULL;
+	GElf_Addr id_vaddr;
+	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+	char path[PATH_MAX + 64], dir[PATH_MAX];
+	int fd;
+
+	(void)userdata, (void)modname, (void)base;
+	if (id_len > 1 && id_len <= 64) {
+		int at = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+		for (int i = 1; i < id_len; i++)
+			at += snprintf(path + at, sizeof(path) - (size_t)at, "%02x", id[i]);
+		snprintf(path + at, sizeof(path) - (size_t)at, ".debug");
+		if ((fd = open_matching(path, file_name, id, id_len, 0, debuginfo_file_name)) >= 0)
+			return fd;
+	}
+	if (!debuglink_file || !file_name || strchr(debuglink_file, '/'))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", file_name);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	const char *fmts[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		if (i == 2 && dir[0] != '/')
+			continue;
+		snprintf(path, sizeof(path), fmts[i], dir, debuglink_file);
+		if ((fd = open_matching(path, file_name, id_len > 0 ? id : NULL, id_len > 0 ? id_len : 0,
+					debuglink_crc, debuginfo_file_name)) >= 0)
+			return fd;
+	}
+	return -1;
+}
+
 static const Dwfl_Callbacks search_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_elf = no_elf, /* the file is always reported with its descriptor */
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 
@@ -156,11 +244,6 @@ int target__open_fd(struct target *t, int fd, const char *name, const struct tar
 	}
 	read_debuglink(t);
 
-	/* libdwfl asks debuginfod servers when DEBUGINFOD_URLS is set (Debian sets it
-	 * in /etc/profile.d): as root, on a production host, that is a network fetch
-	 * nobody asked for, and a hang without network. Opt in with ASYNCBPF_DEBUGINFOD=1. */
-	if (!getenv("ASYNCBPF_DEBUGINFOD"))
-		unsetenv("DEBUGINFOD_URLS");
 	t->dwfl = dwfl_begin(o && !o->search_debuginfo ? &local_callbacks : &search_callbacks);
 	if (!t->dwfl)
 		return fail(err, errlen, -ENOMEM, "%s: libdwfl: %s", shown, dwfl_errmsg(-1));
