@@ -40,17 +40,8 @@ enum future_kind future_kind__from_name(const char *path, bool *is_env)
 {
 	static const enum future_kind kinds[] = { FUTURE_ASYNC_FN, FUTURE_ASYNC_BLOCK,
 						  FUTURE_ASYNC_CLOSURE };
-	const char *last = path;
-	int depth = 0;
+	const char *last = path ? rust_path__last_segment(path) : NULL;
 
-	for (const char *p = path; p && *p; p++) {
-		if (*p == '<' || *p == '(' || *p == '[')
-			depth++;
-		else if ((*p == '>' || *p == ')' || *p == ']') && depth > 0)
-			depth--;
-		else if (depth == 0 && p[0] == ':' && p[1] == ':')
-			last = p + 2;
-	}
 	for (size_t i = 0; i < 3 && last; i++)
 		if (starts_with(last, env_prefixes[i])) {
 			if (is_env)

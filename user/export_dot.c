@@ -9,6 +9,7 @@
  * parses and renders with `dot` without warnings (see dot_write_text).
  */
 #include "export.h"
+#include "text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,39 +26,6 @@ enum draw_mode {
 	DRAW_NEIGHBOUR, /* not selected, but next to a selected future: greyed */
 };
 
-/* Same rules as the JSON escaper: well-formed UTF-8 only (Unicode table 3-7). */
-static size_t utf8_sequence_length(const unsigned char *s, size_t avail)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else {
-		return 0;
-	}
-	if (avail < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return len;
-}
 
 /*
  * Text inside a DOT double-quoted string, at most max_bytes of input ("..." marks
@@ -74,7 +42,7 @@ static void dot_write_text(FILE *out, const char *str, size_t max_bytes)
 
 	while (i < n) {
 		unsigned char c = s[i];
-		size_t len = c < 0x80 ? 1 : utf8_sequence_length(s + i, n - i);
+		size_t len = c < 0x80 ? 1 : utf8__sequence_length(s + i, n - i);
 
 		if (i + (len ? len : 1) > max_bytes) {
 			fputs("...", out);

@@ -9,6 +9,7 @@
  * UTF-8 become U+FFFD.
  */
 #include "export.h"
+#include "text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,95 +25,6 @@ struct json_writer {
 	int depth;
 	bool need_comma[JSON_MAX_DEPTH];
 };
-
-/*
- * Length of the well-formed UTF-8 sequence at s (at most avail bytes), or 0 when it
- * is not one: overlong forms, surrogates and code points past U+10FFFF are rejected
- * (Unicode 15, table 3-7).
- */
-static size_t utf8_sequence_length(const unsigned char *s, size_t avail)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else {
-		return 0;
-	}
-	if (avail < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return len;
-}
-
-static void json_write_string(FILE *out, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n = strlen(str), run = 0, i = 0;
-
-	putc('"', out);
-	while (i < n) {
-		unsigned char c = s[i];
-		const char *esc = NULL;
-		char ubuf[8];
-		size_t len = 1;
-
-		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\b': esc = "\\b"; break;
-		case '\f': esc = "\\f"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		default:
-			if (c < 0x20 || c == 0x7f) {
-				snprintf(ubuf, sizeof(ubuf), "\\u%04x", c);
-				esc = ubuf;
-			} else if (c >= 0x80) {
-				len = utf8_sequence_length(s + i, n - i);
-				if (!len) {
-					esc = "\\ufffd"; /* one per byte that is not UTF-8 */
-					len = 1;
-				} else if (len == 3 && c == 0xe2 && s[i + 1] == 0x80 &&
-					   (s[i + 2] == 0xa8 || s[i + 2] == 0xa9)) {
-					/* U+2028/9: valid JSON, not JavaScript < ES2019 */
-					esc = s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029";
-				}
-			}
-		}
-		if (esc) {
-			if (run)
-				fwrite(s + i - run, 1, run, out);
-			run = 0;
-			fputs(esc, out);
-		} else {
-			run += len;
-		}
-		i += len;
-	}
-	if (run)
-		fwrite(s + n - run, 1, run, out);
-	putc('"', out);
-}
 
 /* Comma, line break (top two levels only: one future or poll per line) and key. */
 static void jw_prefix(struct json_writer *w, const char *key)
@@ -188,7 +100,7 @@ static void jw_string(struct json_writer *w, const char *key, const char *value)
 {
 	jw_prefix(w, key);
 	if (value)
-		json_write_string(w->out, value);
+		json__write_string(w->out, value);
 	else
 		fputs("null", w->out);
 }

@@ -20,7 +20,7 @@
 static size_t utf8_next(const char *s, uint32_t *cp)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t len = utf8_sequence_length(u);
+	size_t len = utf8__sequence_length(u, SIZE_MAX);
 
 	switch (len) {
 	case 1: *cp = u[0]; return 1;

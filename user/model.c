@@ -183,6 +183,22 @@ void model__finish(struct model *m)
 	}
 }
 
+const char *rust_path__last_segment(const char *path)
+{
+	const char *last = path;
+	int depth = 0;
+
+	for (const char *p = path; p && *p; p++) {
+		if (*p == '<' || *p == '(' || *p == '[')
+			depth++;
+		else if ((*p == '>' || *p == ')' || *p == ']') && depth > 0)
+			depth--;
+		else if (depth == 0 && p[0] == ':' && p[1] == ':')
+			last = p + 2;
+	}
+	return last;
+}
+
 void future__display_name(const struct future *f, char *buf, size_t len)
 {
 	static const struct {
@@ -193,19 +209,10 @@ void future__display_name(const struct future *f, char *buf, size_t len)
 		{ "{async_closure_env#", "{async_closure#" },
 	};
 	const char *path = f->path ? f->path : "";
-	const char *last = path; /* the last top-level segment: not one inside generics */
-	int depth = 0;
+	const char *last = rust_path__last_segment(path);
 
 	if (!len)
 		return;
-	for (const char *p = path; *p; p++) {
-		if (*p == '<' || *p == '(' || *p == '[')
-			depth++;
-		else if ((*p == '>' || *p == ')' || *p == ']') && depth > 0)
-			depth--;
-		else if (depth == 0 && p[0] == ':' && p[1] == ':')
-			last = p + 2;
-	}
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		size_t el = strlen(kinds[k].env);
 		if (strncmp(last, kinds[k].env, el) != 0)

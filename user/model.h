@@ -198,6 +198,10 @@ const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
 const char *self_location__name(enum self_location l);
 
+/* The last "::" segment of a Rust path outside generic arguments, tuples and arrays:
+ * "{async_fn_env#0}<a::B>" for "x::f::{async_fn_env#0}<a::B>". */
+const char *rust_path__last_segment(const char *path);
+
 /*
  * Human name of a future: "demo::middle" for demo::middle::{async_fn_env#0},
  * "demo::generic<u32>" for demo::generic::{async_fn_env#0}<u32>; blocks and

@@ -50,48 +50,10 @@ static int compare_by_crate_path(const void *pa, const void *pb, void *arg)
 	return c;
 }
 
-/*
- * A JSON string whatever the bytes: control characters escaped, bytes that are not
- * well-formed UTF-8 become U+FFFD (such a name cannot round-trip; Rust's never need to).
- */
-static void json_string(FILE *out, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	if (!str) {
-		fputs("null", out);
-		return;
-	}
-	putc('"', out);
-	while (*s) {
-		unsigned char c = *s;
-		size_t len = 1;
-
-		if (c == '"' || c == '\\') {
-			putc('\\', out);
-			putc(c, out);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(out, "\\u%04x", c);
-		} else if (c >= 0x80) {
-			len = utf8_sequence_length(s);
-			if (!len) {
-				fputs("\\ufffd", out);
-				len = 1;
-			} else {
-				fwrite(s, 1, len, out);
-			}
-		} else {
-			putc(c, out);
-		}
-		s += len;
-	}
-	putc('"', out);
-}
-
 static void json_key_string(FILE *out, const char *key, const char *value)
 {
 	fprintf(out, ", \"%s\": ", key);
-	json_string(out, value);
+	json__write_string(out, value);
 }
 
 /*
@@ -111,7 +73,7 @@ static void write_entry(FILE *out, const struct model *m, uint32_t idx, int32_t 
 		p = &m->polls[any_poll];
 	future__display_name(f, name, name_len);
 	fprintf(out, "    {\"trace\": %s, \"future\": ", trace ? "true" : "false");
-	json_string(out, f->path);
+	json__write_string(out, f->path);
 	json_key_string(out, "name", name);
 	json_key_string(out, "crate", future_crate(f, crate, sizeof(crate)));
 	json_key_string(out, "class", crate_class__name(f->crate_class));
@@ -174,9 +136,9 @@ int whitelist__write(const struct model *m, const struct selection *s, bool all_
 	}
 
 	fprintf(out, "{\n  \"asyncbpf_whitelist\": %d,\n  \"binary\": ", WHITELIST_VERSION);
-	json_string(out, m->path);
+	json__write_string(out, m->path);
 	fputs(",\n  \"build_id\": ", out);
-	json_string(out, m->build_id);
+	json__write_string(out, m->build_id);
 	fputs(",\n  \"help\": \"Set \\\"trace\\\" to true or false per future, then pass this "
 	      "file back with --whitelist. Entries match by \\\"future\\\" path.\",\n",
 	      out);
