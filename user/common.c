@@ -74,7 +74,7 @@ int load_model(const char *cmd, const struct target_spec *spec, struct model *m)
 		return exit_code_from_errno(r);
 	}
 	/* only worth a progress line when there is a lot to read */
-	aopts.progress = aopts.progress && t.debug_info_size > (64u << 20);
+	aopts.progress = aopts.progress && t.debug_info_size > (16u << 20);
 	r = analyzer__analyze(&t, &aopts, m, err, sizeof(err));
 	target__close(&t);
 	if (r) {
