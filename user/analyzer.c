@@ -744,11 +744,12 @@ static int walk_dwarf(struct walk *w)
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	struct timespec last = { 0 };
-	struct mapped_section info, str;
+	struct mapped_section info, str, line;
 	int err;
 
 	mapped_section__init(&info, dwarf_getelf(w->dw), ".debug_info");
 	mapped_section__init(&str, dwarf_getelf(w->dw), ".debug_str");
+	mapped_section__init(&line, dwarf_getelf(w->dw), ".debug_line");
 	while (dwarf_nextcu(w->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cudie;
 		w->m->nr_cus++;
@@ -776,11 +777,13 @@ static int walk_dwarf(struct walk *w)
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
 		strpool__init(&w->cu_pool);
-		/* done with this unit's bytes; names are shared across units, so
-		 * .debug_str goes back now and then rather than per unit */
+		/* done with this unit's bytes; names and line tables are shared
+		 * across units, so those go back every few units, not per unit */
 		mapped_section__release(&info, off, next);
-		if (w->m->nr_cus % 16 == 0)
+		if (w->m->nr_cus % 4 == 0) {
 			mapped_section__release(&str, 0, str.size);
+			mapped_section__release(&line, 0, line.size);
+		}
 		if (w->o->progress)
 			show_progress(w, next, w->m->debug_info_size, &last);
 		if (next <= off)
