@@ -88,6 +88,98 @@ const char *walk__type_path(struct walk *w, uint64_t off)
 	return u64_map__get(&w->foreign_paths, off, &v) ? (const char *)(uintptr_t)v : NULL;
 }
 
+enum abi_class { ABI_ZST, ABI_SCALAR, ABI_SCALAR_PAIR, ABI_AGGREGATE };
+
+/*
+ * rustc's ABI class of a type, as far as DWARF shows it: integers, floats, pointers
+ * and C-like enums are scalars; a struct is the class of its only non-empty field,
+ * or a scalar pair of two scalar fields (&str, (u32, u32)); anything else (enums
+ * with data, arrays, three fields) is an aggregate. Bounded depth.
+ */
+static enum abi_class abi_class_of(Dwarf_Die *type, int depth)
+{
+	Dwarf_Die t = *type, child, mt;
+	enum abi_class fields[2];
+	int n = 0;
+
+	for (int i = 0; i < 8; i++) {
+		int tag = dwarf_tag(&t);
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type)
+			break;
+		if (!die_type(&t, &t))
+			return ABI_AGGREGATE;
+	}
+	if (die_bytesize(&t) == 0 && dwarf_tag(&t) != DW_TAG_pointer_type)
+		return ABI_ZST;
+	switch (dwarf_tag(&t)) {
+	case DW_TAG_base_type:
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_enumeration_type:
+		return ABI_SCALAR;
+	case DW_TAG_structure_type:
+		break;
+	default:
+		return ABI_AGGREGATE;
+	}
+	if (depth >= 4 || dwarf_child(&t, &child) != 0)
+		return ABI_AGGREGATE;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_variant_part)
+			return ABI_AGGREGATE; /* an enum with data */
+		if (tag != DW_TAG_member || !die_type(&child, &mt))
+			continue;
+		enum abi_class c = abi_class_of(&mt, depth + 1);
+		if (c == ABI_ZST)
+			continue;
+		if (n == 2)
+			return ABI_AGGREGATE;
+		fields[n++] = c;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	if (n == 0)
+		return ABI_ZST;
+	if (n == 1)
+		return fields[0];
+	return fields[0] == ABI_SCALAR && fields[1] == ABI_SCALAR ? ABI_SCALAR_PAIR : ABI_AGGREGATE;
+}
+
+/* The payload type T of Poll<T>'s Ready variant (member "Ready" -> struct -> __0). */
+static bool ready_payload(Dwarf_Die *ready_member, Dwarf_Die *payload)
+{
+	Dwarf_Die st, child;
+
+	if (!die_type(ready_member, &st) || dwarf_child(&st, &child) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&child) == DW_TAG_member)
+			return die_type(&child, payload);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/*
+ * Does rustc return this Poll<T> in registers (rax, rax:rdx) or through a hidden
+ * pointer? Verified on the fixtures (Poll<u64>: rax:rdx; Poll<(u32, u32)>, 12 bytes:
+ * memory): a scalar or scalar pair goes in registers, an aggregate only up to 8
+ * bytes. A tagged Poll is a pair (tag, T) when T is a scalar; a niche-encoded one
+ * (Ready is the default variant, Pending a niche value) has T's class.
+ */
+static bool returned_in_memory(const struct poll_layout *l, enum abi_class payload)
+{
+	enum abi_class whole;
+
+	if (l->size > 16)
+		return true;
+	if (l->size <= 8)
+		return false;
+	if (!l->ready_has_value) /* niche */
+		whole = payload;
+	else
+		whole = payload == ABI_SCALAR || payload == ABI_ZST ? ABI_SCALAR_PAIR : ABI_AGGREGATE;
+	return whole == ABI_AGGREGATE;
+}
+
 /* Poll<T> return layout and the register self arrives in, once the CU's type paths
  * are known (the return type must be core::task::poll::Poll, not another Poll). */
 void analyzer__resolve_pending(struct walk *w)
@@ -102,8 +194,7 @@ void analyzer__resolve_pending(struct walk *w)
 			continue;
 		struct poll_layout *l = &p->ret;
 		l->size = die_bytesize(&rt);
-		l->in_memory = l->size > 16; /* Rust returns up to two registers' worth in rax:rdx */
-		p->self_arg_reg = l->in_memory ? DWARF_REG_RSI : DWARF_REG_RDI;
+		enum abi_class payload = ABI_AGGREGATE;
 		if (dwarf_child(&rt, &child) == 0) {
 			do {
 				if (dwarf_tag(&child) != DW_TAG_variant_part)
@@ -129,8 +220,11 @@ void analyzer__resolve_pending(struct walk *w)
 						l->pending_has_value = has;
 						l->pending_value = has ? dv : 0;
 					} else if (vn && strcmp(vn, "Ready") == 0) {
+						Dwarf_Die pt;
 						l->ready_has_value = has;
 						l->ready_value = has ? dv : 0;
+						payload = ready_payload(&mem, &pt) ? abi_class_of(&pt, 0)
+										  : ABI_AGGREGATE;
 					}
 				} while (dwarf_siblingof(&var, &var) == 0);
 				l->known = l->discr_size > 0 &&
@@ -138,6 +232,8 @@ void analyzer__resolve_pending(struct walk *w)
 				break;
 			} while (dwarf_siblingof(&child, &child) == 0);
 		}
+		l->in_memory = returned_in_memory(l, payload);
+		p->self_arg_reg = l->in_memory ? DWARF_REG_RSI : DWARF_REG_RDI;
 		/* Where DWARF says where self is at entry, believe it over the ABI rule. */
 		Dwarf_Attribute loc;
 		Dwarf_Op *expr;
