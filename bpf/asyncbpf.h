@@ -13,6 +13,7 @@
 /* Every ring-buffer record starts with a __u32 type tag from this list. */
 enum record_type {
 	RECORD_CHECK = 1, /* struct check_record, from check.bpf.c */
+	RECORD_POLL = 2,  /* struct poll_record, from trace.bpf.c */
 };
 
 /*
@@ -45,6 +46,121 @@ struct check_record {
 	__u32 tgid;
 	__u64 magic; /* CHECK_RECORD_MAGIC */
 	__u64 arg;   /* first argument of the probed call */
+};
+
+/* ---- asyncbpf trace (trace.bpf.c): specs, per-thread stacks, records ---- */
+
+/* Frames kept per thread; deeper polls are counted (COUNTER_STACK_OVERFLOW), not traced. */
+#define TRACE_MAX_DEPTH 32
+
+/* What a probe site does: a spec's kind (both for a function that is one tail jump). */
+enum probe_kind {
+	PROBE_ENTRY = 1,
+	PROBE_EXIT = 2,
+};
+
+/* Where `self` is at an entry site (enum self_location in user/model.h). */
+enum spec_self {
+	SPEC_SELF_UNKNOWN = 0,
+	SPEC_SELF_REG = 1,   /* DWARF x86-64 register self_reg */
+	SPEC_SELF_STACK = 2, /* the 8 bytes at [rsp + self_sp_offset] */
+};
+
+enum spec_flags {
+	SPEC_HAS_STATE = 1,	    /* a compiler future: __state at self + state_offset */
+	SPEC_RET_KNOWN = 2,	    /* Poll<T> return layout known (hand-written futures) */
+	SPEC_RET_IN_MEMORY = 4,	    /* Poll<T> returned through the buffer rax points to */
+	SPEC_RET_PENDING_VALUE = 8, /* ret_pending_value is the Pending discriminant */
+	SPEC_RET_READY_VALUE = 16,  /* ret_ready_value is the Ready discriminant */
+};
+
+/* One probe site, found by its bpf_cookie (the index in the trace_specs array). */
+struct poll_spec {
+	__u32 poll;   /* index into the model's polls */
+	__u32 future; /* index into the model's futures, ~0 if unknown */
+	__u8 kind;    /* enum probe_kind bits */
+	__u8 self_kind; /* enum spec_self */
+	__u16 self_reg;	/* DWARF register number */
+	__s32 sp_delta;	/* rsp at the site minus rsp at function entry (<= 0) */
+	__s32 self_sp_offset;
+	__u32 flags; /* enum spec_flags */
+	__u32 state_offset;
+	__u8 state_size; /* 1, 2, 4 or 8 */
+	__u8 ret_discr_size;
+	__u16 pad;
+	__u32 ret_discr_offset;
+	__u32 pad2;
+	__u64 ret_pending_value;
+	__u64 ret_ready_value;
+};
+
+/* Values of poll_record.result (enum poll_result in user/trace_event.h, same order). */
+enum record_result {
+	RESULT_READY = 0,
+	RESULT_PENDING = 1,
+	RESULT_PANICKED = 2,
+	RESULT_UNKNOWN = 3,
+	RESULT_TRUNCATED = 4,
+};
+
+/* rustc's generator states (ARCHITECTURE.md): 0 Unresumed, 1 Returned, 2 Panicked, 3+k Suspend k */
+#define STATE_RETURNED_VALUE 1
+#define STATE_PANICKED_VALUE 2
+#define STATE_SUSPEND0_VALUE 3
+
+struct poll_frame {
+	__u32 spec; /* the entry spec */
+	__u32 poll;
+	__u64 self;
+	__u64 sp; /* rsp at function entry: it points at the return address */
+	__u64 start_ns;
+	__u64 state; /* __state at entry */
+};
+
+/* A thread's logical async stack, in task storage: frames[0] is the task. */
+struct thread_stack {
+	__u32 depth;
+	__u32 pad;
+	struct poll_frame frames[TRACE_MAX_DEPTH];
+};
+
+/* One completed (or truncated) poll. */
+struct poll_record {
+	__u32 type; /* RECORD_POLL */
+	__u32 pid;
+	__u32 tid;
+	__u32 poll;
+	__u64 start_ns, end_ns;
+	__u64 self;
+	__u64 parent_self; /* the frame below, 0 at depth 0 */
+	__u64 task_self;   /* frames[0] */
+	__u32 parent_poll; /* ~0 at depth 0 */
+	__u32 task_poll;
+	__u16 depth;
+	__u8 result; /* enum record_result */
+	__u8 pad;
+	__s32 await_index; /* RESULT_PENDING of a compiler future: k of Suspend k; else -1 */
+	__u64 state_before, state_after;
+};
+
+/* Per poll function, per CPU: records = emitted + dropped, always. */
+struct poll_stats {
+	__u64 entries;	 /* entry probe hits that pushed a frame */
+	__u64 records;	 /* records the BPF side tried to emit (completed + truncated) */
+	__u64 emitted;	 /* submitted to the ring buffer */
+	__u64 dropped;	 /* the ring buffer was full */
+	__u64 truncated; /* of records: frames found stale (unwound) */
+	__u64 busy_ns;	 /* sum of end - start over records */
+};
+
+/* Global counters (trace_counters, per CPU). */
+enum trace_counter {
+	COUNTER_HITS,		/* probe hits of the target while ready */
+	COUNTER_STACK_OVERFLOW, /* entries past TRACE_MAX_DEPTH, not traced */
+	COUNTER_UNMATCHED_EXIT, /* exits with no frame at that stack pointer (entry before attach) */
+	COUNTER_NO_STORAGE,	/* task storage could not be created */
+	COUNTER_BAD_SPEC,	/* a cookie out of range */
+	COUNTER_COUNT,
 };
 
 #endif

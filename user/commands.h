@@ -11,6 +11,8 @@
 int cmd_analyze(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+/* asyncbpf trace; also `asyncbpf -p PID ...` (argv[0] is then "asyncbpf"). */
+int cmd_trace(int argc, char **argv);
 
 struct target_spec {
 	const char *path; /* a binary, or NULL with pid */

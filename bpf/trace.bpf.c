@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * asyncbpf trace: one program for every probe site of the traced poll functions.
+ * The probe's bpf_cookie selects its poll_spec (user space fills trace_specs): an
+ * entry pushes a frame on the thread's async stack (task storage), an exit (a `ret`
+ * or a tail jump, where rsp equals rsp at entry) pops the frame with that stack
+ * pointer and emits a poll_record. Frames below the current stack pointer that no
+ * exit popped were skipped by an unwind (a panic caught further up, longjmp): they
+ * are emitted as truncated. No uretprobes: they break Rust unwinding
+ * (docs/tracing.md).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "asyncbpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Filled before load. */
+const volatile __u32 target_tgid = 0;
+const volatile __u32 nr_specs = 0;
+/* Wake the consumer only when this much data waits (0: on every record). */
+const volatile __u64 wakeup_bytes = 0;
+
+/* Set by user space once every probe is attached: half-attached sets stay silent. */
+__u32 trace_ready = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by user space: one per probe site */
+	__type(key, __u32);
+	__type(value, struct poll_spec);
+} trace_specs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1); /* sized by user space: one per model poll */
+	__type(key, __u32);
+	__type(value, struct poll_stats);
+} trace_stats SEC(".maps");
+
+struct trace_counters {
+	__u64 values[COUNTER_COUNT];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct trace_counters);
+} trace_counters SEC(".maps");
+
+/* The kernel frees a thread's stack with the thread: a reused TID starts clean. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_stack);
+} trace_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* --ringbuf-size */
+} trace_events SEC(".maps");
+
+/* Hide a value from the compiler so that a bounds mask after it is not optimized away. */
+#define opaque(x) asm volatile("" : "+r"(x))
+
+static __always_inline void count(enum trace_counter which)
+{
+	__u32 zero = 0;
+	struct trace_counters *c = bpf_map_lookup_elem(&trace_counters, &zero);
+
+	if (c && which < COUNTER_COUNT)
+		__sync_fetch_and_add(&c->values[which], 1);
+}
+
+/*
+ * DWARF x86-64 register numbers (the analyzer's self_reg). Read through the offset,
+ * as libbpf's usdt.bpf.h does: clang folds a switch of ctx->reg loads into a variable
+ * ctx offset, which the verifier refuses.
+ */
+static __always_inline __u64 read_reg(struct pt_regs *ctx, __u16 reg)
+{
+	__u64 v = 0;
+	long off;
+
+	switch (reg) {
+	case 0: off = __builtin_offsetof(struct pt_regs, ax); break;
+	case 1: off = __builtin_offsetof(struct pt_regs, dx); break;
+	case 2: off = __builtin_offsetof(struct pt_regs, cx); break;
+	case 3: off = __builtin_offsetof(struct pt_regs, bx); break;
+	case 4: off = __builtin_offsetof(struct pt_regs, si); break;
+	case 5: off = __builtin_offsetof(struct pt_regs, di); break;
+	case 6: off = __builtin_offsetof(struct pt_regs, bp); break;
+	case 7: off = __builtin_offsetof(struct pt_regs, sp); break;
+	case 8: off = __builtin_offsetof(struct pt_regs, r8); break;
+	case 9: off = __builtin_offsetof(struct pt_regs, r9); break;
+	case 10: off = __builtin_offsetof(struct pt_regs, r10); break;
+	case 11: off = __builtin_offsetof(struct pt_regs, r11); break;
+	case 12: off = __builtin_offsetof(struct pt_regs, r12); break;
+	case 13: off = __builtin_offsetof(struct pt_regs, r13); break;
+	case 14: off = __builtin_offsetof(struct pt_regs, r14); break;
+	case 15: off = __builtin_offsetof(struct pt_regs, r15); break;
+	default: return 0;
+	}
+	/* the usual case, rdi, without a helper call */
+	if (reg == 5)
+		return ctx->di;
+	bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + off);
+	return v;
+}
+
+/* Zero-extended little-endian value of size 1, 2, 4 or 8 at a user address; 0 if unreadable. */
+static __always_inline __u64 read_user_uint(__u64 addr, __u32 size)
+{
+	__u64 v = 0;
+
+	switch (size) {
+	case 1: {
+		__u8 b = 0;
+		bpf_probe_read_user(&b, sizeof(b), (void *)addr);
+		v = b;
+		break;
+	}
+	case 2: {
+		__u16 h = 0;
+		bpf_probe_read_user(&h, sizeof(h), (void *)addr);
+		v = h;
+		break;
+	}
+	case 4: {
+		__u32 w = 0;
+		bpf_probe_read_user(&w, sizeof(w), (void *)addr);
+		v = w;
+		break;
+	}
+	case 8: bpf_probe_read_user(&v, sizeof(v), (void *)addr); break;
+	}
+	return v;
+}
+
+/* Emit frames[index] as completed with `result`; counts records, emitted, dropped. */
+static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now, __u8 result,
+				 __s32 await_index, __u64 state_after, __u64 pid_tgid)
+{
+	struct poll_record *r;
+	struct poll_frame *f, *parent;
+	struct poll_stats *stats;
+	__u32 poll;
+
+	if (index >= TRACE_MAX_DEPTH)
+		return;
+	f = &st->frames[index];
+	poll = f->poll;
+	stats = bpf_map_lookup_elem(&trace_stats, &poll);
+	if (stats) {
+		__sync_fetch_and_add(&stats->records, 1);
+		__sync_fetch_and_add(&stats->busy_ns, now - f->start_ns);
+		if (result == RESULT_TRUNCATED)
+			__sync_fetch_and_add(&stats->truncated, 1);
+	}
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		if (stats)
+			__sync_fetch_and_add(&stats->dropped, 1);
+		return;
+	}
+	r->type = RECORD_POLL;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->poll = poll;
+	r->start_ns = f->start_ns;
+	r->end_ns = now;
+	r->self = f->self;
+	if (index > 0) {
+		parent = &st->frames[(index - 1) & (TRACE_MAX_DEPTH - 1)];
+		r->parent_self = parent->self;
+		r->parent_poll = parent->poll;
+	} else {
+		r->parent_self = 0;
+		r->parent_poll = ~0u;
+	}
+	r->task_self = st->frames[0].self;
+	r->task_poll = st->frames[0].poll;
+	r->depth = index;
+	r->result = result;
+	r->pad = 0;
+	r->await_index = await_index;
+	r->state_before = f->state;
+	r->state_after = state_after;
+	if (stats)
+		__sync_fetch_and_add(&stats->emitted, 1);
+	/* Wake the consumer by data threshold, not per record (it also polls every 100 ms). */
+	bpf_ringbuf_submit(r, bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA) < wakeup_bytes
+				  ? BPF_RB_NO_WAKEUP
+				  : BPF_RB_FORCE_WAKEUP);
+}
+
+/*
+ * Emit and pop the frames on top whose entry stack pointer is below `sp` (strictly,
+ * or also equal with `inclusive`): an unwind skipped their exits. Returns the new depth.
+ */
+static __always_inline __u32 pop_stale(struct thread_stack *st, __u32 depth, __u64 sp,
+				       int inclusive, __u64 now, __u64 pid_tgid)
+{
+	for (int i = 0; i < TRACE_MAX_DEPTH; i++) {
+		struct poll_frame *f;
+		__u32 top;
+
+		if (depth == 0)
+			break;
+		top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+		f = &st->frames[top];
+		if (f->sp > sp || (!inclusive && f->sp == sp))
+			break;
+		emit(st, top, now, RESULT_TRUNCATED, -1, f->state, pid_tgid);
+		depth--;
+	}
+	return depth;
+}
+
+static __always_inline void poll_entry(struct pt_regs *ctx, const struct poll_spec *spec,
+				       __u32 spec_index, __u64 now, __u64 pid_tgid)
+{
+	struct thread_stack *st;
+	struct poll_frame *f;
+	struct poll_stats *stats;
+	__u64 sp = ctx->sp - (__s64)spec->sp_delta; /* rsp at function entry */
+	__u64 self = 0, state = 0;
+	__u32 depth, poll = spec->poll;
+
+	if (spec->self_kind == SPEC_SELF_REG)
+		self = read_reg(ctx, spec->self_reg);
+	else if (spec->self_kind == SPEC_SELF_STACK)
+		self = read_user_uint(ctx->sp + (__s64)spec->self_sp_offset, 8);
+	if ((spec->flags & SPEC_HAS_STATE) && self)
+		state = read_user_uint(self + spec->state_offset, spec->state_size);
+
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count(COUNTER_NO_STORAGE);
+		return;
+	}
+	depth = st->depth;
+	if (depth > TRACE_MAX_DEPTH)
+		depth = TRACE_MAX_DEPTH;
+	/* A live caller's frame is above ours: anything at or below our sp is stale. */
+	depth = pop_stale(st, depth, sp, 1, now, pid_tgid);
+	if (depth >= TRACE_MAX_DEPTH) {
+		st->depth = depth;
+		count(COUNTER_STACK_OVERFLOW);
+		return;
+	}
+	opaque(depth); /* keep the mask: the verifier lost depth's bounds in the loop */
+	f = &st->frames[depth & (TRACE_MAX_DEPTH - 1)];
+	f->spec = spec_index;
+	f->poll = poll;
+	f->self = self;
+	f->sp = sp;
+	f->start_ns = now;
+	f->state = state;
+	st->depth = depth + 1;
+	stats = bpf_map_lookup_elem(&trace_stats, &poll);
+	if (stats)
+		__sync_fetch_and_add(&stats->entries, 1);
+}
+
+/* Ready/Pending of a hand-written future from its Poll<T> return value. */
+static __always_inline __u8 result_from_return(struct pt_regs *ctx, const struct poll_spec *spec)
+{
+	__u32 off = spec->ret_discr_offset, size = spec->ret_discr_size;
+	__u64 v;
+
+	if (!(spec->flags & SPEC_RET_KNOWN) || !size || size > 8)
+		return RESULT_UNKNOWN;
+	if (spec->flags & SPEC_RET_IN_MEMORY) {
+		v = read_user_uint(ctx->ax + off, size);
+	} else {
+		if (off % 8 + size > 8 || off >= 16)
+			return RESULT_UNKNOWN;
+		/* both loads, then select: a conditional ctx offset is refused */
+		__u64 ax = ctx->ax, dx = ctx->dx;
+
+		asm volatile("" : "+r"(ax), "+r"(dx));
+		v = off < 8 ? ax : dx;
+		v >>= (off % 8) * 8;
+		if (size < 8)
+			v &= (1ULL << (size * 8)) - 1;
+	}
+	if ((spec->flags & SPEC_RET_PENDING_VALUE) && v == spec->ret_pending_value)
+		return RESULT_PENDING;
+	if ((spec->flags & SPEC_RET_READY_VALUE) && v == spec->ret_ready_value)
+		return RESULT_READY;
+	/* the variant without a discriminant value is "everything else" */
+	if (spec->flags & SPEC_RET_PENDING_VALUE && !(spec->flags & SPEC_RET_READY_VALUE))
+		return RESULT_READY;
+	if (spec->flags & SPEC_RET_READY_VALUE && !(spec->flags & SPEC_RET_PENDING_VALUE))
+		return RESULT_PENDING;
+	return RESULT_UNKNOWN;
+}
+
+static __always_inline void poll_exit(struct pt_regs *ctx, const struct poll_spec *spec, __u64 now,
+				      __u64 pid_tgid)
+{
+	struct thread_stack *st;
+	struct poll_frame *f;
+	__u64 sp = ctx->sp, state = 0;
+	__u32 depth, top;
+	__s32 await_index = -1;
+	__u8 result;
+
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st) {
+		count(COUNTER_UNMATCHED_EXIT);
+		return;
+	}
+	depth = st->depth;
+	if (depth > TRACE_MAX_DEPTH)
+		depth = TRACE_MAX_DEPTH;
+	depth = pop_stale(st, depth, sp, 0, now, pid_tgid);
+	if (depth == 0) {
+		st->depth = 0;
+		count(COUNTER_UNMATCHED_EXIT);
+		return;
+	}
+	top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+	f = &st->frames[top];
+	if (f->sp != sp || f->poll != spec->poll) {
+		/* entered before we attached, or past the depth limit */
+		st->depth = depth;
+		count(COUNTER_UNMATCHED_EXIT);
+		return;
+	}
+	if (spec->flags & SPEC_HAS_STATE) {
+		state =
+		    f->self ? read_user_uint(f->self + spec->state_offset, spec->state_size) : 0;
+		if (!f->self)
+			result = RESULT_UNKNOWN;
+		else if (state == STATE_RETURNED_VALUE)
+			result = RESULT_READY;
+		else if (state == STATE_PANICKED_VALUE)
+			result = RESULT_PANICKED;
+		else if (state >= STATE_SUSPEND0_VALUE) {
+			result = RESULT_PENDING;
+			await_index = state - STATE_SUSPEND0_VALUE;
+		} else
+			result = RESULT_UNKNOWN;
+	} else {
+		result = result_from_return(ctx, spec);
+	}
+	emit(st, top, now, result, await_index, state, pid_tgid);
+	st->depth = depth - 1;
+}
+
+SEC("uprobe")
+int poll_probe(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	struct poll_spec *spec;
+	__u32 index;
+
+	if ((pid_tgid >> 32) != target_tgid || !*(volatile __u32 *)&trace_ready)
+		return 0;
+	now = bpf_ktime_get_ns();
+	count(COUNTER_HITS);
+	index = (__u32)bpf_get_attach_cookie(ctx);
+	spec = index < nr_specs ? bpf_map_lookup_elem(&trace_specs, &index) : NULL;
+	if (!spec) {
+		count(COUNTER_BAD_SPEC);
+		return 0;
+	}
+	if (spec->kind & PROBE_ENTRY)
+		poll_entry(ctx, spec, index, now, pid_tgid);
+	if (spec->kind & PROBE_EXIT)
+		poll_exit(ctx, spec, now, pid_tgid);
+	return 0;
+}

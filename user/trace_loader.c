@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The probe plan (model + selection → probe sites with specs) and the BPF side's
+ * lifecycle: open → size maps, fill rodata → load → fill specs → attach → ready;
+ * detach in reverse. See docs/tracing.md.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "trace.skel.h"
+#include "tracer.h"
+#include "uprobe_multi.h"
+
+/* ---- plan ---- */
+
+static int plan_grow(struct trace_plan *plan)
+{
+	uint32_t cap = plan->cap ? plan->cap * 2 : 64;
+	struct poll_spec *specs;
+	unsigned long *offsets;
+	__u64 *cookies;
+
+	specs = realloc(plan->specs, cap * sizeof(*specs));
+	if (!specs)
+		return -ENOMEM;
+	plan->specs = specs;
+	offsets = realloc(plan->offsets, cap * sizeof(*offsets));
+	if (!offsets)
+		return -ENOMEM;
+	plan->offsets = offsets;
+	cookies = realloc(plan->cookies, cap * sizeof(*cookies));
+	if (!cookies)
+		return -ENOMEM;
+	plan->cookies = cookies;
+	plan->cap = cap;
+	return 0;
+}
+
+/* The site must lie inside the function the analyzer disassembled. */
+static bool inside(const struct poll_fn *pf, uint64_t file_offset)
+{
+	return file_offset >= pf->file_offset && file_offset - pf->file_offset < pf->size;
+}
+
+static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t poll)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	const struct future *f = pf->future >= 0 && (uint32_t)pf->future < m->nr_futures
+				     ? &m->futures[pf->future]
+				     : NULL;
+
+	memset(spec, 0, sizeof(*spec));
+	spec->poll = poll;
+	spec->future = f ? (uint32_t)pf->future : ~0u;
+	if (f && f->has_state &&
+	    (f->state_size == 1 || f->state_size == 2 || f->state_size == 4 ||
+	     f->state_size == 8)) {
+		spec->flags |= SPEC_HAS_STATE;
+		spec->state_offset = (__u32)f->state_offset;
+		spec->state_size = (__u8)f->state_size;
+	}
+	if (pf->ret.known && pf->ret.discr_size && pf->ret.discr_size <= 8 &&
+	    pf->ret.discr_offset < 4096) {
+		spec->flags |= SPEC_RET_KNOWN;
+		if (pf->ret.in_memory)
+			spec->flags |= SPEC_RET_IN_MEMORY;
+		if (pf->ret.pending_has_value) {
+			spec->flags |= SPEC_RET_PENDING_VALUE;
+			spec->ret_pending_value = pf->ret.pending_value;
+		}
+		if (pf->ret.ready_has_value) {
+			spec->flags |= SPEC_RET_READY_VALUE;
+			spec->ret_ready_value = pf->ret.ready_value;
+		}
+		spec->ret_discr_offset = (__u32)pf->ret.discr_offset;
+		spec->ret_discr_size = (__u8)pf->ret.discr_size;
+	}
+}
+
+static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset)
+{
+	if (plan->nr == plan->cap && plan_grow(plan))
+		return -ENOMEM;
+	plan->specs[plan->nr] = *spec;
+	plan->offsets[plan->nr] = (unsigned long)offset;
+	plan->cookies[plan->nr] = plan->nr;
+	plan->nr++;
+	return 0;
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	struct poll_spec entry;
+	uint64_t entry_offset;
+	uint32_t exits = 0, first = plan->nr;
+	bool shared = false;
+
+	fill_common(&entry, m, poll);
+	entry.kind = PROBE_ENTRY;
+	if (pf->entry.valid && inside(pf, pf->entry.file_offset) && pf->entry.sp_delta <= 0) {
+		entry_offset = pf->entry.file_offset;
+		entry.sp_delta = pf->entry.sp_delta;
+		if (pf->entry.self_kind == SELF_LOC_REG) {
+			entry.self_kind = SPEC_SELF_REG;
+			entry.self_reg = pf->entry.self_reg;
+		} else if (pf->entry.self_kind == SELF_LOC_STACK) {
+			entry.self_kind = SPEC_SELF_STACK;
+			entry.self_sp_offset = pf->entry.self_sp_offset;
+		}
+	} else if (!pf->entry.valid && !pf->disasm_error) {
+		/* the analyzer found no probeable instruction at all */
+		plan->nr_no_entry++;
+		return 0;
+	} else {
+		/* first instruction: self in the ABI's argument register */
+		entry_offset = pf->file_offset;
+		entry.self_kind = SPEC_SELF_REG;
+		entry.self_reg = pf->self_arg_reg;
+	}
+	if (pf->disasm_error || !pf->nr_exits) {
+		/* no exit sites: polls would never end */
+		plan->nr_no_exit++;
+		return 0;
+	}
+	for (uint32_t i = 0; i < pf->nr_exits; i++) {
+		const struct exit_site *x = &pf->exits[i];
+		struct poll_spec exit;
+
+		if (!x->probeable) {
+			plan->nr_unprobeable_exits++;
+			continue;
+		}
+		if (!inside(pf, x->file_offset)) {
+			plan->nr_refused++;
+			continue;
+		}
+		if (x->file_offset == entry_offset) {
+			shared =
+			    true; /* a function that is one tail jump: enter and leave at once */
+			continue;
+		}
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		if (plan_add(plan, &exit, x->file_offset))
+			return -ENOMEM;
+		exits++;
+	}
+	if (!exits && !shared) {
+		plan->nr = first;
+		plan->nr_no_exit++;
+		return 0;
+	}
+	if (shared)
+		entry.kind |= PROBE_EXIT;
+	if (plan_add(plan, &entry, entry_offset))
+		return -ENOMEM;
+	plan->nr_entries++;
+	plan->nr_exits += exits + shared;
+	plan->nr_polls++;
+	return 0;
+}
+
+int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
+		      char *err, size_t errlen)
+{
+	memset(plan, 0, sizeof(*plan));
+	for (uint32_t p = 0; p < m->nr_polls; p++) {
+		const struct poll_fn *pf = &m->polls[p];
+
+		if (pf->inlined_only || pf->future < 0 || (uint32_t)pf->future >= s->nr ||
+		    !s->futures[pf->future] || !pf->size)
+			continue;
+		if (plan_poll(plan, m, p)) {
+			snprintf(err, errlen, "out of memory building the probe plan");
+			return -ENOMEM;
+		}
+	}
+	if (!plan->nr) {
+		snprintf(err, errlen,
+			 "no selected future has an out-of-line poll function with probeable "
+			 "entry and exit sites (%u without exits, %u without entry)",
+			 plan->nr_no_exit, plan->nr_no_entry);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void trace_plan__free(struct trace_plan *plan)
+{
+	free(plan->specs);
+	free(plan->offsets);
+	free(plan->cookies);
+	memset(plan, 0, sizeof(*plan));
+}
+
+/* ---- BPF lifecycle ---- */
+
+static bool libbpf_verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !libbpf_verbose)
+		return 0;
+	return libbpf_verbose ? vfprintf(stderr, fmt, args) : 0;
+}
+
+static uint64_t round_ringbuf_size(uint64_t size)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), r = page;
+
+	while (r < size && r < (1ull << 31))
+		r <<= 1;
+	return r;
+}
+
+/* Open, size, load (for uprobe_multi or for perf-event uprobes) and fill the specs. */
+static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
+			 const struct tracer_opts *o, bool multi, char *err, size_t errlen)
+{
+	uint64_t rb_size =
+	    round_ringbuf_size(o->ringbuf_size ? o->ringbuf_size : TRACE_DEFAULT_RINGBUF_SIZE);
+	struct trace_bpf *skel;
+	int r;
+
+	trace_bpf__destroy(t->skel);
+	t->skel = skel = trace_bpf__open();
+	if (!skel) {
+		r = -errno;
+		snprintf(err, errlen, "opening the BPF object failed: %s", strerror(-r));
+		return r;
+	}
+	skel->rodata->target_tgid = (__u32)o->pid;
+	skel->rodata->nr_specs = plan->nr;
+	/* a quarter of the buffer waiting: wake the consumer well before it fills */
+	skel->rodata->wakeup_bytes = rb_size / 4;
+	if ((r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
+		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
+		return r;
+	}
+	/* libbpf 1.1 knows no "uprobe.multi" section: set the attach type by hand */
+	if (multi)
+		bpf_program__set_expected_attach_type(
+		    skel->progs.poll_probe, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	r = trace_bpf__load(skel);
+	if (r) {
+		snprintf(err, errlen,
+			 "loading the BPF programs failed: %s (run 'asyncbpf check'; -v shows "
+			 "libbpf's log)",
+			 strerror(-r));
+		return r;
+	}
+	t->multi = multi;
+	for (__u32 i = 0; i < plan->nr; i++) {
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.trace_specs), &i, &plan->specs[i],
+					BPF_ANY)) {
+			r = -errno;
+			snprintf(err, errlen, "filling the probe specs failed: %s", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct model *m,
+		 const struct tracer_opts *o, char *err, size_t errlen)
+{
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->multi_fd = -1;
+	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
+	libbpf_verbose = o->verbose;
+	libbpf_set_print(libbpf_print);
+	r = load_skeleton(t, plan, o, true, err, errlen);
+	if (r) {
+		/* kernels before 6.6 refuse the attach type: perf-event uprobes instead */
+		pr_info("trace: %s; retrying for perf-event uprobes\n", err);
+		r = load_skeleton(t, plan, o, false, err, errlen);
+	}
+	return r;
+}
+
+static int attach_perf(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		       char *err, size_t errlen)
+{
+	t->links = calloc(plan->nr, sizeof(*t->links));
+	if (!t->links) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < plan->nr; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = plan->cookies[i]);
+
+		t->links[i] = bpf_program__attach_uprobe_opts(t->skel->progs.poll_probe, o->pid,
+							      o->path, plan->offsets[i], &opts);
+		if (!t->links[i]) {
+			int r = -errno;
+
+			snprintf(err, errlen, "prog 'poll_probe': failed to attach to %s+0x%lx: %s",
+				 o->path, plan->offsets[i], strerror(-r));
+			t->probes_failed = plan->nr - i;
+			return r;
+		}
+		t->nr_links = i + 1;
+		t->probes_attached++;
+	}
+	return 0;
+}
+
+int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		   char *err, size_t errlen)
+{
+	int fd, r;
+
+	if (t->multi) {
+		fd = uprobe_multi__attach(bpf_program__fd(t->skel->progs.poll_probe), o->path,
+					  plan->offsets, plan->cookies, plan->nr, o->pid, false);
+		if (fd >= 0) {
+			t->multi_fd = fd;
+			t->probes_attached = plan->nr;
+			return 0;
+		}
+		snprintf(err, errlen,
+			 "BPF_LINK_CREATE(BPF_TRACE_UPROBE_MULTI) of %u probes in %s failed: %s",
+			 plan->nr, o->path, strerror(-fd));
+		if (fd == -ESRCH || fd == -ENOENT || fd == -EACCES || fd == -EPERM)
+			return fd; /* the target or the file is gone, or not allowed: no fallback */
+		pr_warn("trace: %s; falling back to perf-event uprobes\n", err);
+		/* the program was loaded for uprobe_multi: perf-event links need a reload */
+		r = load_skeleton(t, plan, o, false, err, errlen);
+		if (r)
+			return r;
+	}
+	pr_warn("trace: uprobe_multi is unavailable: attaching %u probes with one perf-event "
+		"link each (slow: detaching takes ~0.1 s per probe here)\n",
+		plan->nr);
+	return attach_perf(t, plan, o, err, errlen);
+}
+
+void tracer__set_ready(struct tracer *t, bool ready)
+{
+	if (t->skel && t->skel->bss)
+		__atomic_store_n(&t->skel->bss->trace_ready, ready ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+void tracer__detach(struct tracer *t)
+{
+	tracer__set_ready(t, false);
+	if (t->multi_fd >= 0) {
+		close(t->multi_fd);
+		t->multi_fd = -1;
+	}
+	for (uint32_t i = t->nr_links; i > 0; i--)
+		bpf_link__destroy(t->links[i - 1]);
+	free(t->links);
+	t->links = NULL;
+	t->nr_links = 0;
+}
+
+int tracer__ringbuf_fd(const struct tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.trace_events);
+}
+
+int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct poll_stats *percpu = NULL;
+	__u64 *values = NULL;
+	__u32 zero = 0;
+	int r = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	percpu = calloc((size_t)ncpu, sizeof(*percpu));
+	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
+	if (!percpu || !values) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t p = 0; stats && p < t->nr_polls; p++) {
+		memset(&stats[p], 0, sizeof(stats[p]));
+		if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_stats), &p, percpu)) {
+			r = -errno;
+			goto out;
+		}
+		for (int c = 0; c < ncpu; c++) {
+			stats[p].entries += percpu[c].entries;
+			stats[p].records += percpu[c].records;
+			stats[p].emitted += percpu[c].emitted;
+			stats[p].dropped += percpu[c].dropped;
+			stats[p].truncated += percpu[c].truncated;
+			stats[p].busy_ns += percpu[c].busy_ns;
+		}
+	}
+	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values)) {
+		r = -errno;
+		goto out;
+	}
+	for (int c = 0; c < ncpu; c++)
+		for (int k = 0; k < COUNTER_COUNT; k++)
+			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
+out:
+	free(percpu);
+	free(values);
+	return r;
+}
+
+void tracer__free(struct tracer *t)
+{
+	tracer__detach(t);
+	trace_bpf__destroy(t->skel);
+	t->skel = NULL;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The tracing engine (docs/tracing.md): a probe plan built from the analyzer's
+ * model and a selection (trace_loader.c), the BPF side's lifecycle (open, size,
+ * load, attach, activate, detach; trace_loader.c), the consumer that turns ring-buffer
+ * records into completed polls for the exporters (trace_consumer.c) and the
+ * end-of-run summary (trace_summary.c).
+ */
+#ifndef ASYNCBPF_TRACER_H
+#define ASYNCBPF_TRACER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "asyncbpf.h"
+#include "chrome_trace.h"
+#include "model.h"
+#include "perfetto.h"
+#include "selection.h"
+#include "trace_event.h"
+
+/* ---- probe plan (pure: unit-testable without root) ---- */
+
+struct trace_plan {
+	struct poll_spec *specs; /* specs[i] is found by cookie i */
+	unsigned long *offsets;	 /* file offset of probe i */
+	__u64 *cookies;		 /* i, for BPF_LINK_CREATE */
+	uint32_t nr, cap;
+	uint32_t nr_polls;	       /* traced poll functions */
+	uint32_t nr_entries, nr_exits; /* probe sites of each kind */
+	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
+	uint32_t nr_refused;	       /* sites outside their function: not probed */
+	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
+	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+};
+
+/*
+ * One entry probe per selected future's out-of-line poll fns (the analyzer's entry
+ * site, else the function's first instruction) and one exit probe per probeable exit
+ * site. Only addresses the analyzer found inside the function are used. Returns 0,
+ * -ENOMEM, or -ENOENT when nothing selected can be probed (err says why).
+ */
+int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
+		      char *err, size_t errlen);
+void trace_plan__free(struct trace_plan *plan);
+
+/* ---- BPF lifecycle ---- */
+
+#define TRACE_DEFAULT_RINGBUF_SIZE (16u << 20)
+
+struct trace_bpf;
+struct u64_map;
+struct bpf_link;
+
+struct tracer {
+	struct trace_bpf *skel;
+	int multi_fd;		 /* the uprobe_multi link, or -1 */
+	struct bpf_link **links; /* fallback: one perf-event link per probe */
+	uint32_t nr_links;
+	uint32_t nr_polls; /* the model's, sizes trace_stats */
+	uint64_t probes_attached, probes_failed;
+	bool multi; /* attached through uprobe_multi */
+};
+
+struct tracer_opts {
+	pid_t pid;	  /* target tgid (probes are filtered on it, in the link and in BPF) */
+	const char *path; /* the executable to probe: /proc/PID/exe or the launched file */
+	uint64_t ringbuf_size;
+	bool verbose; /* libbpf's log on stderr */
+};
+
+/* Open the skeleton, size maps, fill specs, load. 0 or -errno (err filled). */
+int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct model *m,
+		 const struct tracer_opts *o, char *err, size_t errlen);
+/*
+ * Attach every probe of the plan: one uprobe_multi link, else (saying so) one
+ * perf-event link per probe. 0 or -errno (err filled).
+ */
+int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		   char *err, size_t errlen);
+/* Set or clear the BPF side's ready flag. */
+void tracer__set_ready(struct tracer *t, bool ready);
+/* Clear ready and destroy every link (idempotent). */
+void tracer__detach(struct tracer *t);
+/* File descriptor of the ring buffer map. */
+int tracer__ringbuf_fd(const struct tracer *t);
+/*
+ * Sum the per-CPU statistics: stats[nr_polls] (may be NULL) and counters[COUNTER_COUNT].
+ * 0 or -errno.
+ */
+int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters);
+void tracer__free(struct tracer *t);
+
+/* ---- summary (per poll function of the model) ---- */
+
+struct poll_summary {
+	uint64_t counts[POLL_TRUNCATED + 1]; /* by enum poll_result */
+	uint64_t polls;
+	uint64_t busy_ns;
+	uint64_t *durations; /* every poll's duration, for percentiles */
+	uint64_t nr_durations, cap_durations;
+};
+
+struct trace_summary {
+	const struct model *m;
+	struct poll_summary *polls; /* indexed like m->polls */
+	uint64_t records, bad_records, first_ns, last_ns;
+	bool oom; /* a duration could not be stored: percentiles are approximate */
+};
+
+int trace_summary__init(struct trace_summary *s, const struct model *m);
+void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
+/* Extra numbers printed with the totals (from the BPF side). */
+struct trace_run_totals {
+	struct trace_totals totals;
+	uint64_t unprobeable_exits, unmatched_exits, stack_overflow, no_storage, bpf_records;
+	uint64_t hits;
+};
+void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out);
+/* The summary as JSON (docs/tracing.md). 0 or -errno. */
+int trace_summary__write_json(struct trace_summary *s, const struct trace_run_totals *t, FILE *out);
+void trace_summary__free(struct trace_summary *s);
+
+/* ---- consumer ---- */
+
+struct trace_consumer {
+	const struct model *m;
+	pid_t pid;
+	struct perfetto_writer *perfetto; /* may be NULL */
+	struct chrome_trace *chrome;	  /* may be NULL */
+	struct trace_summary *summary;
+	FILE *records;		 /* --records: one JSON line per poll, may be NULL */
+	struct u64_map *threads; /* tids already named */
+	int write_err;		 /* first writer error (-errno) */
+};
+
+int trace_consumer__init(struct trace_consumer *c, const struct model *m, pid_t pid,
+			 struct perfetto_writer *perfetto, struct chrome_trace *chrome,
+			 struct trace_summary *summary);
+/* Decode one ring-buffer record (libbpf ring_buffer callback shape). Never fails. */
+int trace_consumer__handle(void *ctx, void *data, size_t size);
+/* Record → trace_poll (pure). Returns 0, or -EINVAL for a record of another type/size. */
+int trace_record__decode(const void *data, size_t size, const struct model *m,
+			 struct trace_poll *out);
+void trace_consumer__free(struct trace_consumer *c);
+
+#endif
