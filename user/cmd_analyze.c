@@ -12,6 +12,7 @@
 #include "export.h"
 #include "log.h"
 #include "outfile.h"
+#include "text.h"
 
 static const char analyze_usage[] =
 	"Usage: asyncbpf analyze BINARY|-p PID [--json FILE] [--dot FILE] [--all-crates] [-q] [-v]\n"
@@ -30,27 +31,13 @@ static const char analyze_usage[] =
 	"  asyncbpf analyze target/debug/server\n"
 	"  asyncbpf analyze -p $(pidof server) --dot graph.dot && dot -Tsvg graph.dot -o graph.svg\n";
 
-static const char *short_file(const char *file)
-{
-	if (!file)
-		return "?";
-	/* keep the last two path components: enough to find it, short enough to read */
-	const char *last = strrchr(file, '/');
-	if (!last)
-		return file;
-	for (const char *p = last - 1; p > file; p--)
-		if (*p == '/')
-			return p + 1;
-	return file;
-}
-
 static void print_future(const struct model *m, uint32_t i)
 {
 	const struct future *f = &m->futures[i];
 	char name[512];
 
 	future__display_name(f, name, sizeof(name));
-	printf("  %s  [%s]  %s:%u\n", name, future_kind__name(f->kind), short_file(f->file),
+	printf("  %s  [%s]  %s:%u\n", name, future_kind__name(f->kind), path__short(f->file),
 	       f->line);
 	if (f->poll >= 0) {
 		const struct poll_fn *p = &m->polls[f->poll];
@@ -87,11 +74,11 @@ static void print_future(const struct model *m, uint32_t i)
 				snprintf(to, sizeof(to), "%s (dynamic: resolved at run time)",
 					 ed->awaitee_type ? ed->awaitee_type : "?");
 			printf("    await %u  %s:%u  -> %s\n", st->suspend_index,
-			       short_file(st->file), st->line, to);
+			       path__short(st->file), st->line, to);
 			any = true;
 		}
 		if (!any)
-			printf("    await %u  %s:%u  -> %s\n", st->suspend_index, short_file(st->file),
+			printf("    await %u  %s:%u  -> %s\n", st->suspend_index, path__short(st->file),
 			       st->line, st->awaitee_type ? st->awaitee_type : "?");
 	}
 }

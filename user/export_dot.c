@@ -27,60 +27,6 @@ enum draw_mode {
 };
 
 
-/*
- * Text inside a DOT double-quoted string, at most max_bytes of input ("..." marks
- * the cut). The DOT parser only knows \" ; Graphviz then reads backslash escapes
- * (\n \l \N \G ...) and HTML entities (&amp;) in labels, so a literal backslash is
- * written \\ and '&' as &amp; (Rust types are full of "&mut"). A newline in the data
- * becomes a line break; other control characters are shown as \xHH. Bytes that are
- * not UTF-8 become U+FFFD: Graphviz warns about them and may drop the label.
- */
-static void dot_write_text(FILE *out, const char *str, size_t max_bytes)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t n = strlen((const char *)s), i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t len = c < 0x80 ? 1 : utf8__sequence_length(s + i, n - i);
-
-		if (i + (len ? len : 1) > max_bytes) {
-			fputs("...", out);
-			return;
-		}
-		if (!len) {
-			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-			len = 1;
-		} else if (c == '"') {
-			fputs("\\\"", out);
-		} else if (c == '\\') {
-			fputs("\\\\", out);
-		} else if (c == '&') {
-			fputs("&amp;", out);
-		} else if (c == '\n') {
-			fputs("\\n", out);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(out, "\\\\x%02X", c);
-		} else {
-			fwrite(s + i, 1, len, out);
-		}
-		i += len;
-	}
-}
-
-/* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs". */
-static const char *short_file(const char *file)
-{
-	const char *last = strrchr(file, '/');
-
-	if (!last)
-		return file;
-	for (const char *p = last; p > file; p--)
-		if (p[-1] == '/')
-			return p;
-	return file;
-}
-
 struct node_order {
 	const char *crate;
 	uint32_t future;
@@ -193,15 +139,15 @@ static void write_node(FILE *out, const struct model *m, uint32_t id, enum draw_
 
 	future__display_name(f, name, sizeof(name));
 	fprintf(out, "\t\tf%" PRIu32 " [label=\"", id);
-	dot_write_text(out, name, LABEL_MAX_BYTES);
+	dot__write_text(out, name, LABEL_MAX_BYTES);
 	if (f->file && f->file[0]) {
 		fputs("\\n", out);
-		dot_write_text(out, short_file(f->file), LABEL_MAX_BYTES);
+		dot__write_text(out, path__short(f->file), LABEL_MAX_BYTES);
 		if (f->line)
 			fprintf(out, ":%" PRIu32, f->line);
 	}
 	fputs("\", tooltip=\"", out);
-	dot_write_text(out, f->path, TOOLTIP_MAX_BYTES);
+	dot__write_text(out, f->path, TOOLTIP_MAX_BYTES);
 	fputc('"', out);
 	/* dashed: only inlined copies exist; dotted: no poll code at all (type only) */
 	if (f->poll < 0 && f->inlined_only)
@@ -235,7 +181,7 @@ static int write_clusters(FILE *out, const struct model *m, const uint8_t *draw)
 
 		if (first) {
 			fprintf(out, "\tsubgraph cluster_%" PRIu32 " {\n\t\tlabel=\"", cluster++);
-			dot_write_text(out, crate, LABEL_MAX_BYTES);
+			dot__write_text(out, crate, LABEL_MAX_BYTES);
 			fputs("\";\n", out);
 			write_cluster_style(out, m->futures[order[i].future].crate_class);
 		}
@@ -261,7 +207,7 @@ static void write_edge(FILE *out, const bool *selected, const struct await_edge 
 	fputc('"', out);
 	if (e->via) {
 		fputs(", tooltip=\"via ", out);
-		dot_write_text(out, e->via, TOOLTIP_MAX_BYTES);
+		dot__write_text(out, e->via, TOOLTIP_MAX_BYTES);
 		fputc('"', out);
 	}
 	/* an edge to or from a greyed neighbour is greyed too */
@@ -307,7 +253,7 @@ int export_dot__write(const struct model *m, const bool *selected, FILE *out)
 	fputs("digraph asyncbpf {\n", out);
 	fputs("\tgraph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", fontsize=12, label=\"",
 	      out);
-	dot_write_text(out, m->path ? m->path : "", TOOLTIP_MAX_BYTES);
+	dot__write_text(out, m->path ? m->path : "", TOOLTIP_MAX_BYTES);
 	fputs("\"];\n", out);
 	fputs("\tnode [shape=box, style=filled, fillcolor=white, fontname=\"Helvetica\", "
 	      "fontsize=10];\n",
@@ -323,10 +269,10 @@ int export_dot__write(const struct model *m, const bool *selected, FILE *out)
 		if (i > 0 && id == placeholder_of_edge[unresolved[i - 1].edge])
 			continue;
 		fprintf(out, "\tu%" PRId64 " [shape=ellipse, style=dashed, label=\"", id);
-		dot_write_text(out, unresolved[i].type ? unresolved[i].type : "(unknown awaitee)",
+		dot__write_text(out, unresolved[i].type ? unresolved[i].type : "(unknown awaitee)",
 			       LABEL_MAX_BYTES);
 		fputs("\", tooltip=\"", out);
-		dot_write_text(out, unresolved[i].type, TOOLTIP_MAX_BYTES);
+		dot__write_text(out, unresolved[i].type, TOOLTIP_MAX_BYTES);
 		fputs("\"];\n", out);
 	}
 

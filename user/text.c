@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Text that comes from hostile binaries: UTF-8 validation and JSON string escaping,
- * shared by every writer of JSON and DOT. */
+/* Text that comes from hostile binaries: UTF-8 validation, JSON strings and DOT
+ * labels, shared by every writer of JSON and DOT. */
 #include "text.h"
 
 #include <string.h>
@@ -96,4 +96,60 @@ void json__write_string(FILE *out, const char *str)
 	if (run)
 		fwrite(s + n - run, 1, run, out);
 	putc('"', out);
+}
+
+/*
+ * Text inside a DOT double-quoted string, at most max_bytes of input ("..." marks
+ * the cut). The DOT parser only knows \" ; Graphviz then reads backslash escapes
+ * (\n \l \N \G ...) and HTML entities (&amp;) in labels, so a literal backslash is
+ * written \\ and '&' as &amp; (Rust types are full of "&mut"). A newline in the data
+ * becomes a line break; other control characters are shown as \xHH. Bytes that are
+ * not UTF-8 become U+FFFD: Graphviz warns about them and may drop the label.
+ */
+void dot__write_text(FILE *out, const char *str, size_t max_bytes)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	size_t n = strlen((const char *)s), i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len = c < 0x80 ? 1 : utf8__sequence_length(s + i, n - i);
+
+		if (i + (len ? len : 1) > max_bytes) {
+			fputs("...", out);
+			return;
+		}
+		if (!len) {
+			fputs("\xef\xbf\xbd", out); /* U+FFFD */
+			len = 1;
+		} else if (c == '"') {
+			fputs("\\\"", out);
+		} else if (c == '\\') {
+			fputs("\\\\", out);
+		} else if (c == '&') {
+			fputs("&amp;", out);
+		} else if (c == '\n') {
+			fputs("\\n", out);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(out, "\\\\x%02X", c);
+		} else {
+			fwrite(s + i, 1, len, out);
+		}
+		i += len;
+	}
+}
+
+/* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs". */
+const char *path__short(const char *file)
+{
+	if (!file)
+		return "?";
+	const char *last = strrchr(file, '/');
+
+	if (!last)
+		return file;
+	for (const char *p = last; p > file; p--)
+		if (p[-1] == '/')
+			return p;
+	return file;
 }

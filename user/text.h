@@ -15,4 +15,15 @@ size_t utf8__sequence_length(const unsigned char *s, size_t avail);
 /* s as a JSON string (RFC 8259), "null" for NULL; invalid UTF-8 bytes become U+FFFD. */
 void json__write_string(FILE *out, const char *s);
 
+/*
+ * Text inside a DOT double-quoted string, at most max_bytes of input ("..." marks the
+ * cut): \" and \\ escaped, '&' as &amp;, newline as \n, other control characters as
+ * \xHH, bytes that are not UTF-8 as U+FFFD.
+ */
+void dot__write_text(FILE *out, const char *s, size_t max_bytes);
+
+/* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs";
+ * "?" for NULL. */
+const char *path__short(const char *file);
+
 #endif
