@@ -153,6 +153,34 @@ def test_launch_handwritten_matches_ground_truth(uprobes, tmp_path):
 
 
 @needs_root
+def test_launch_handwritten_folded_and_dot(uprobes, tmp_path):
+    """--folded and --dot on the fixture's marker graph: middle awaits leaf."""
+    util.require_file(HANDWRITTEN, "the fixture", "run 'make fixtures'")
+    folded, dot = tmp_path / "run.folded", tmp_path / "run.dot"
+    proc, _ = run_traced(tmp_path, HANDWRITTEN, extra=("--folded", folded, "--dot", dot))
+    assert proc.returncode == 0, util.describe(proc)
+    stacks = {}
+    for line in folded.read_text(encoding="utf-8").splitlines():
+        stack, count = line.rsplit(" ", 1)
+        assert stack and count.isdigit() and int(count) > 0, line
+        assert stack not in stacks, f"stack written twice: {line}"
+        stacks[stack] = int(count)
+    assert any(s.endswith(";handwritten::middle;handwritten::leaf") for s in stacks), sorted(stacks)
+
+    util.need_tool("dot")
+    text = dot.read_text(encoding="utf-8")
+    rendered = subprocess.run(["dot", "-Tsvg", str(dot)], capture_output=True, timeout=60)
+    assert rendered.returncode == 0 and rendered.stdout.lstrip().startswith(b"<"), rendered.stderr
+    assert not rendered.stderr, rendered.stderr
+    nodes = dict(re.findall(r'^\t(\w+) \[label="([^"\\]*)\\n', text, re.M))
+    middle = [n for n, name in nodes.items() if name == "handwritten::middle"]
+    leaf = [n for n, name in nodes.items() if name == "handwritten::leaf"]
+    assert len(middle) == 1 and len(leaf) == 1, nodes
+    edge = re.search(rf'^\t{middle[0]} -> {leaf[0]} \[label="(\d+) polls?"\]', text, re.M)
+    assert edge and int(edge.group(1)) > 0, text
+
+
+@needs_root
 def test_launch_panic_keeps_behaviour(uprobes, tmp_path):
     """The uretprobe hazard guard: a panic unwinding through traced polls must not kill
     the program or change what it prints."""

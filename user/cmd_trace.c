@@ -47,6 +47,8 @@ static const char trace_usage[] =
     "      --all-crates       default selection is every crate's futures\n"
     "  -o, --output F         Perfetto trace (default asyncbpf-PID.pftrace)\n"
     "      --chrome F         also write Chrome trace JSON\n"
+    "      --folded F         also write async stacks weighted by busy time (flamegraph)\n"
+    "      --dot F            also write the await graph seen, with counts (Graphviz)\n"
     "      --summary-json F   also write the summary as JSON\n"
     "      --records F        also write every poll as a JSON line (raw records)\n"
     "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
@@ -75,7 +77,7 @@ struct trace_args {
 	char **command; /* launch mode: argv of CMD, NULL-terminated */
 	char **patterns;
 	int nr_patterns;
-	const char *whitelist, *output, *chrome, *summary_json, *records;
+	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;
 	enum expand_dir expand;
 	bool all_crates, verbose;
 	double duration;
@@ -124,6 +126,8 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 	    {"chrome", required_argument, NULL, 'C'},
 	    {"summary-json", required_argument, NULL, 'S'},
 	    {"records", required_argument, NULL, 'r'},
+	    {"folded", required_argument, NULL, 'F'},
+	    {"dot", required_argument, NULL, 'D'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"ringbuf-size", required_argument, NULL, 'R'},
 	    {"all-crates", no_argument, NULL, 'a'},
@@ -166,6 +170,8 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 		case 'C': a->chrome = optarg; break;
 		case 'S': a->summary_json = optarg; break;
 		case 'r': a->records = optarg; break;
+		case 'F': a->folded = optarg; break;
+		case 'D': a->dot = optarg; break;
 		case 'd':
 			errno = 0;
 			a->duration = strtod(optarg, &end);
@@ -343,9 +349,11 @@ static uint64_t now_ns(void)
 }
 
 struct outputs {
-	struct outfile perfetto_file, chrome_file, records_file;
+	struct outfile perfetto_file, chrome_file, records_file, folded_file, dot_file;
 	struct perfetto_writer *perfetto;
 	struct chrome_trace *chrome;
+	struct trace_folded *folded;
+	struct trace_dot *dot;
 	bool have_chrome, have_records;
 };
 
@@ -377,6 +385,26 @@ static int open_outputs(struct outputs *o, const struct trace_args *a, const cha
 			return EXIT_OUTPUT;
 		}
 		o->have_records = true;
+	}
+	if (a->folded) {
+		if (outfile__open(&o->folded_file, a->folded, err, sizeof(err))) {
+			pr_warn("trace: %s\n", err);
+			return EXIT_OUTPUT;
+		}
+		if (!(o->folded = trace_folded__new(m))) {
+			pr_warn("trace: out of memory\n");
+			return EXIT_FAILURE_INTERNAL;
+		}
+	}
+	if (a->dot) {
+		if (outfile__open(&o->dot_file, a->dot, err, sizeof(err))) {
+			pr_warn("trace: %s\n", err);
+			return EXIT_OUTPUT;
+		}
+		if (!(o->dot = trace_dot__new(m))) {
+			pr_warn("trace: out of memory\n");
+			return EXIT_FAILURE_INTERNAL;
+		}
 	}
 	o->perfetto =
 	    perfetto_writer__new(o->perfetto_file.f, m, (uint32_t)pid, comm[0] ? comm : NULL);
@@ -424,6 +452,30 @@ static int close_outputs(struct outputs *o, const struct trace_totals *t, const 
 			status = EXIT_OUTPUT;
 		}
 	}
+	if (o->folded) {
+		if (trace_folded__dropped(o->folded))
+			pr_warn("trace: the folded stacks miss %" PRIu64 " polls (more than %u "
+				"waiting for their task's poll on one thread, or out of memory)\n",
+				trace_folded__dropped(o->folded), TRACE_FOLDED_MAX_PENDING);
+		r = trace_folded__write(o->folded, o->folded_file.f);
+		if (r == 0 && !outfile__commit(&o->folded_file, err, sizeof(err))) {
+			pr_info("trace: wrote %s\n", o->folded_file.path);
+		} else {
+			pr_warn("trace: %s\n", r ? "writing the folded stacks failed" : err);
+			outfile__abort(&o->folded_file);
+			status = EXIT_OUTPUT;
+		}
+	}
+	if (o->dot) {
+		r = trace_dot__write(o->dot, o->dot_file.f);
+		if (r == 0 && !outfile__commit(&o->dot_file, err, sizeof(err))) {
+			pr_info("trace: wrote %s\n", o->dot_file.path);
+		} else {
+			pr_warn("trace: %s\n", r ? "writing the await graph failed" : err);
+			outfile__abort(&o->dot_file);
+			status = EXIT_OUTPUT;
+		}
+	}
 	return status;
 }
 
@@ -431,9 +483,15 @@ static void free_outputs(struct outputs *o)
 {
 	perfetto_writer__free(o->perfetto);
 	chrome_trace__free(o->chrome);
+	trace_folded__free(o->folded);
+	trace_dot__free(o->dot);
 	o->perfetto = NULL;
 	o->chrome = NULL;
+	o->folded = NULL;
+	o->dot = NULL;
 	outfile__abort(&o->perfetto_file);
+	outfile__abort(&o->folded_file);
+	outfile__abort(&o->dot_file);
 	outfile__abort(&o->chrome_file);
 	outfile__abort(&o->records_file);
 }
@@ -613,6 +671,8 @@ static int trace(const struct trace_args *a)
 		goto out;
 	}
 	consumer.records = out.have_records ? out.records_file.f : NULL;
+	consumer.folded = out.folded;
+	consumer.dot = out.dot;
 
 	attach_ns = now_ns();
 	r = tracer__load(&t, &plan, &m, &topts, err, sizeof(err));

@@ -113,6 +113,11 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 		c->write_err = r;
 	if (c->chrome && (r = chrome_trace__add_poll(c->chrome, &p)) && !c->write_err)
 		c->write_err = r;
+	/* folded: a poll it cannot keep is counted there (trace_folded__dropped) */
+	if (c->folded)
+		trace_folded__add(c->folded, &p);
+	if (c->dot && (r = trace_dot__add(c->dot, &p)) && !c->write_err)
+		c->write_err = r;
 	return 0;
 }
 

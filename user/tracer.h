@@ -20,6 +20,7 @@
 #include "perfetto.h"
 #include "selection.h"
 #include "trace_event.h"
+#include "trace_outputs.h"
 
 /* ---- probe plan (pure: unit-testable without root) ---- */
 
@@ -131,9 +132,11 @@ struct trace_consumer {
 	struct perfetto_writer *perfetto; /* may be NULL */
 	struct chrome_trace *chrome;	  /* may be NULL */
 	struct trace_summary *summary;
-	FILE *records;		 /* --records: one JSON line per poll, may be NULL */
-	struct u64_map *threads; /* tids already named */
-	int write_err;		 /* first writer error (-errno) */
+	FILE *records;		     /* --records: one JSON line per poll, may be NULL */
+	struct trace_folded *folded; /* --folded, may be NULL */
+	struct trace_dot *dot;	     /* --dot, may be NULL */
+	struct u64_map *threads;     /* tids already named */
+	int write_err;		     /* first writer error (-errno) */
 };
 
 int trace_consumer__init(struct trace_consumer *c, const struct model *m, pid_t pid,
