@@ -20,6 +20,7 @@
 #include "chrome_trace.h"
 #include "model.h"
 #include "testlib.h"
+#include "trace_model.h"
 
 #define PID	4242
 #define MAIN_RS "/src/demo/src/main.rs"
@@ -30,15 +31,6 @@
 #define EVIL_DECODED                                                                               \
 	"evil\"q\\\n\x01\x1f\x7f|" FFFD "|" FFFD FFFD "|" FFFD FFFD FFFD                           \
 	"|caf\xc3\xa9 \xe2\x80\xa8::F<" FFFD FFFD ">"
-
-static void *must(void *p)
-{
-	if (!p) {
-		fprintf(stderr, "out of memory building the test model\n");
-		exit(2);
-	}
-	return p;
-}
 
 static void add_future(struct model *m, const char *path, uint32_t line0)
 {
@@ -61,29 +53,10 @@ static void add_future(struct model *m, const char *path, uint32_t line0)
 	s[3] = (struct future_state){3, STATE_SUSPEND, 0, "Suspend0", MAIN_RS, line0 + 2, NULL};
 }
 
-static void add_poll(struct model *m, const char *name, int32_t future)
-{
-	struct poll_fn *p = must(model__add_poll(m));
-
-	p->name = name;
-	p->crate = "demo";
-	p->future = future;
-}
-
-/* futures 0 task, 1 middle, 2 leaf, 3 hostile; polls 0..3 theirs, 4 of an unknown future */
 static void build_model(struct model *m)
 {
-	model__init(m);
-	add_future(m, "demo::task::{async_fn_env#0}", 10);
-	add_future(m, "demo::middle::{async_fn_env#0}", 20);
-	add_future(m, "demo::leaf::{async_fn_env#0}", 30);
-	add_future(m, EVIL_PATH, 0);
-	add_poll(m, "demo::task::{async_fn#0}", 0);
-	add_poll(m, "demo::middle::{async_fn#0}", 1);
-	add_poll(m, "demo::leaf::{async_fn#0}", 2);
-	add_poll(m, "<evil as core::future::future::Future>::poll", 3);
-	add_poll(m, "<Unknown as core::future::future::Future>::poll", -1);
-	model__finish(m);
+	trace_model__build(m, EVIL_PATH, "<Unknown as core::future::future::Future>::poll",
+			   add_future);
 }
 
 #define TASK 0xa000

@@ -47,15 +47,6 @@ static struct future_state *states_alloc(uint32_t n)
 	return s;
 }
 
-static void *must(void *p)
-{
-	if (!p) {
-		fprintf(stderr, "out of memory building the test model\n");
-		exit(2);
-	}
-	return p;
-}
-
 /*
  * futures: 0 demo::top (root, out of line, 2 polls), 1 demo::middle (inlined only),
  * 2 evil (type only), 3 tokio Sleep (hand-written, runtime), 4 tokio::unused (type

@@ -15,18 +15,10 @@
 
 #include "model.h"
 #include "testlib.h"
+#include "trace_model.h"
 #include "trace_outputs.h"
 
 #define MAIN_RS "/src/demo/src/main.rs"
-
-static void *must(void *p)
-{
-	if (!p) {
-		fprintf(stderr, "out of memory building the test model\n");
-		exit(2);
-	}
-	return p;
-}
 
 static void add_future(struct model *m, const char *path, uint32_t line)
 {
@@ -40,29 +32,9 @@ static void add_future(struct model *m, const char *path, uint32_t line)
 	f->line = line;
 }
 
-static void add_poll(struct model *m, const char *name, int32_t future)
-{
-	struct poll_fn *p = must(model__add_poll(m));
-
-	p->name = name;
-	p->crate = "demo";
-	p->future = future;
-}
-
-/* futures 0 task, 1 middle, 2 leaf, 3 hostile; polls 0..3 theirs, 4 of an unknown future */
 static void build_model(struct model *m)
 {
-	model__init(m);
-	add_future(m, "demo::task::{async_fn_env#0}", 10);
-	add_future(m, "demo::middle::{async_fn_env#0}", 20);
-	add_future(m, "demo::leaf::{async_fn_env#0}", 30);
-	add_future(m, "evil::A;b\n\"&\xff", 0);
-	add_poll(m, "demo::task::{async_fn#0}", 0);
-	add_poll(m, "demo::middle::{async_fn#0}", 1);
-	add_poll(m, "demo::leaf::{async_fn#0}", 2);
-	add_poll(m, "<evil as core::future::future::Future>::poll", 3);
-	add_poll(m, "<Unknown as Future>::poll", -1);
-	model__finish(m);
+	trace_model__build(m, "evil::A;b\n\"&\xff", "<Unknown as Future>::poll", add_future);
 }
 
 #define US 1000ull

@@ -6,9 +6,20 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int testlib_passed, testlib_failed;
+
+/* Test set-up that cannot go on without memory. */
+static inline void *must(void *p)
+{
+	if (!p) {
+		fprintf(stderr, "out of memory building the test model\n");
+		exit(2);
+	}
+	return p;
+}
 
 #define CHECK(cond)                                                                        \
 	do {                                                                               \
