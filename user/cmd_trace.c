@@ -587,7 +587,7 @@ static int trace(const struct trace_args *a)
 	char err[1024] = "", exe[PATH_MAX], proc_exe[64], output[PATH_MAX];
 	pid_t pid = a->pid, child = 0;
 	int pidfd = -1, go_fd = -1, status, r;
-	uint64_t start, attach_ns;
+	uint64_t start, attach_ns, detach_ns;
 	bool model_loaded = false;
 	struct sigaction sa = {.sa_handler = on_signal};
 
@@ -711,7 +711,10 @@ static int trace(const struct trace_args *a)
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 
+	detach_ns = now_ns();
 	tracer__detach(&t);
+	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", t.probes_attached,
+		(double)(now_ns() - detach_ns) / 1e6);
 	ring_buffer__consume(rb); /* what arrived before the links were gone */
 
 	stats = calloc(t.nr_polls, sizeof(*stats));
