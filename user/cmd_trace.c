@@ -297,41 +297,79 @@ static int write_summary_json(const char *path, struct trace_summary *s,
 	return EXIT_OK;
 }
 
-/* Poll the ring buffer (its epoll fd) and the target's pidfd until told to stop. */
-static void trace_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start,
-		       const struct trace_summary *sum)
+/* Why trace_loop returned. */
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_EXIT, STOP_EXEC, STOP_ERROR };
+
+/* The live status line (a terminal only): rates over the last second, drops loudly. */
+static void print_status(const struct tracer *t, const struct trace_summary *sum, uint64_t now,
+			 uint64_t start, uint64_t *last_ns, uint64_t *last_records,
+			 uint64_t *last_hits)
+{
+	__u64 c[COUNTER_COUNT];
+	double dt = (double)(now - *last_ns) / 1e9;
+
+	if (tracer__read_counters(t, c))
+		return;
+	fprintf(stderr,
+		"\r\033[Kasyncbpf: %.0f s  %" PRIu64 " polls  %.0f polls/s  %.0f probe hits/s  "
+		"%" PRIu64 " probes  %s%" PRIu64 " dropped%s",
+		(double)(now - start) / 1e9, sum->records,
+		(double)(sum->records - *last_records) / dt, (double)(c[COUNTER_HITS] - *last_hits) / dt,
+		t->probes_attached, c[COUNTER_DROPPED] ? "\033[1m" : "", (uint64_t)c[COUNTER_DROPPED],
+		c[COUNTER_DROPPED] ? "\033[0m" : "");
+	*last_ns = now;
+	*last_records = sum->records;
+	*last_hits = c[COUNTER_HITS];
+}
+
+/*
+ * Poll the ring buffer (its epoll fd) and the target's pidfd until told to stop:
+ * a signal, --duration, the target's exit, or an exec it did beyond `execs_expected`
+ * (launch mode: the launch itself).
+ */
+static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double duration,
+				   uint64_t start, const struct trace_summary *sum,
+				   const struct tracer *t, uint32_t execs_expected)
 {
 	struct pollfd fds[2] = {
 	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
 	    {.fd = pidfd, .events = POLLIN},
 	};
 	bool tty = isatty(STDERR_FILENO) && log_verbosity >= 1;
-	uint64_t last_status = start, last_records = 0;
+	uint64_t last_status = start, last_records = 0, last_hits = 0;
+	enum stop_reason why = STOP_SIGNAL;
+	bool printed = false;
 
 	while (!exiting) {
 		int n = poll(fds, 2, 100);
 
-		if (n < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR) {
+			why = STOP_ERROR;
 			break;
+		}
 		/* NO_WAKEUP records only show up by polling: consume every round */
 		ring_buffer__consume(rb);
 		if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			pr_info("trace: the target exited\n");
+			why = STOP_EXIT;
+			break;
+		}
+		if (tracer__exec_count(t) > execs_expected) {
+			why = STOP_EXEC;
 			break;
 		}
 		uint64_t now = now_ns();
-		if (duration > 0 && (double)(now - start) >= duration * 1e9)
+		if (duration > 0 && (double)(now - start) >= duration * 1e9) {
+			why = STOP_DURATION;
 			break;
+		}
 		if (tty && now - last_status >= 1000000000ull) {
-			fprintf(stderr, "\rasyncbpf: %" PRIu64 " polls, %.0f/s   ", sum->records,
-				(double)(sum->records - last_records) * 1e9 /
-				    (double)(now - last_status));
-			last_status = now;
-			last_records = sum->records;
+			print_status(t, sum, now, start, &last_status, &last_records, &last_hits);
+			printed = true;
 		}
 	}
-	if (tty && last_records)
+	if (tty && printed)
 		fputc('\n', stderr);
+	return why;
 }
 
 static int trace(const struct trace_args *a)
@@ -352,8 +390,9 @@ static int trace(const struct trace_args *a)
 	char err[1024] = "", exe[PATH_MAX], proc_exe[64], output[PATH_MAX];
 	pid_t pid = a->pid, child = 0;
 	int pidfd = -1, go_fd = -1, status, r;
-	uint64_t start, attach_ns, detach_ns;
+	uint64_t start, load_ns, attach_ns, detach_ns;
 	bool model_loaded = false, uretprobes;
+	enum stop_reason why;
 	struct sigaction sa = {.sa_handler = on_signal};
 
 	t.multi_fd = -1;
@@ -459,8 +498,9 @@ static int trace(const struct trace_args *a)
 	consumer.folded = out.folded;
 	consumer.dot = out.dot;
 
-	attach_ns = now_ns();
+	load_ns = now_ns();
 	r = tracer__load(&t, &plan, &m, &topts, err, sizeof(err));
+	attach_ns = now_ns();
 	if (!r)
 		r = tracer__attach(&t, &plan, &topts, err, sizeof(err));
 	if (r) {
@@ -479,15 +519,28 @@ static int trace(const struct trace_args *a)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	tracer__set_ready(&t, true);
-	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s; "
-		"Ctrl-C stops\n",
+	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s "
+		"(BPF load and verification %.1f ms); Ctrl-C stops\n",
 		t.probes_attached, topts.path, (int)pid, (double)(now_ns() - attach_ns) / 1e6,
-		t.multi ? "one uprobe_multi link" : "perf-event links");
+		t.multi ? (t.multi_ret_fd >= 0 ? "two uprobe_multi links" : "one uprobe_multi link")
+			: "perf-event links",
+		(double)(attach_ns - load_ns) / 1e6);
 	if (go_fd >= 0 && (r = launch__go(&go_fd)))
 		pr_warn("trace: cannot start the command: %s\n", strerror(-r));
 
 	start = now_ns();
-	trace_loop(rb, pidfd, a->duration, start, &sum);
+	why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0);
+	switch (why) {
+	case STOP_EXIT: pr_info("trace: the target exited\n"); break;
+	case STOP_EXEC:
+		pr_info("trace: the target (pid %d) executed another program: its new image is "
+			"not traced; stopping\n",
+			(int)pid);
+		break;
+	case STOP_ERROR: pr_warn("trace: waiting for events failed: %s\n", strerror(errno)); break;
+	case STOP_SIGNAL:
+	case STOP_DURATION: break;
+	}
 	/* a second Ctrl-C from here on ends asyncbpf at once (the kernel drops the links) */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

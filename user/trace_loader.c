@@ -377,8 +377,20 @@ static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 	return fd;
 }
 
-int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
-		   char *err, size_t errlen)
+/* Watch the target's execs (tp_btf): without it, an exec is noticed only at its exit. */
+static void attach_exec(struct tracer *t)
+{
+	if (t->exec_link)
+		return;
+	t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
+	if (!t->exec_link)
+		pr_warn("trace: cannot watch the target's execs (tp_btf/sched_process_exec: %s): "
+			"tracing will not stop when it runs another program\n",
+			strerror(errno));
+}
+
+static int attach_probes(struct tracer *t, const struct trace_plan *plan,
+			 const struct tracer_opts *o, char *err, size_t errlen)
 {
 	int fd = -ENODATA, r;
 
@@ -422,6 +434,23 @@ int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct
 	return attach_perf(t, plan, o, err, errlen);
 }
 
+int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		   char *err, size_t errlen)
+{
+	int r = attach_probes(t, plan, o, err, errlen);
+
+	if (!r)
+		attach_exec(t);
+	return r;
+}
+
+uint32_t tracer__exec_count(const struct tracer *t)
+{
+	if (!t->skel || !t->skel->bss)
+		return 0;
+	return __atomic_load_n(&t->skel->bss->exec_count, __ATOMIC_RELAXED);
+}
+
 void tracer__set_ready(struct tracer *t, bool ready)
 {
 	if (t->skel && t->skel->bss)
@@ -441,6 +470,8 @@ void tracer__detach(struct tracer *t)
 	}
 	for (uint32_t i = t->nr_links; i > 0; i--)
 		bpf_link__destroy(t->links[i - 1]);
+	bpf_link__destroy(t->exec_link);
+	t->exec_link = NULL;
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;
@@ -485,6 +516,28 @@ int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen)
 int tracer__ringbuf_fd(const struct tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.trace_events);
+}
+
+int tracer__read_counters(const struct tracer *t, __u64 *counters)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *values;
+	__u32 zero = 0;
+	int r = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values))
+		r = -errno;
+	for (int c = 0; !r && c < ncpu; c++)
+		for (int k = 0; k < COUNTER_COUNT; k++)
+			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
+	free(values);
+	return r;
 }
 
 int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters)

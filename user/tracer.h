@@ -69,6 +69,7 @@ struct tracer {
 	int multi_fd;		 /* the uprobe_multi link, or -1 */
 	int multi_ret_fd;	 /* the uprobe_multi link of the uretprobes, or -1 */
 	struct bpf_link **links; /* fallback: one perf-event link per probe */
+	struct bpf_link *exec_link; /* on_exec, NULL when exec cannot be watched */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -109,6 +110,10 @@ void tracer__detach(struct tracer *t);
  * RESULT_OPEN record (a task iterator scoped to pid). 0 or -errno (err filled).
  */
 int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen);
+/* Execs of the target since attach (on_exec; 0 when they cannot be watched). */
+uint32_t tracer__exec_count(const struct tracer *t);
+/* The global counters (COUNTER_*), summed over CPUs; cheap enough for a status line. */
+int tracer__read_counters(const struct tracer *t, __u64 *counters);
 /* File descriptor of the ring buffer map. */
 int tracer__ringbuf_fd(const struct tracer *t);
 /*
