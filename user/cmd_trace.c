@@ -71,6 +71,30 @@ static bool choose_exits(const struct trace_args *a, const char *path)
 	return false;
 }
 
+/* One line per poll fn that is not (fully) probed: 10 unless -v, then the counts. */
+static void report_plan_problems(const struct trace_plan *plan, const struct model *m)
+{
+	uint32_t shown = 0;
+
+	for (uint32_t i = 0; i < plan->nr_problems; i++) {
+		const struct plan_problem *p = &plan->problems[i];
+
+		if (shown++ >= 10 && log_verbosity < 2)
+			continue;
+		pr_warn("trace: %s (file offset 0x%" PRIx64 "): %s\n", m->polls[p->poll].name,
+			p->file_offset, plan_problem__describe(p->kind));
+	}
+	if (shown > 10 && log_verbosity < 2)
+		pr_warn("trace: ... and %u more such sites (-v lists them all)\n", shown - 10);
+	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused ||
+	    plan->nr_unprobeable_exits)
+		pr_warn("trace: skipped %u poll functions without probeable exits and %u without "
+			"an entry site; %u exits cannot be probed; refused %u sites outside their "
+			"function\n",
+			plan->nr_no_exit, plan->nr_no_entry, plan->nr_unprobeable_exits,
+			plan->nr_refused);
+}
+
 static void attach_progress(uint32_t done, uint32_t total)
 {
 	fprintf(stderr, "\rasyncbpf: trace: attaching %u/%u probes...", done, total);
@@ -451,15 +475,7 @@ static int trace(const struct trace_args *a)
 			"probes on `ret` and tail jumps, single-stepped, the expensive class; safe "
 			"with panics; no uretprobes)\n",
 			plan.nr_polls, plan.nr_entries, plan.nr_exits);
-	if (plan.nr_unprobeable_exits)
-		pr_warn("trace: %u exit sites the kernel cannot probe: polls leaving through them "
-			"show up as truncated\n",
-			plan.nr_unprobeable_exits);
-	if (plan.nr_no_exit || plan.nr_no_entry || plan.nr_refused)
-		pr_warn("trace: skipped %u poll functions without probeable exits, %u without an "
-			"entry site; refused %u sites outside their function\n",
-			plan.nr_no_exit, plan.nr_no_entry, plan.nr_refused);
-
+	report_plan_problems(&plan, &m);
 	if (a->command) {
 		child = launch__start_stopped("trace", exe, a->command, &go_fd);
 		if (child < 0) {
@@ -590,7 +606,7 @@ static int trace(const struct trace_args *a)
 	if (child) {
 		int child_status;
 
-		if (!exiting && a->duration <= 0)
+		if (why == STOP_EXIT)
 			pr_debug("trace: collecting %s's exit status\n", exe);
 		else
 			pr_info("trace: tracing stopped; waiting for %s (pid %d) to exit\n", exe,

@@ -103,7 +103,38 @@ static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint6
 	return 0;
 }
 
-static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll, bool uretprobes)
+const char *plan_problem__describe(uint32_t kind)
+{
+	switch (kind) {
+	case PLAN_NO_EXIT: return "no exit site the kernel can probe: not traced";
+	case PLAN_NO_ENTRY: return "no entry site the kernel can probe: not traced";
+	case PLAN_UNPROBEABLE_EXIT:
+		return "an exit the kernel cannot probe: polls leaving there end truncated";
+	case PLAN_REFUSED_SITE: return "a probe site outside the function: refused";
+	}
+	return "?";
+}
+
+static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
+			 uint64_t file_offset)
+{
+	struct plan_problem *p;
+
+	if (plan->nr_problems == plan->cap_problems) {
+		uint32_t cap = plan->cap_problems ? plan->cap_problems * 2 : 16;
+
+		p = realloc(plan->problems, cap * sizeof(*p));
+		if (!p)
+			return; /* the counts still say it */
+		plan->problems = p;
+		plan->cap_problems = cap;
+	}
+	plan->problems[plan->nr_problems++] =
+	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
+		     bool uretprobes)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 	struct poll_spec entry;
@@ -123,9 +154,9 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_kind = SPEC_SELF_STACK;
 			entry.self_sp_offset = pf->entry.self_sp_offset;
 		}
-	} else if (!pf->entry.valid && !pf->disasm_error) {
-		/* the analyzer found no probeable instruction at all */
+	} else if (!pf->entry.valid && !pf->disasm_error) {		/* the analyzer found no probeable instruction at all */
 		plan->nr_no_entry++;
+		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
 		return 0;
 	} else {
 		/* first instruction: self in the ABI's argument register */
@@ -148,21 +179,21 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		plan->nr_polls++;
 		return 0;
 	}
-	if (pf->disasm_error || !pf->nr_exits) {
-		/* no exit sites: polls would never end */
+	if (pf->disasm_error || !pf->nr_exits) {		/* no exit sites: polls would never end */
 		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	for (uint32_t i = 0; i < pf->nr_exits; i++) {
 		const struct exit_site *x = &pf->exits[i];
-		struct poll_spec exit;
-
-		if (!x->probeable) {
+		struct poll_spec exit;		if (!x->probeable) {
 			plan->nr_unprobeable_exits++;
+			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
 			continue;
 		}
 		if (!inside(pf, x->file_offset)) {
 			plan->nr_refused++;
+			plan_problem(plan, poll, PLAN_REFUSED_SITE, x->file_offset);
 			continue;
 		}
 		if (x->file_offset == entry_offset) {
@@ -175,10 +206,10 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		if (plan_add(plan, &exit, x->file_offset, false))
 			return -ENOMEM;
 		exits++;
-	}
-	if (!exits && !shared) {
+	}	if (!exits && !shared) {
 		plan->nr = first;
 		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	if (shared)
@@ -220,8 +251,8 @@ void trace_plan__free(struct trace_plan *plan)
 {
 	free(plan->specs);
 	free(plan->offsets);
-	free(plan->cookies);
-	free(plan->returns);
+	free(plan->cookies);	free(plan->returns);
+	free(plan->problems);
 	memset(plan, 0, sizeof(*plan));
 }
 
