@@ -78,7 +78,8 @@ int trace_summary__set_bpf_stats(struct trace_summary *s, const struct poll_stat
 	copy = calloc(nr ? nr : 1, sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, stats, nr * sizeof(*copy));
+	if (nr)
+		memcpy(copy, stats, nr * sizeof(*copy));
 	free(s->bpf);
 	s->bpf = copy;
 	s->nr_bpf = nr;
@@ -90,6 +91,12 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+static void u64_vec__sort(struct u64_vec *v)
+{
+	if (v->nr)
+		qsort(v->v, v->nr, sizeof(*v->v), cmp_u64);
 }
 
 uint64_t summary__percentile(const uint64_t *sorted, uint64_t n, unsigned pct)
@@ -147,8 +154,8 @@ static void row_fill(struct trace_summary *s, uint32_t poll, struct summary_row 
 
 	memset(r, 0, sizeof(*r));
 	r->poll = poll;
-	qsort(ps->durations.v, ps->durations.nr, sizeof(uint64_t), cmp_u64);
-	qsort(ps->lifetimes.v, ps->lifetimes.nr, sizeof(uint64_t), cmp_u64);
+	u64_vec__sort(&ps->durations);
+	u64_vec__sort(&ps->lifetimes);
 	r->busy_ns = ps->busy_ns;
 	r->p50 = summary__percentile(ps->durations.v, ps->durations.nr, 50);
 	r->p99 = summary__percentile(ps->durations.v, ps->durations.nr, 99);
