@@ -203,3 +203,44 @@ def test_tasks_match_the_executor(traced):
         assert t["busy_ns"] == sum(r["end_ns"] - r["start_ns"] for r in under if r["depth"] == 0), t
     stderr = traced["proc"].stderr
     assert f"tasks: {len(expected)} ({executor['completed']} completed)" in stderr, stderr
+
+
+def test_stopped_early_lists_what_is_left(traced, tmp_path):
+    """`handwritten hot 3000` traced for 1 s: hot_task runs for 3 s, so at the stop it is
+    neither Ready nor gone: either inside a poll (running) or suspended at its await
+    (the source's `// AWAIT hot_task->middle_hot` line). Whatever else is listed must
+    be one of its callees, running or pending at one of their own AWAIT lines."""
+    summary_path = tmp_path / "summary.json"
+    proc = util.run_asyncbpf("trace", "-o", tmp_path / "run.pftrace", "--summary-json", summary_path,
+                             "--duration", "1", "--", HANDWRITTEN, "hot", "3000")
+    assert proc.returncode == 0, util.describe(proc)
+    with open(summary_path, encoding="utf-8") as f:
+        summary = json.load(f)
+    source = util.fixture_source("handwritten")
+    chain = ("hot_task", "middle_hot", "hot_leaf", "YieldNow")
+    pending = summary["pending_at_end"]
+    groups = pending["groups"]
+    listed = defaultdict(int)
+    for g in groups:
+        name = g["name"].split("::")[-1]
+        assert name in chain, (g, chain)
+        listed[name] += g["count"]
+        if g["state"] == "running":
+            assert g["await_index"] is None and g["file"] is None, g
+            continue
+        assert g["state"] == "pending", g
+        if name == "YieldNow":  # hand-written: no await point, its declaration instead
+            continue
+        lines = {m.line for m in source.markers_of(name)}
+        assert os.path.basename(g["file"]) == "main.rs" and g["line"] in lines, (g, sorted(lines))
+    assert listed["hot_task"] == 1, groups
+    assert pending["pending"] + pending["running"] == sum(g["count"] for g in groups), pending
+    assert summary["totals"]["running_at_stop"] == pending["running"], (summary["totals"], pending)
+    tasks = summary["tasks"]
+    assert tasks["count"] == 1 and tasks["completed"] == 0, tasks
+    task = tasks["list"][0]
+    assert task["name"] == "handwritten::hot_task", task
+    assert task["busy_ns"] + task["idle_ns"] == task["span_ns"], task
+    by_name = {e["name"].split("::")[-1]: e for e in summary["futures"]}
+    assert by_name["hot_task"]["lifetimes"] == 0, by_name["hot_task"]
+    assert "futures still pending at the end" in proc.stderr, proc.stderr
