@@ -170,6 +170,7 @@ static struct summary_instance *instance_new(struct trace_summary *s, const stru
 	in->self = p->self;
 	in->poll = p->poll;
 	in->first_start_ns = p->start_ns;
+	in->await_index = -1;
 	return in;
 oom:
 	s->oom = true;
@@ -211,16 +212,14 @@ static bool unresumed_discr(const struct model *m, uint32_t poll, uint64_t *disc
 }
 
 /*
- * An existing instance polled while Unresumed again was dropped before it finished
- * and its memory holds a new future of the same type: count it, start over.
+ * A compiler future is Unresumed only before its first poll: an existing instance
+ * found Unresumed again was dropped and its memory holds a new future of the type.
  */
-static bool instance_restarted(const struct trace_summary *s, const struct summary_instance *in,
-			       const struct trace_poll *p)
+static bool instance_restarted(const struct trace_summary *s, const struct trace_poll *p)
 {
 	uint64_t discr;
 
-	return in->polls && in->last_result == POLL_PENDING &&
-	       unresumed_discr(s->m, p->poll, &discr) && p->state_before == discr;
+	return unresumed_discr(s->m, p->poll, &discr) && p->state_before == discr;
 }
 
 void instance_table__add(struct trace_summary *s, const struct trace_poll *p)
@@ -232,8 +231,9 @@ void instance_table__add(struct trace_summary *s, const struct trace_poll *p)
 
 	if (key_map__get(&t->index, p->poll, p->self, &idx)) {
 		in = &t->instances[idx];
-		if (instance_restarted(s, in, p)) {
-			ps->abandoned++;
+		if (instance_restarted(s, p)) {
+			if (in->last_result == POLL_PENDING)
+				ps->abandoned++; /* dropped unfinished */
 			instance_end(t, in);
 			in = NULL;
 		}
@@ -247,7 +247,9 @@ void instance_table__add(struct trace_summary *s, const struct trace_poll *p)
 	in->polls++;
 	in->busy_ns += d;
 	in->last_result = (uint8_t)p->result;
-	in->await_index = p->result == POLL_PENDING ? p->await_index : -1;
+	/* a running poll keeps the await point it resumed from */
+	if (p->result != POLL_OPEN)
+		in->await_index = p->result == POLL_PENDING ? p->await_index : -1;
 	if (p->result == POLL_READY) {
 		uint64_t life = p->end_ns > in->first_start_ns ? p->end_ns - in->first_start_ns : 0;
 
@@ -316,7 +318,7 @@ int instance_table__pending(const struct instance_table *t, struct pending_repor
 		g = &r->groups[r->nr++];
 		g->poll = in->poll;
 		g->result = in->last_result;
-		g->await_index = in->last_result == POLL_PENDING ? in->await_index : -1;
+		g->await_index = in->await_index;
 		g->count = 1;
 		if (in->last_result == POLL_PENDING)
 			r->pending++;

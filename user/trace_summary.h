@@ -63,7 +63,7 @@ struct summary_instance {
 	uint64_t busy_ns;
 	uint32_t poll;
 	uint32_t polls;
-	int32_t await_index; /* of the last poll (POLL_PENDING), else -1 */
+	int32_t await_index; /* of its last Pending poll if that was the last or it runs, else -1 */
 	uint8_t last_result; /* enum poll_result */
 	uint8_t pad[3];
 };
@@ -100,7 +100,7 @@ struct task_table {
 /* One group of futures still pending at the end: same future type and await point. */
 struct pending_group {
 	uint32_t poll;
-	int32_t await_index; /* -1: no await point (hand-written, or running) */
+	int32_t await_index; /* pending: where; running: where it resumed from; -1: none */
 	uint8_t result;	     /* POLL_PENDING or POLL_OPEN */
 	uint64_t count;
 };

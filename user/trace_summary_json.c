@@ -110,7 +110,8 @@ static void add_group(cJSON *arr, const struct trace_summary *s, const struct pe
 		cJSON_AddNumberToObject(o, "await_index", g->await_index);
 	else
 		cJSON_AddNullToObject(o, "await_index");
-	if (g->result == POLL_PENDING)
+	/* running: the await it resumed from, if any (not a declaration line) */
+	if (g->result == POLL_PENDING || g->await_index >= 0)
 		file = summary__await_site(s->m, g->poll, g->await_index, &line);
 	if (file) {
 		cJSON_AddStringToObject(o, "file", file);

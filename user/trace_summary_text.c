@@ -65,11 +65,15 @@ static void print_group(const struct trace_summary *s, const struct pending_grou
 
 	summary__poll_name(s->m, g->poll, name, sizeof(name));
 	fprintf(out, "  %8" PRIu64 " \u00d7 %s ", g->count, name);
+	file = summary__await_site(s->m, g->poll, g->await_index, &line);
 	if (g->result == POLL_OPEN) {
-		fprintf(out, "running when tracing stopped\n");
+		fprintf(out, "running when tracing stopped");
+		if (g->await_index >= 0)
+			fprintf(out, " (resumed from %s:%u, await #%d)", file ? file : "?", line,
+				g->await_index);
+		fputc('\n', out);
 		return;
 	}
-	file = summary__await_site(s->m, g->poll, g->await_index, &line);
 	if (g->await_index >= 0)
 		fprintf(out, "pending at %s:%u (await #%d)\n", file ? file : "?", line,
 			g->await_index);

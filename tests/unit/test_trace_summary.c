@@ -161,17 +161,26 @@ static const cJSON *json_future(const cJSON *doc, uint32_t poll)
  * goes Ready [100,130]: lifetime 30 from the second first poll at 100.
  * task (poll 0) at 0xb000 too (a future at offset 0 of another): its own instance,
  * Ready [70,90] -> 20, never merged with middle's.
+ * middle at 0xb200: truncated [200,201] (an unwind), then Unresumed there again: a new
+ * instance (not counted abandoned: it was not pending), Ready [210,215]: 5. middle's
+ * lifetimes 5, 30: p50 = rank 1 -> 5, max 30.
  */
 static void test_lifetimes(void)
 {
 	struct model m;
 	struct trace_summary s;
 	const struct trace_poll polls[] = {
-	    mk(2, 0xc000, 10, 20, POLL_PENDING, 0, 0),	mk(2, 0xc000, 30, 35, POLL_READY, -1, 3),
-	    mk(2, 0xc000, 40, 42, POLL_PENDING, 1, 0),	mk(2, 0xc000, 50, 60, POLL_READY, -1, 4),
-	    mk(2, 0xc100, 0, 5, POLL_READY, -1, 0),	mk(1, 0xb000, 1, 2, POLL_PENDING, 0, 0),
-	    mk(0, 0xb000, 70, 90, POLL_READY, -1, 0),	mk(1, 0xb000, 100, 110, POLL_PENDING, 0, 0),
+	    mk(2, 0xc000, 10, 20, POLL_PENDING, 0, 0),
+	    mk(2, 0xc000, 30, 35, POLL_READY, -1, 3),
+	    mk(2, 0xc000, 40, 42, POLL_PENDING, 1, 0),
+	    mk(2, 0xc000, 50, 60, POLL_READY, -1, 4),
+	    mk(2, 0xc100, 0, 5, POLL_READY, -1, 0),
+	    mk(1, 0xb000, 1, 2, POLL_PENDING, 0, 0),
+	    mk(0, 0xb000, 70, 90, POLL_READY, -1, 0),
+	    mk(1, 0xb000, 100, 110, POLL_PENDING, 0, 0),
 	    mk(1, 0xb000, 120, 130, POLL_READY, -1, 3),
+	    mk(1, 0xb200, 200, 201, POLL_TRUNCATED, -1, 0),
+	    mk(1, 0xb200, 210, 215, POLL_READY, -1, 0),
 	};
 	struct summary_row *r;
 	const struct summary_row *leaf, *middle, *task;
@@ -192,8 +201,9 @@ static void test_lifetimes(void)
 		CHECK_EQ_U64(leaf->life_p50, 20);
 		CHECK_EQ_U64(leaf->life_p99, 25);
 		CHECK_EQ_U64(leaf->life_max, 25);
-		CHECK_EQ_U64(s.polls[1].lifetimes.nr, 1);
-		CHECK_EQ_U64(middle->life_p50, 30);
+		CHECK_EQ_U64(s.polls[1].lifetimes.nr, 2);
+		CHECK_EQ_U64(middle->life_p50, 5);
+		CHECK_EQ_U64(middle->life_max, 30);
 		CHECK_EQ_U64(s.polls[1].abandoned, 1);
 		CHECK_EQ_U64(s.polls[0].lifetimes.nr, 1);
 		CHECK_EQ_U64(task->life_p50, 20);
@@ -211,7 +221,8 @@ static void test_lifetimes(void)
 
 /*
  * Live at the end: 3 middles pending at await #0 (line 22), 1 at await #1 (24), a leaf
- * running at stop, a hand-written future pending (no await point, declared at 77), a
+ * running at stop after resuming from await #0 (line 32), a leaf running in its first
+ * poll, a hand-written future pending (no await point, declared at 77), a
  * middle whose last poll was truncated, an unknown future with unknown results, and a
  * middle that was pending but then went Ready (not listed).
  */
@@ -220,12 +231,13 @@ static void test_pending_at_end(void)
 	struct model m;
 	struct trace_summary s;
 	const struct trace_poll polls[] = {
-	    mk(1, 0x100, 0, 1, POLL_PENDING, 0, 0),    mk(1, 0x200, 0, 1, POLL_PENDING, 1, 0),
-	    mk(1, 0x200, 2, 3, POLL_PENDING, 0, 4),    mk(1, 0x300, 0, 1, POLL_PENDING, 0, 0),
-	    mk(1, 0x400, 0, 1, POLL_PENDING, 1, 0),    mk(2, 0x500, 0, 9, POLL_PENDING, 0, 0),
-	    mk(2, 0x500, 10, 20, POLL_OPEN, -1, 3),    mk(3, 0x600, 0, 1, POLL_PENDING, -1, 0),
-	    mk(1, 0x700, 0, 1, POLL_TRUNCATED, -1, 0), mk(4, 0x800, 0, 1, POLL_UNKNOWN, -1, 0),
-	    mk(1, 0x900, 0, 1, POLL_PENDING, 0, 0),    mk(1, 0x900, 5, 6, POLL_READY, -1, 3),
+	    mk(1, 0x100, 0, 1, POLL_PENDING, 0, 0),  mk(1, 0x200, 0, 1, POLL_PENDING, 1, 0),
+	    mk(1, 0x200, 2, 3, POLL_PENDING, 0, 4),  mk(1, 0x300, 0, 1, POLL_PENDING, 0, 0),
+	    mk(1, 0x400, 0, 1, POLL_PENDING, 1, 0),  mk(2, 0x500, 0, 9, POLL_PENDING, 0, 0),
+	    mk(2, 0x500, 10, 20, POLL_OPEN, -1, 3),  mk(2, 0x510, 15, 20, POLL_OPEN, -1, 0),
+	    mk(3, 0x600, 0, 1, POLL_PENDING, -1, 0), mk(1, 0x700, 0, 1, POLL_TRUNCATED, -1, 0),
+	    mk(4, 0x800, 0, 1, POLL_UNKNOWN, -1, 0), mk(1, 0x900, 0, 1, POLL_PENDING, 0, 0),
+	    mk(1, 0x900, 5, 6, POLL_READY, -1, 3),
 	};
 	struct trace_run_totals t = {0};
 	struct pending_report rep;
@@ -239,11 +251,11 @@ static void test_pending_at_end(void)
 		trace_summary__add(&s, &polls[i]);
 	CHECK_EQ_I64(instance_table__pending(&s.instances, &rep), 0);
 	CHECK_EQ_U64(rep.pending, 5); /* 0x100 0x200 0x300 0x400 0x600 */
-	CHECK_EQ_U64(rep.running, 1);
+	CHECK_EQ_U64(rep.running, 2);
 	CHECK_EQ_U64(rep.truncated, 1);
 	CHECK_EQ_U64(rep.unknown, 1);
-	CHECK_EQ_U64(rep.nr, 4);
-	if (rep.nr == 4) {
+	CHECK_EQ_U64(rep.nr, 5);
+	if (rep.nr == 5) {
 		/* most numerous first, then by poll, result, await */
 		CHECK_EQ_U64(rep.groups[0].poll, 1);
 		CHECK_EQ_I64(rep.groups[0].await_index, 0);
@@ -253,20 +265,26 @@ static void test_pending_at_end(void)
 		CHECK_EQ_U64(rep.groups[1].count, 1);
 		CHECK_EQ_U64(rep.groups[2].poll, 2);
 		CHECK_EQ_U64(rep.groups[2].result, POLL_OPEN);
-		CHECK_EQ_U64(rep.groups[3].poll, 3);
-		CHECK_EQ_I64(rep.groups[3].await_index, -1);
+		CHECK_EQ_I64(rep.groups[2].await_index, -1);
+		CHECK_EQ_U64(rep.groups[3].poll, 2);
+		CHECK_EQ_U64(rep.groups[3].result, POLL_OPEN);
+		CHECK_EQ_I64(rep.groups[3].await_index, 0);
+		CHECK_EQ_U64(rep.groups[4].poll, 3);
+		CHECK_EQ_I64(rep.groups[4].await_index, -1);
 	}
 	pending_report__free(&rep);
 
 	text = print_text(&s, &t);
 	CHECK(strstr(text, "3 \u00d7 demo::middle pending at " MAIN_RS ":22 (await #0)") != NULL);
 	CHECK(strstr(text, "1 \u00d7 demo::middle pending at " MAIN_RS ":24 (await #1)") != NULL);
-	CHECK(strstr(text, "1 \u00d7 demo::leaf running when tracing stopped") != NULL);
+	CHECK(strstr(text, "1 \u00d7 demo::leaf running when tracing stopped\n") != NULL);
+	CHECK(strstr(text, "1 \u00d7 demo::leaf running when tracing stopped (resumed from " MAIN_RS
+			   ":32, await #0)\n") != NULL);
 	CHECK(strstr(text, "demo::Hand pending (no await point; declared at " MAIN_RS ":77)") !=
 	      NULL);
 	CHECK(strstr(text, "1 whose last poll was truncated, 1 whose last result is unknown") !=
 	      NULL);
-	CHECK(strstr(text, "running at stop 1,") != NULL);
+	CHECK(strstr(text, "running at stop 2,") != NULL);
 	if (testlib_failed != failed_before)
 		fprintf(stderr, "the text summary was:\n%s", text);
 	free(text);
@@ -275,16 +293,21 @@ static void test_pending_at_end(void)
 	pending = cJSON_GetObjectItemCaseSensitive(doc, "pending_at_end");
 	groups = cJSON_GetObjectItemCaseSensitive(pending, "groups");
 	CHECK_EQ_U64(num(pending, "pending"), 5);
-	CHECK_EQ_U64(num(pending, "running"), 1);
-	CHECK_EQ_U64(cJSON_GetArraySize(groups), 4);
+	CHECK_EQ_U64(num(pending, "running"), 2);
+	CHECK_EQ_U64(cJSON_GetArraySize(groups), 5);
 	CHECK_STR(str(cJSON_GetArrayItem(groups, 0), "file"), MAIN_RS);
 	CHECK_EQ_U64(num(cJSON_GetArrayItem(groups, 0), "line"), 22);
 	CHECK_EQ_U64(num(cJSON_GetArrayItem(groups, 0), "await_index"), 0);
 	CHECK_STR(str(cJSON_GetArrayItem(groups, 2), "state"), "running");
 	CHECK(
 	    cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(groups, 2), "file")));
-	CHECK_EQ_U64(num(json_future(doc, 2), "running"), 1);
-	CHECK_EQ_U64(num(cJSON_GetObjectItemCaseSensitive(doc, "totals"), "running_at_stop"), 1);
+	CHECK(cJSON_IsNull(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(groups, 2), "await_index")));
+	CHECK_STR(str(cJSON_GetArrayItem(groups, 3), "state"), "running");
+	CHECK_EQ_U64(num(cJSON_GetArrayItem(groups, 3), "line"), 32);
+	CHECK_EQ_U64(num(cJSON_GetArrayItem(groups, 3), "await_index"), 0);
+	CHECK_EQ_U64(num(json_future(doc, 2), "running"), 2);
+	CHECK_EQ_U64(num(cJSON_GetObjectItemCaseSensitive(doc, "totals"), "running_at_stop"), 2);
 	cJSON_Delete(doc);
 	trace_summary__free(&s);
 	model__free(&m);
