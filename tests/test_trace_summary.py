@@ -243,3 +243,51 @@ def test_stopped_early_lists_what_is_left(traced, tmp_path):
     by_name = {e["name"].split("::")[-1]: e for e in summary["futures"]}
     assert by_name["hot_task"]["lifetimes"] == 0, by_name["hot_task"]
     assert "futures still pending at the end" in proc.stderr, proc.stderr
+
+
+def histogram_percentile(hist, pct):
+    """Nearest rank over [bucket_low, count] pairs: the upper bound of the bucket holding
+    it (bucket i is [2^i, 2^(i+1)); the first, low 0, is [0, 2))."""
+    total = sum(count for _, count in hist)
+    rank = max(1, -(-total * pct // 100))
+    seen = 0
+    for low, count in hist:
+        seen += count
+        if seen >= rank:
+            return 2 if low == 0 else low * 2
+    raise AssertionError(f"rank {rank} past the histogram {hist}")
+
+
+def test_dropped_records_use_the_bpf_histogram(traced, tmp_path):
+    """A 4 KiB ring buffer under `handwritten loop` (tens of thousands of polls a second)
+    overflows: the BPF histogram still counts every poll the fixture made, and the
+    summary's percentiles come from it."""
+    polls = 100000
+    summary_path = tmp_path / "summary.json"
+    proc = util.run_asyncbpf("trace", "-o", tmp_path / "run.pftrace", "--summary-json", summary_path,
+                             "--ringbuf-size", "4K", "--", HANDWRITTEN, "loop", str(polls), timeout=300)
+    assert proc.returncode == 0, util.describe(proc)
+    truth = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][0])
+    assert truth["futures"]["Trivial"]["polls"] == polls, truth
+    with open(summary_path, encoding="utf-8") as f:
+        summary = json.load(f)
+    totals = summary["totals"]
+    if totals["dropped"] == 0:
+        pytest.skip("the 4 KiB ring buffer did not overflow on this machine: nothing to check")
+    trivial = by_fixture_name(summary)["Trivial"]
+    hist = trivial["hist_log2_ns"]
+    # exact despite the drops: every poll the fixture made, in BPF's counters
+    assert sum(count for _, count in hist) == trivial["bpf_records"] == polls, trivial
+    assert trivial["polls"] + trivial["dropped"] == polls, trivial
+    assert trivial["dropped"] == totals["dropped"], (trivial, totals)
+    assert trivial["percentiles_from"] == "histogram", trivial
+    assert [low for low, _ in hist] == sorted(low for low, _ in hist), hist
+    assert all(low == 0 or low & (low - 1) == 0 for low, _ in hist), hist
+    assert trivial["p50_ns"] == histogram_percentile(hist, 50), (trivial["p50_ns"], hist)
+    assert trivial["p99_ns"] == histogram_percentile(hist, 99), (trivial["p99_ns"], hist)
+    assert trivial["max_ns"] == histogram_percentile(hist, 100), (trivial["max_ns"], hist)
+    # the fixture's Trivial is never Ready: its one instance is left pending
+    assert truth["futures"]["Trivial"]["ready"] == 0 and trivial["lifetimes"] == 0, trivial
+    groups = [g for g in summary["pending_at_end"]["groups"] if g["name"] == trivial["name"]]
+    assert len(groups) == 1 and groups[0]["count"] == 1 and groups[0]["state"] == "pending", groups
+    assert "records DROPPED" in proc.stderr and "\u2248" in proc.stderr, proc.stderr

@@ -36,8 +36,14 @@ static void print_row(const struct trace_summary *s, const struct summary_row *r
 	fprintf(out, " %8" PRIu64, ps->lifetimes.nr);
 	print_us(out, r->life_p50, false);
 	print_us(out, r->life_p99, false);
-	fprintf(out, "  %s%s\n", name,
-		r->dropped ? "  (records dropped: \u2248 from the BPF histogram)" : "");
+	fprintf(out, "  %s", name);
+	if (r->dropped)
+		fprintf(out,
+			"  (%" PRIu64
+			" records dropped: busy time from the BPF counters, \u2248 from "
+			"its histogram)",
+			r->dropped);
+	fputc('\n', out);
 }
 
 static void print_futures(struct trace_summary *s, FILE *out)
@@ -163,11 +169,13 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 	const struct trace_totals *tt = &t->totals;
 
 	if (tt->dropped)
-		fprintf(out,
-			"WARNING: %" PRIu64 " records DROPPED (ring buffer full): the trace has "
-			"holes; counts, busy times and \u2248 percentiles above come from the BPF "
-			"statistics; raise --ringbuf-size\n",
-			tt->dropped);
+		fprintf(
+		    out,
+		    "WARNING: %" PRIu64 " records DROPPED (ring buffer full): the trace has "
+		    "holes; the busy times and \u2248 percentiles of the futures concerned come "
+		    "from the BPF statistics, their counts by result, lifetimes, pending futures "
+		    "and tasks miss the dropped polls; raise --ringbuf-size\n",
+		    tt->dropped);
 	if (tt->truncated)
 		fprintf(out,
 			"WARNING: %" PRIu64
