@@ -24,7 +24,7 @@ POLL_READY = 0  # enum poll_result (user/trace_event.h)
 FUTURE_FIELDS = {k: (util.INT,) for k in (
     "poll", "polls", "ready", "pending", "panicked", "truncated", "running", "unknown", "busy_ns", "p50_ns",
     "p99_ns", "max_ns", "dropped", "lifetimes", "lifetime_min_ns", "lifetime_p50_ns", "lifetime_p99_ns",
-    "lifetime_max_ns", "abandoned")}
+    "lifetime_max_ns", "abandoned", "lifetimes_started_before")}
 FUTURE_FIELDS.update({"name": (util.STR,), "path": (util.STR, util.NULL), "kind": (util.STR,),
                       "percentiles_from": (util.STR,), "bpf_records": (util.INT, util.NULL),
                       "hist_log2_ns": (util.LIST,)})
@@ -142,6 +142,9 @@ def test_schema_and_fields(traced):
 
 def test_lifetimes_match_the_fixtures_completions(traced):
     by_name, truth = by_fixture_name(traced["summary"]), traced["truth"]
+    # launch mode attaches before the command runs any code: no future predates tracing
+    for entry in traced["summary"]["futures"]:
+        assert entry["lifetimes_started_before"] == 0 and entry["abandoned"] == 0, entry
     for name, counts in truth["async_fns"].items():
         assert name in by_name, f"{name}: not in the summary; it has {sorted(by_name)}"
         assert by_name[name]["lifetimes"] == counts["completions"], (name, by_name[name], counts)

@@ -238,8 +238,14 @@ void instance_table__add(struct trace_summary *s, const struct trace_poll *p)
 			in = NULL;
 		}
 	}
-	if (!in)
+	if (!in) {
+		uint64_t discr;
+
 		in = instance_new(s, p);
+		/* started before tracing did (-p): its first poll was not traced */
+		if (in && unresumed_discr(s->m, p->poll, &discr) && p->state_before != discr)
+			in->started_before = 1;
+	}
 	if (!in) {
 		t->untracked_polls++;
 		return;
@@ -253,7 +259,9 @@ void instance_table__add(struct trace_summary *s, const struct trace_poll *p)
 	if (p->result == POLL_READY) {
 		uint64_t life = p->end_ns > in->first_start_ns ? p->end_ns - in->first_start_ns : 0;
 
-		if (u64_vec__push(&ps->lifetimes, life))
+		if (in->started_before)
+			ps->started_before++;
+		else if (u64_vec__push(&ps->lifetimes, life))
 			s->oom = true;
 		instance_end(t, in);
 	} else if (p->result == POLL_PANICKED) {

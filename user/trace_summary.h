@@ -41,6 +41,7 @@ struct poll_summary {
 	struct u64_vec durations; /* every poll's duration, for percentiles */
 	struct u64_vec lifetimes; /* first poll's start -> end of the poll that returned Ready */
 	uint64_t abandoned;	  /* instances found Unresumed again while pending: dropped */
+	uint64_t started_before;  /* Ready instances first seen past Unresumed: no lifetime */
 };
 
 /* (poll, self) -> value, open addressing with deletion (backward shift). */
@@ -65,7 +66,8 @@ struct summary_instance {
 	uint32_t polls;
 	int32_t await_index; /* of its last Pending poll if that was the last or it runs, else -1 */
 	uint8_t last_result; /* enum poll_result */
-	uint8_t pad[3];
+	uint8_t started_before; /* a compiler future first seen past Unresumed */
+	uint8_t pad[2];
 };
 
 struct instance_table {

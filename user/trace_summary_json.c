@@ -90,6 +90,7 @@ static void add_future(cJSON *arr, const struct trace_summary *s, const struct s
 	add_u64(o, "lifetime_p99_ns", r->life_p99);
 	add_u64(o, "lifetime_max_ns", r->life_max);
 	add_u64(o, "abandoned", ps->abandoned);
+	add_u64(o, "lifetimes_started_before", ps->started_before);
 	add_hist(o, bs);
 }
 

@@ -164,6 +164,8 @@ static const cJSON *json_future(const cJSON *doc, uint32_t poll)
  * middle at 0xb200: truncated [200,201] (an unwind), then Unresumed there again: a new
  * instance (not counted abandoned: it was not pending), Ready [210,215]: 5. middle's
  * lifetimes 5, 30: p50 = rank 1 -> 5, max 30.
+ * leaf at 0xc200 first seen in Suspend0 (started before tracing did): its Ready ends no
+ * lifetime, it is counted in started_before.
  */
 static void test_lifetimes(void)
 {
@@ -181,6 +183,7 @@ static void test_lifetimes(void)
 	    mk(1, 0xb000, 120, 130, POLL_READY, -1, 3),
 	    mk(1, 0xb200, 200, 201, POLL_TRUNCATED, -1, 0),
 	    mk(1, 0xb200, 210, 215, POLL_READY, -1, 0),
+	    mk(2, 0xc200, 300, 301, POLL_READY, -1, 3),
 	};
 	struct summary_row *r;
 	const struct summary_row *leaf, *middle, *task;
@@ -198,6 +201,8 @@ static void test_lifetimes(void)
 	CHECK(leaf && middle && task);
 	if (leaf && middle && task) {
 		CHECK_EQ_U64(s.polls[2].lifetimes.nr, 3);
+		CHECK_EQ_U64(s.polls[2].started_before, 1);
+		CHECK_EQ_U64(s.polls[1].started_before, 0);
 		CHECK_EQ_U64(leaf->life_p50, 20);
 		CHECK_EQ_U64(leaf->life_p99, 25);
 		CHECK_EQ_U64(leaf->life_max, 25);
@@ -207,7 +212,7 @@ static void test_lifetimes(void)
 		CHECK_EQ_U64(s.polls[1].abandoned, 1);
 		CHECK_EQ_U64(s.polls[0].lifetimes.nr, 1);
 		CHECK_EQ_U64(task->life_p50, 20);
-		/* durations: leaf 10, 5, 2, 10, 5 -> sorted 2 5 5 10 10: p50 rank 3 -> 5 */
+		/* durations: leaf 10, 5, 2, 10, 5, 1 -> sorted 1 2 5 5 10 10: p50 rank 3 -> 5 */
 		CHECK_EQ_U64(leaf->p50, 5);
 		CHECK_EQ_U64(leaf->max, 10);
 		CHECK(!leaf->from_histogram);
