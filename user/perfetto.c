@@ -183,16 +183,14 @@ static uint64_t ns_of(const struct timespec *t)
 }
 
 /*
- * The first packet: makes CLOCK_MONOTONIC (bpf_ktime_get_ns) the trace clock, relates
- * it to BOOTTIME, and interns every debug annotation name ahead of use.
+ * TracePacket.clock_snapshot (6); clock_snapshot.proto: ClockSnapshot. Makes
+ * CLOCK_MONOTONIC (bpf_ktime_get_ns) the trace clock and relates it to BOOTTIME.
  */
-static void write_first_packet(struct perfetto_writer *w)
+void perfetto__clock_snapshot(struct pb *b)
 {
 	struct timespec mono1, boot, mono2;
-	struct pb *b = &w->pkt;
 
-	packet_begin(w, false);
-	pb__begin(b, 6); /* TracePacket.clock_snapshot; clock_snapshot.proto: ClockSnapshot */
+	pb__begin(b, 6);
 	/* BOOTTIME read between two MONOTONIC reads: the pair is off by half the gap */
 	if (!clock_gettime(CLOCK_MONOTONIC, &mono1) && !clock_gettime(CLOCK_BOOTTIME, &boot) &&
 	    !clock_gettime(CLOCK_MONOTONIC, &mono2)) {
@@ -200,14 +198,23 @@ static void write_first_packet(struct perfetto_writer *w)
 		uint64_t ids[2] = {BUILTIN_CLOCK_BOOTTIME, BUILTIN_CLOCK_MONOTONIC};
 		uint64_t values[2] = {ns_of(&boot), m1 + (m2 - m1) / 2};
 		for (int i = 0; i < 2; i++) {
-			pb__begin(b, 1);		  /* clocks: ClockSnapshot.Clock */
-			pb__uint(b, 1, ids[i]);	  /* clock_id */
+			pb__begin(b, 1);	   /* clocks: ClockSnapshot.Clock */
+			pb__uint(b, 1, ids[i]);	   /* clock_id */
 			pb__uint(b, 2, values[i]); /* timestamp */
 			pb__end(b);
 		}
 	}
 	pb__uint(b, 2, BUILTIN_CLOCK_MONOTONIC); /* primary_trace_clock: times shown as given */
 	pb__end(b);
+}
+
+/* The first packet: the clock snapshot, and every debug annotation name interned. */
+static void write_first_packet(struct perfetto_writer *w)
+{
+	struct pb *b = &w->pkt;
+
+	packet_begin(w, false);
+	perfetto__clock_snapshot(b);
 	pb__begin(b, 12); /* TracePacket.interned_data; interned_data.proto: InternedData */
 	for (size_t i = 0; i < sizeof(annotation_names) / sizeof(annotation_names[0]); i++) {
 		pb__begin(b, 3);	      /* debug_annotation_names: DebugAnnotationName */
