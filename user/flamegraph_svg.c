@@ -84,8 +84,11 @@ static int tree_add_node(struct tree *t, uint32_t parent, const struct pframe *f
 		t->cap = cap;
 	}
 	uint32_t depth = parent ? t->nodes[parent].depth + 1 : 0;
-	t->nodes[t->nnodes] = (struct node){.frame = f, .parent = parent, .depth = depth,
-					    .first_child = NO_NODE, .next_sibling = NO_NODE,
+	t->nodes[t->nnodes] = (struct node){.frame = f,
+					    .parent = parent,
+					    .depth = depth,
+					    .first_child = NO_NODE,
+					    .next_sibling = NO_NODE,
 					    .hash_next = NO_NODE};
 	if (parent && depth > t->max_depth)
 		t->max_depth = depth;
@@ -195,8 +198,10 @@ static void hsl_to_rgb(double h, double s, double l, int rgb[3])
 /* vary: 0..1, a per-name shade so neighbours stand apart (0 for the legend) */
 static void frame_color(uint8_t kind, uint8_t origin, double vary, int rgb[3])
 {
-	static const double hue[] = {[PORIGIN_USER] = 18, [PORIGIN_RUNTIME] = 205,
-				     [PORIGIN_STD] = 95, [PORIGIN_OTHER] = 275};
+	static const double hue[] = {[PORIGIN_USER] = 18,
+				     [PORIGIN_RUNTIME] = 205,
+				     [PORIGIN_STD] = 95,
+				     [PORIGIN_OTHER] = 275};
 
 	if (kind == PFRAME_RUNTIME || kind == PFRAME_SPECIAL) {
 		int v = 185 + (int)(vary * 25);
@@ -259,13 +264,14 @@ static size_t count_chars(const char *name)
 	return chars;
 }
 
-static void draw_box(struct flamegraph *fg, const struct tree *t, const struct node *n,
-		     double x, double w, double y)
+static void draw_box(struct flamegraph *fg, const struct tree *t, const struct node *n, double x,
+		     double w, double y)
 {
 	FILE *out = fg->out;
 	const struct pframe *f = n->frame;
 	const char *name = f->name ? f->name : "";
-	double pct = t->nodes[0].weight ? 100.0 * (double)n->weight / (double)t->nodes[0].weight : 0;
+	double pct =
+	    t->nodes[0].weight ? 100.0 * (double)n->weight / (double)t->nodes[0].weight : 0;
 	int rgb[3];
 
 	frame_color(f->kind, f->origin, (double)(hash_name(0, name) % 1000) / 1000.0, rgb);
@@ -292,7 +298,8 @@ static void draw_box(struct flamegraph *fg, const struct tree *t, const struct n
 	fprintf(out, "<text x=\"%.3f\" y=\"%.1f\">", x + 3, y + FRAME_HEIGHT - 4.5);
 	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_WIDTH) : 0, chars = count_chars(name);
 	if (fit >= 3)
-		xml__write_text(out, name, chars <= fit ? NAME_MAX_BYTES : prefix_bytes(name, fit - 3));
+		xml__write_text(out, name,
+				chars <= fit ? NAME_MAX_BYTES : prefix_bytes(name, fit - 3));
 	fputs("</text></g>\n", out);
 }
 
@@ -310,8 +317,8 @@ static int draw_graph(struct flamegraph *fg, struct tree *t, int index, double t
 	double bottom = top + GRAPH_HEADING + (double)t->max_depth * FRAME_HEIGHT;
 	uint32_t depth = 0;
 
-	fprintf(out, "<g class=\"graph\" id=\"graph%d\" data-x=\"%d\" data-width=\"%d\">\n",
-		index, PAD, FRAME_WIDTH);
+	fprintf(out, "<g class=\"graph\" id=\"graph%d\" data-x=\"%d\" data-width=\"%d\">\n", index,
+		PAD, FRAME_WIDTH);
 	fprintf(out, "<text class=\"heading\" x=\"%d\" y=\"%.1f\">", PAD, top + 15);
 	if (t->offcpu)
 		fprintf(out, "Off-CPU: time blocked, %.3f ms in %" PRIu64 " switches</text>\n",
@@ -338,7 +345,8 @@ static int draw_graph(struct flamegraph *fg, struct tree *t, int index, double t
 		if (w < MIN_WIDTH_PX) {
 			fg->omitted++; /* its children are narrower still: counted, not drawn */
 			uint32_t mark = depth;
-			for (uint32_t c = n->first_child; c != NO_NODE; c = t->nodes[c].next_sibling)
+			for (uint32_t c = n->first_child; c != NO_NODE;
+			     c = t->nodes[c].next_sibling)
 				fg->stack[depth++] = c;
 			while (depth > mark) {
 				const struct node *m = &t->nodes[fg->stack[--depth]];
@@ -392,7 +400,8 @@ static void draw_subtitle(struct flamegraph *fg)
 	FILE *out = fg->out;
 	double seconds = p->end_ns > p->start_ns ? (double)(p->end_ns - p->start_ns) / 1e9 : 0;
 
-	fprintf(out, "<text class=\"subtitle\" x=\"%d\" y=\"48\" text-anchor=\"middle\">", WIDTH / 2);
+	fprintf(out, "<text class=\"subtitle\" x=\"%d\" y=\"48\" text-anchor=\"middle\">",
+		WIDTH / 2);
 	xml__write_text(out, p->process_name ? p->process_name : "?", 256);
 	fprintf(out, " (pid %" PRIu32 ") · ", p->pid);
 	xml__write_text(out, p->event ? p->event : "?", 64);
@@ -424,15 +433,20 @@ static int draw(struct flamegraph *fg, const char *title)
 	fprintf(out, "<style type=\"text/css\"><![CDATA[\n%s]]></style>\n", flamegraph_svg_style);
 	fprintf(out, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n",
 		flamegraph_svg_script);
-	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"rgb(250,250,245)\"/>\n",
+	fprintf(out,
+		"<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"rgb(250,250,245)\"/>\n",
 		WIDTH, height);
 	fprintf(out, "<text class=\"title\" x=\"%d\" y=\"26\" text-anchor=\"middle\">", WIDTH / 2);
 	xml__write_text(out, title ? title : "asyncbpf profile", 512);
 	fputs("</text>\n", out);
-	fprintf(out, "<text class=\"button\" id=\"reset-zoom\" x=\"%d\" y=\"26\" "
-		     "style=\"opacity:0.3\">Reset Zoom</text>\n", PAD);
-	fprintf(out, "<text class=\"button\" id=\"search\" x=\"%d\" y=\"26\" "
-		     "text-anchor=\"end\">Search</text>\n", WIDTH - PAD);
+	fprintf(out,
+		"<text class=\"button\" id=\"reset-zoom\" x=\"%d\" y=\"26\" "
+		"style=\"opacity:0.3\">Reset Zoom</text>\n",
+		PAD);
+	fprintf(out,
+		"<text class=\"button\" id=\"search\" x=\"%d\" y=\"26\" "
+		"text-anchor=\"end\">Search</text>\n",
+		WIDTH - PAD);
 	draw_legend(out, 74);
 
 	top = HEADER_HEIGHT;

@@ -59,14 +59,14 @@ struct writer {
 	bool first;
 
 	/* interned: key -> iid; iids count from 1 in each table */
-	struct u64_map names;	 /* name pointer -> function_names iid */
-	struct u64_map paths;	 /* file pointer -> source_paths iid */
-	struct u64_map modules;	 /* module pointer (0: synthetic) -> mapping iid */
-	struct u64_map frames;	 /* pframe pointer -> frames iid */
+	struct u64_map names;	/* name pointer -> function_names iid */
+	struct u64_map paths;	/* file pointer -> source_paths iid */
+	struct u64_map modules; /* module pointer (0: synthetic) -> mapping iid */
+	struct u64_map frames;	/* pframe pointer -> frames iid */
 	uint64_t next_name, next_path, next_module, next_frame;
-	uint64_t offcpu_frame;	   /* the "[off-CPU]" frame's iid, 0 until interned */
-	uint8_t *stack_interned;   /* by stack index */
-	struct u64_map ranges;	   /* module pointer -> index into range */
+	uint64_t offcpu_frame;	 /* the "[off-CPU]" frame's iid, 0 until interned */
+	uint8_t *stack_interned; /* by stack index */
+	struct u64_map ranges;	 /* module pointer -> index into range */
 	struct mapping_range *range;
 	size_t nranges;
 	/* the interned data of the packet being built, written before its sample */
@@ -84,8 +84,8 @@ static void packet_begin(struct writer *w, bool needs_state)
 	struct pb *b = &w->b;
 	uint32_t flags = needs_state ? SEQ_NEEDS_INCREMENTAL_STATE : 0;
 
-	pb__begin(b, 1);			  /* Trace.packet: TracePacket */
-	pb__uint(b, 10, SEQUENCE_ID);		  /* trusted_packet_sequence_id */
+	pb__begin(b, 1);	      /* Trace.packet: TracePacket */
+	pb__uint(b, 10, SEQUENCE_ID); /* trusted_packet_sequence_id */
 	if (w->first) {
 		pb__uint(b, 87, 1); /* first_packet_on_sequence */
 		flags |= SEQ_INCREMENTAL_STATE_CLEARED;
@@ -97,7 +97,7 @@ static void packet_begin(struct writer *w, bool needs_state)
 
 static void packet_timestamp(struct writer *w, uint64_t ts)
 {
-	pb__uint(&w->b, 8, ts);			     /* timestamp */
+	pb__uint(&w->b, 8, ts);			      /* timestamp */
 	pb__uint(&w->b, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
 }
 
@@ -133,7 +133,7 @@ static void declare_track(struct writer *w, uint32_t pid, uint32_t tid, bool thr
 	if (thread)
 		pb__uint(b, 5, process_uuid(pid)); /* parent_uuid */
 	pb__begin(b, thread ? 4 : 3); /* thread: ThreadDescriptor, process: ProcessDescriptor */
-	pb__uint(b, 1, pid);	     /* pid */
+	pb__uint(b, 1, pid);	      /* pid */
 	if (thread)
 		pb__uint(b, 2, tid); /* tid */
 	if (name)		     /* thread_name, process_name */
@@ -283,10 +283,10 @@ static uint64_t frame_iid(struct writer *w, const struct pframe *f)
 				interned_string(&w->paths_buf, 18, path, f->file);
 		}
 		pb__begin(b, 6);
-		pb__uint(b, 1, iid);				     /* iid */
-		pb__uint(b, 2, name);				     /* function_name_id */
-		pb__uint(b, 3, mapping);			     /* mapping_id */
-		pb__uint(b, 4, f->module ? f->addr - start : 0);     /* rel_pc */
+		pb__uint(b, 1, iid);				 /* iid */
+		pb__uint(b, 2, name);				 /* function_name_id */
+		pb__uint(b, 3, mapping);			 /* mapping_id */
+		pb__uint(b, 4, f->module ? f->addr - start : 0); /* rel_pc */
 		if (path)
 			pb__uint(b, 5, path); /* source_path_iid */
 		if (f->line)
@@ -305,9 +305,9 @@ static uint64_t offcpu_frame_iid(struct writer *w)
 		w->offcpu_frame = ++w->next_frame; /* no pframe: never in the frames map */
 		pb__begin(b, 6);
 		pb__uint(b, 1, w->offcpu_frame); /* iid */
-		pb__uint(b, 2, name);		  /* function_name_id */
-		pb__uint(b, 3, mapping);	  /* mapping_id */
-		pb__uint(b, 4, 0);		  /* rel_pc */
+		pb__uint(b, 2, name);		 /* function_name_id */
+		pb__uint(b, 3, mapping);	 /* mapping_id */
+		pb__uint(b, 4, 0);		 /* rel_pc */
 		pb__end(b);
 	}
 	return w->offcpu_frame;
@@ -372,8 +372,8 @@ static void write_sample(struct writer *w, const struct psample *s)
 	flush_interned(w);
 	pb__begin(b, 66);
 	pb__uint(b, 2, s->pid ? s->pid : p->pid); /* pid */
-	pb__uint(b, 3, s->tid);			   /* tid */
-	pb__uint(b, 4, (uint64_t)s->stack + 1);	   /* callstack_iid */
+	pb__uint(b, 3, s->tid);			  /* tid */
+	pb__uint(b, 4, (uint64_t)s->stack + 1);	  /* callstack_iid */
 	if (!p->stacks[s->stack].offcpu)
 		pb__uint(b, 5, CPU_MODE_USER); /* cpu_mode */
 	pb__end(b);
@@ -398,9 +398,9 @@ static void instant_begin(struct writer *w, uint64_t ts, const char *name)
 	packet_begin(w, false);
 	packet_timestamp(w, ts);
 	pb__begin(&w->b, 11);
-	pb__uint(&w->b, 9, TYPE_INSTANT);		/* type */
-	pb__uint(&w->b, 11, process_uuid(w->p->pid));	/* track_uuid */
-	pb__string(&w->b, 23, name);			/* name */
+	pb__uint(&w->b, 9, TYPE_INSTANT);	      /* type */
+	pb__uint(&w->b, 11, process_uuid(w->p->pid)); /* track_uuid */
+	pb__string(&w->b, 23, name);		      /* name */
 }
 
 static void instant_end(struct writer *w)

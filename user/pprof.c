@@ -235,8 +235,8 @@ static void maybe_flush(struct pprof *w)
 }
 
 /* Profile.sample (2): Sample */
-static void write_sample(struct pprof *w, const struct pstack *s, uint64_t period,
-			 bool with_offcpu, uint64_t state_key, uint64_t on, uint64_t off)
+static void write_sample(struct pprof *w, const struct pstack *s, uint64_t period, bool with_offcpu,
+			 uint64_t state_key, uint64_t on, uint64_t off)
 {
 	size_t n = 0;
 
@@ -266,8 +266,8 @@ static void write_sample(struct pprof *w, const struct pstack *s, uint64_t perio
 		pb__varint(b, s->offcpu ? s->weight : 0);
 	}
 	pb__end(b);
-	pb__begin(b, 3);	       /* label: Label */
-	pb__uint(b, 1, state_key);     /* key */
+	pb__begin(b, 3);		      /* label: Label */
+	pb__uint(b, 1, state_key);	      /* key */
 	pb__uint(b, 2, s->offcpu ? off : on); /* str */
 	pb__end(b);
 	pb__end(b);
@@ -286,7 +286,7 @@ static void write_value_type(struct pprof *w, uint32_t field, const char *type, 
 }
 
 static void write_comment(struct pprof *w, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Profile.comment (13): a string index */
 static void write_comment(struct pprof *w, const char *fmt, ...)
@@ -326,8 +326,8 @@ static void write_header(struct pprof *w, const struct profile_data *p, uint64_t
 		pb__uint(b, 9, p->start_ns + realtime_offset()); /* time_nanos: wall clock */
 	if (p->end_ns > p->start_ns)
 		pb__uint(b, 10, p->end_ns - p->start_ns); /* duration_nanos */
-	write_value_type(w, 11, "cpu", "nanoseconds"); /* period_type */
-	pb__uint(b, 12, period);		       /* period */
+	write_value_type(w, 11, "cpu", "nanoseconds");	  /* period_type */
+	pb__uint(b, 12, period);			  /* period */
 
 	write_comment(w, "asyncbpf profile of %s (pid %" PRIu32 ")",
 		      p->process_name ? p->process_name : "?", p->pid);
@@ -349,8 +349,8 @@ static void write_location(struct pprof *w, uint64_t id, const struct location *
 		pb__uint(b, 3, l->frames[0]->addr); /* address */
 	for (uint32_t i = l->nframes; i-- > 0;) {
 		const struct pframe *f = l->frames[i];
-		pb__begin(b, 4);			  /* line: Line */
-		pb__uint(b, 1, function_id(w, f));	  /* function_id */
+		pb__begin(b, 4);		   /* line: Line */
+		pb__uint(b, 1, function_id(w, f)); /* function_id */
 		if (f->line)
 			pb__uint(b, 2, f->line); /* line */
 		pb__end(b);
@@ -367,10 +367,10 @@ static void write_tables(struct pprof *w)
 		maybe_flush(w);
 	}
 	for (size_t i = 0; i < w->nfunctions && !w->err; i++) {
-		pb__begin(b, 5);			  /* function: Function */
-		pb__uint(b, 1, i + 1);			  /* id */
-		pb__uint(b, 2, w->functions[i].name);	  /* name */
-		pb__uint(b, 3, w->functions[i].name);	  /* system_name */
+		pb__begin(b, 5);		      /* function: Function */
+		pb__uint(b, 1, i + 1);		      /* id */
+		pb__uint(b, 2, w->functions[i].name); /* name */
+		pb__uint(b, 3, w->functions[i].name); /* system_name */
 		if (w->functions[i].filename)
 			pb__uint(b, 4, w->functions[i].filename); /* filename */
 		pb__end(b);
@@ -378,15 +378,15 @@ static void write_tables(struct pprof *w)
 	}
 	for (size_t i = 0; i < w->nmappings && !w->err; i++) {
 		const struct mapping *m = &w->mappings[i];
-		pb__begin(b, 3);		 /* mapping: Mapping */
-		pb__uint(b, 1, i + 1);		 /* id */
-		pb__uint(b, 2, m->start);	 /* memory_start */
-		pb__uint(b, 3, m->limit);	 /* memory_limit */
-		pb__uint(b, 5, m->filename);	 /* filename */
-		pb__uint(b, 7, 1);		 /* has_functions */
-		pb__uint(b, 8, m->has_files);	 /* has_filenames */
-		pb__uint(b, 9, m->has_files);	 /* has_line_numbers */
-		pb__uint(b, 10, 1);		 /* has_inline_frames */
+		pb__begin(b, 3);	      /* mapping: Mapping */
+		pb__uint(b, 1, i + 1);	      /* id */
+		pb__uint(b, 2, m->start);     /* memory_start */
+		pb__uint(b, 3, m->limit);     /* memory_limit */
+		pb__uint(b, 5, m->filename);  /* filename */
+		pb__uint(b, 7, 1);	      /* has_functions */
+		pb__uint(b, 8, m->has_files); /* has_filenames */
+		pb__uint(b, 9, m->has_files); /* has_line_numbers */
+		pb__uint(b, 10, 1);	      /* has_inline_frames */
 		pb__end(b);
 	}
 	/* string_table (6) last: every index is known by now */

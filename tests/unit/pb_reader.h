@@ -18,9 +18,9 @@ struct pb_reader {
 
 struct pb_field {
 	uint32_t number;
-	int wire;		/* 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32 */
-	uint64_t value;		/* varint and fixed values */
-	const uint8_t *data;	/* length-delimited content */
+	int wire;	     /* 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32 */
+	uint64_t value;	     /* varint and fixed values */
+	const uint8_t *data; /* length-delimited content */
 	size_t len;
 };
 
@@ -55,8 +55,7 @@ static inline bool pb_reader__next(struct pb_reader *r, struct pb_field *f)
 		return false;
 	*f = (struct pb_field){.number = (uint32_t)(key >> 3), .wire = (int)(key & 7)};
 	switch (f->wire) {
-	case 0:
-		return pb_reader__varint(r, &f->value);
+	case 0: return pb_reader__varint(r, &f->value);
 	case 1:
 	case 5: {
 		size_t n = f->wire == 1 ? 8 : 4;

@@ -24,10 +24,10 @@
 #include "profile_data.h"
 #include "testlib.h"
 
-#define PM_PID	     4242
-#define PM_MAIN_RS   "/src/demo/src/main.rs"
-#define PM_DEMO_BIN  "/usr/bin/demo"
-#define PM_HUGE_LEN  20000
+#define PM_PID	    4242
+#define PM_MAIN_RS  "/src/demo/src/main.rs"
+#define PM_DEMO_BIN "/usr/bin/demo"
+#define PM_HUGE_LEN 20000
 /* '<', '&', quotes, a control character, a lone 0xff, a truncated sequence */
 #define PM_EVIL_NAME "evil<&\"'\x01\xff>::Fut<\xe2\x82>"
 /* the same as valid UTF-8: each byte that is not UTF-8 is U+FFFD */
@@ -74,14 +74,13 @@ static inline void profile_model__build(struct profile_model *m)
 	static const struct {
 		bool offcpu;
 		uint64_t samples, weight;
-	} totals[8] = {{0, 50, 50}, {0, 30, 30}, {0, 10, 10},	   {0, 5, 5},
-		       {1, 4, 4000000}, {1, 2, 1000000}, {0, 1, 1}, {0, 5, 5}};
+	} totals[8] = {{0, 50, 50},	{0, 30, 30},	 {0, 10, 10}, {0, 5, 5},
+		       {1, 4, 4000000}, {1, 2, 1000000}, {0, 1, 1},   {0, 5, 5}};
 	/* time, tid, stack */
 	static const uint64_t timeline[12][3] = {
-	    {1100000000, 100, 0}, {1200000000, 100, 1}, {1300000000, 101, 2},
-	    {1400000000, 100, 3}, {1500000000, 101, 4}, {1600000000, 102, 5},
-	    {1700000000, 100, 6}, {1800000000, 101, 7}, {1900000000, 100, 0},
-	    {2000000000, 102, 0}, {2100000000, 101, 4}, {2200000000, 100, 1},
+	    {1100000000, 100, 0}, {1200000000, 100, 1}, {1300000000, 101, 2}, {1400000000, 100, 3},
+	    {1500000000, 101, 4}, {1600000000, 102, 5}, {1700000000, 100, 6}, {1800000000, 101, 7},
+	    {1900000000, 100, 0}, {2000000000, 102, 0}, {2100000000, 101, 4}, {2200000000, 100, 1},
 	};
 	struct pframe *f = m->frames;
 
@@ -91,24 +90,30 @@ static inline void profile_model__build(struct profile_model *m)
 		m->huge[i] = (char)('a' + i % 26);
 	m->huge[PM_HUGE_LEN] = '\0';
 
-	f[PM_RUNTIME] = (struct pframe){.name = "[runtime]", .kind = PFRAME_RUNTIME,
-					.origin = PORIGIN_RUNTIME};
-	f[PM_HANDLER] = (struct pframe){"demo::handler", PM_MAIN_RS,  10,	  PFRAME_FUTURE,
-					PORIGIN_USER,	 false,	      0x1000, PM_DEMO_BIN};
-	f[PM_FETCH] = (struct pframe){"demo::fetch", PM_MAIN_RS,  20,	  PFRAME_FUTURE,
-				      PORIGIN_USER,  true,	  0x1000, PM_DEMO_BIN};
-	f[PM_PARSE] = (struct pframe){"demo::parse", PM_MAIN_RS,  40,	  PFRAME_FUNCTION,
-				      PORIGIN_USER,  false,	  0x2000, PM_DEMO_BIN};
-	f[PM_FROM_UTF8] = (struct pframe){"core::str::from_utf8", "/rustc/library/core/src/str.rs",
-					  87, PFRAME_FUNCTION, PORIGIN_STD, false, 0x3000,
+	f[PM_RUNTIME] =
+	    (struct pframe){.name = "[runtime]", .kind = PFRAME_RUNTIME, .origin = PORIGIN_RUNTIME};
+	f[PM_HANDLER] = (struct pframe){"demo::handler", PM_MAIN_RS, 10,     PFRAME_FUTURE,
+					PORIGIN_USER,	 false,	     0x1000, PM_DEMO_BIN};
+	f[PM_FETCH] = (struct pframe){"demo::fetch", PM_MAIN_RS, 20,	 PFRAME_FUTURE,
+				      PORIGIN_USER,  true,	 0x1000, PM_DEMO_BIN};
+	f[PM_PARSE] = (struct pframe){"demo::parse", PM_MAIN_RS, 40,	 PFRAME_FUNCTION,
+				      PORIGIN_USER,  false,	 0x2000, PM_DEMO_BIN};
+	f[PM_FROM_UTF8] = (struct pframe){"core::str::from_utf8",
+					  "/rustc/library/core/src/str.rs",
+					  87,
+					  PFRAME_FUNCTION,
+					  PORIGIN_STD,
+					  false,
+					  0x3000,
 					  PM_DEMO_BIN};
-	f[PM_NOT_IN_POLL] = (struct pframe){.name = "[not in a poll]", .kind = PFRAME_SPECIAL,
-					    .origin = PORIGIN_OTHER};
-	f[PM_EVIL] = (struct pframe){PM_EVIL_NAME, "/src/evil&<.rs", 7,	   PFRAME_FUNCTION,
-				     PORIGIN_OTHER, false,	      0x4000, PM_DEMO_BIN};
-	f[PM_PARK] = (struct pframe){"tokio::runtime::park", NULL, 0, PFRAME_FUNCTION,
-				     PORIGIN_RUNTIME, false, 0x5000, "/usr/lib/libtokio.so"};
-	f[PM_HUGE] = (struct pframe){m->huge, NULL,	   0,	   PFRAME_FUNCTION,
+	f[PM_NOT_IN_POLL] = (struct pframe){
+	    .name = "[not in a poll]", .kind = PFRAME_SPECIAL, .origin = PORIGIN_OTHER};
+	f[PM_EVIL] = (struct pframe){PM_EVIL_NAME,    "/src/evil&<.rs", 7,
+				     PFRAME_FUNCTION, PORIGIN_OTHER,	false,
+				     0x4000,	      PM_DEMO_BIN};
+	f[PM_PARK] = (struct pframe){"tokio::runtime::park", NULL,  0,	    PFRAME_FUNCTION,
+				     PORIGIN_RUNTIME,	     false, 0x5000, "/usr/lib/libtokio.so"};
+	f[PM_HUGE] = (struct pframe){m->huge,	   NULL,  0,	  PFRAME_FUNCTION,
 				     PORIGIN_USER, false, 0x6000, PM_DEMO_BIN};
 	f[PM_HANDLER2] = f[PM_HANDLER];
 	f[PM_HANDLER2].addr = 0x1010;
@@ -125,8 +130,8 @@ static inline void profile_model__build(struct profile_model *m)
 	}
 	for (int i = 0; i < 12; i++) {
 		uint32_t s = (uint32_t)timeline[i][2];
-		m->samples[i] = (struct psample){timeline[i][0], PM_PID, (uint32_t)timeline[i][1], s,
-						 m->stacks[s].offcpu ? 1000000 : 1};
+		m->samples[i] = (struct psample){timeline[i][0], PM_PID, (uint32_t)timeline[i][1],
+						 s, m->stacks[s].offcpu ? 1000000 : 1};
 	}
 	m->threads[0] = (struct pthread_name){100, "worker-1"};
 	m->threads[1] = (struct pthread_name){101, "worker<2>"};

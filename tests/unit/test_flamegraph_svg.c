@@ -43,8 +43,9 @@ static struct box find_box(const char *svg, unsigned depth, const char *title_st
 		if (count-- > 0)
 			continue;
 		const char *rect = strstr(title, "<rect ");
-		b.found = rect && sscanf(p + strlen(head), "%llu", &b.weight) == 1 &&
-			  sscanf(rect, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\"", &b.x, &b.y, &b.w) == 3;
+		b.found =
+		    rect && sscanf(p + strlen(head), "%llu", &b.weight) == 1 &&
+		    sscanf(rect, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\"", &b.x, &b.y, &b.w) == 3;
 		return b;
 	}
 	return b;
@@ -155,11 +156,33 @@ static void test_omitted(void)
 	FILE *f = must(open_memstream(&svg, &len));
 	CHECK_EQ_I64(flamegraph_svg__write(f, &p, NULL), 0);
 	fclose(f);
-	CHECK_EQ_U64(count(svg, "<g class=\"f\""), 2); /* a, b */
-	CHECK(strstr(svg, " 2 frames omitted") != NULL);  /* c, d */
+	CHECK_EQ_U64(count(svg, "<g class=\"f\""), 2);	 /* a, b */
+	CHECK(strstr(svg, " 2 frames omitted") != NULL); /* c, d */
 	CHECK(strstr(svg, "Off-CPU") == NULL);		 /* no off-CPU stacks: no graph */
 	CHECK(strstr(svg, ">asyncbpf profile</text>") != NULL);
 	free(svg);
+}
+
+/* A 5000-frame stack: drawn without recursion, one row per depth. */
+static void test_deep(void)
+{
+	enum { DEPTH = 5000 };
+	struct pframe f = {.name = "recurse", .kind = PFRAME_FUNCTION, .origin = PORIGIN_USER};
+	const struct pframe **frames = must(calloc(DEPTH, sizeof(*frames)));
+	char *svg = NULL;
+	size_t len = 0;
+
+	for (int i = 0; i < DEPTH; i++)
+		frames[i] = &f;
+	struct pstack stack = {frames, DEPTH, false, 3, 3};
+	struct profile_data p = {.stacks = &stack, .nstacks = 1};
+	FILE *out = must(open_memstream(&svg, &len));
+	CHECK_EQ_I64(flamegraph_svg__write(out, &p, NULL), 0);
+	fclose(out);
+	CHECK_EQ_U64(count(svg, "<g class=\"f\""), DEPTH);
+	CHECK(strstr(svg, "data-d=\"4999\"") != NULL);
+	free(svg);
+	free(frames);
 }
 
 static void test_empty(void)
@@ -213,6 +236,7 @@ int main(int argc, char **argv)
 	}
 	test_profile();
 	test_omitted();
+	test_deep();
 	test_empty();
 	test_write_error();
 	TEST_MAIN_END();

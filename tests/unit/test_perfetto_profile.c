@@ -46,8 +46,8 @@ struct instant {
 };
 
 struct trace {
-	char *names[MAX_IDS];	 /* function_names by iid */
-	bool mappings[MAX_IDS];	 /* defined mapping iids */
+	char *names[MAX_IDS];	/* function_names by iid */
+	bool mappings[MAX_IDS]; /* defined mapping iids */
 	struct frame_def frames[MAX_IDS];
 	bool frame_defined[MAX_IDS];
 	struct callstack_def callstacks[MAX_IDS];
@@ -64,7 +64,7 @@ struct trace {
 	size_t ninstants;
 	size_t npackets;
 	bool first_ok, clock_ok;
-	bool bad;  /* malformed, or out of this decoder's bounds */
+	bool bad; /* malformed, or out of this decoder's bounds */
 	bool used_before_defined, defined_twice;
 };
 
@@ -105,7 +105,8 @@ static void decode_interned(struct trace *t, const struct pb_field *f)
 				 cs.nframes < MAX_FRAMES)
 				cs.frames[cs.nframes++] = h.value;
 			else if (g.number == 7 && h.number == 2)
-				t->bad = true; /* packed, or too many: trace_processor reads unpacked */
+				t->bad =
+				    true; /* packed, or too many: trace_processor reads unpacked */
 		}
 		t->bad |= m.bad || iid == 0 || iid >= MAX_IDS;
 		if (iid == 0 || iid >= MAX_IDS) {
@@ -306,8 +307,8 @@ static void stack_text(const struct trace *t, uint64_t iid, char *out, size_t ca
 	out[0] = '\0';
 	for (size_t i = 0; i < cs->nframes && len < cap; i++) {
 		const char *name = t->names[t->frames[cs->frames[i]].name];
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ";" : "",
-					name ? name : "?");
+		len +=
+		    (size_t)snprintf(out + len, cap - len, "%s%s", i ? ";" : "", name ? name : "?");
 	}
 }
 

@@ -89,8 +89,8 @@ static void decode_sample(struct decoded *d, const struct pb_field *f)
 			s->nlocations += pb_reader__packed(&g, s->locations + s->nlocations,
 							   16 - s->nlocations, &d->bad);
 		else if (g.number == 2)
-			s->nvalues += pb_reader__packed(&g, s->values + s->nvalues,
-							4 - s->nvalues, &d->bad);
+			s->nvalues +=
+			    pb_reader__packed(&g, s->values + s->nvalues, 4 - s->nvalues, &d->bad);
 		else if (g.number == 3) {
 			struct pb_reader lr = pb_reader__of(g.data, g.len);
 			struct pb_field h;
@@ -245,8 +245,8 @@ static const struct function *function(const struct decoded *d, uint64_t id)
 static const char *line_name(const struct decoded *d, uint64_t location_id, size_t line)
 {
 	const struct location *l = location(d, location_id);
-	const struct function *f = l && line < l->nlines ? function(d, l->lines[line].function_id)
-							 : NULL;
+	const struct function *f =
+	    l && line < l->nlines ? function(d, l->lines[line].function_id) : NULL;
 	return f ? str(d, f->name) : "(none)";
 }
 
@@ -439,7 +439,8 @@ int main(int argc, char **argv)
 		int err = pprof__write(f, &m.p);
 		profile_model__free(&m);
 		if (fclose(f) || err) {
-			fprintf(stderr, "test_pprof: writing %s failed: %s\n", argv[2], strerror(-err));
+			fprintf(stderr, "test_pprof: writing %s failed: %s\n", argv[2],
+				strerror(-err));
 			return 1;
 		}
 		return 0;
