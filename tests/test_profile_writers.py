@@ -11,6 +11,8 @@ structurally (tracks declared before use, interned ids defined before use).
 Ground truth: STACKS, SAMPLES and THREADS below, restated from profile_model.h.
 docs/profile-formats.md describes the formats.
 """
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -187,6 +189,76 @@ def test_svg_boxes_match_the_stacks(svg_file, graph_index, offcpu):
     assert all(len(ys) == 1 for ys in rows.values())
     ys = [rows[d].pop() for d in sorted(rows)]
     assert ys == sorted(ys, reverse=True)
+
+
+def run_script(svg_file, zoom, search):
+    """The SVG's own script, run by tests/flamegraph_script.js in jsdom."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node:
+        pytest.skip("node not found in PATH (Debian: nodejs): the flame graph's script cannot run")
+    env = dict(os.environ)
+    env["NODE_PATH"] = os.pathsep.join(p for p in ("/usr/share/nodejs", "/usr/lib/nodejs", env.get("NODE_PATH")) if p)
+    probe = subprocess.run([node, "-e", "require('jsdom')"], capture_output=True, text=True, env=env, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip("jsdom not found (Debian: node-jsdom): the flame graph's script cannot run")
+    proc = subprocess.run([node, str(util.REPO / "tests" / "flamegraph_script.js"), str(svg_file), zoom, search],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, util.describe(proc)
+    return json.loads(proc.stdout)
+
+
+def fits(box):
+    """The box's text is as much of its name as fits its width (12px monospace)."""
+    room = int((box["w"] - 6) // 7.08)
+    if room < 3:
+        return box["text"] == ""
+    return box["text"] == box["name"] if len(box["name"]) <= room else (
+        box["text"].endswith("...") and box["name"].startswith(box["text"][:-3]) and len(box["text"]) <= room)
+
+
+def test_svg_script_zoom_and_search(svg_file):
+    steps = run_script(svg_file, "demo::fetch", "demo::")
+    initial = steps["initial"]["boxes"]
+    assert all(fits(b) for b in initial)
+    on_cpu = merged(False)
+    expected = {path[-1]: w for path, (w, _) in on_cpu.items()}
+
+    # zoom on fetch (85 samples): it spans the graph, its children scale by 1180/85,
+    # the boxes below it stay at full width, faded; the rest of its graph is hidden
+    zoomed = steps["zoomed"]["boxes"]
+    fetch = next(b for b in zoomed if b["name"] == "demo::fetch")
+    assert (fetch["x"], fetch["w"], fetch["hidden"], fetch["faded"]) == (10, FRAME_WIDTH, False, False)
+    for b in zoomed:
+        if b["graph"] != fetch["graph"]:
+            assert not b["hidden"] and b == next(i for i in initial if i["graph"] == b["graph"] and
+                                                     i["name"] == b["name"] and i["depth"] == b["depth"])
+        elif (b["name"], b["depth"]) in (("[runtime]", 0), ("demo::handler", 1)):  # fetch's ancestors
+            assert b["faded"] and not b["hidden"] and (b["x"], b["w"]) == (10, FRAME_WIDTH)
+        elif b["depth"] > fetch["depth"] and not b["hidden"]:
+            assert b["name"] in ("demo::parse", "core::str::from_utf8")
+            assert abs(b["w"] - FRAME_WIDTH * on_cpu[("[runtime]", "demo::handler", "demo::fetch", b["name"])][0] / 85) < EPS
+            assert 10 - EPS <= b["x"] and b["x"] + b["w"] <= 10 + FRAME_WIDTH + EPS
+        elif b is not fetch:
+            assert b["hidden"], f"{short(b['name'])} outside the zoomed box is shown"
+        assert b["hidden"] or fits(b)
+    shown = sorted(b["name"] for b in zoomed if b["graph"] == fetch["graph"] and not b["hidden"])
+    assert shown == sorted(["[runtime]", "demo::handler", "demo::fetch", "demo::parse", "core::str::from_utf8"])
+    assert expected["demo::fetch"] == 85
+
+    # reset zoom: back to the layout the C wrote
+    assert steps["unzoomed"]["boxes"] == initial
+    # search: every box whose name matches, magenta; the share of each graph matched,
+    # nested matches once: all of handler's 95 of 101 on-CPU, 4 of 5 ms off-CPU
+    searched = steps["searched"]
+    hits = sorted((b["graph"], b["name"]) for b in searched["boxes"] if b["fill"] == "rgb(230,0,230)")
+    assert hits == sorted([("graph0", "demo::handler"), ("graph0", "demo::fetch"), ("graph0", "demo::parse"),
+                           ("graph0", "demo::parse"), ("graph1", "demo::handler"), ("graph1", "demo::fetch")])
+    assert searched["matched"] == ["Matched: 94.06%", "Matched: 80.00%"]
+    assert searched["search_button"] == "Reset Search"
+    assert steps["unsearched"]["boxes"] == initial and steps["unsearched"]["matched"] == ["", ""]
+    # an invalid expression is reported, changes nothing
+    assert len(steps["alerts"]) == 1 and "regular expression" in steps["alerts"][0]
+    assert steps["bad_search"]["boxes"] == initial
 
 
 # ---------------------------------------------------------------------------
