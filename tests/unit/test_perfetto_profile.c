@@ -421,6 +421,31 @@ static void test_aggregate(void)
 	profile_model__free(&m);
 }
 
+/* A sample of another process (a fork) gets its process and thread declared; a
+ * sample whose stack index is out of range is left out. */
+static void test_fork_and_bad_index(void)
+{
+	struct profile_model m;
+	struct trace t;
+	char *buf = NULL;
+	size_t len = 0;
+
+	profile_model__build(&m);
+	m.samples[1].pid = 4343;
+	m.samples[1].tid = 200;
+	m.samples[2].stack = 99;
+	CHECK_EQ_I64(profile_model__write_mem(perfetto_profile__write, &m.p, &buf, &len), 0);
+	decode(&t, buf, len);
+	CHECK(!t.bad && !t.used_before_defined && !t.defined_twice);
+	CHECK_EQ_U64(t.nsamples, 11);
+	CHECK_EQ_U64(t.ntracks, 6); /* two processes, threads 100, 101, 200, 102 */
+	CHECK(tid_declared(&t, 200));
+	CHECK(t.nsamples > 1 && t.samples[1].pid == 4343 && t.samples[1].tid == 200);
+	trace_free(&t);
+	free(buf);
+	profile_model__free(&m);
+}
+
 static void test_write_error(void)
 {
 	struct profile_model m;
@@ -459,6 +484,7 @@ int main(int argc, char **argv)
 	}
 	test_samples();
 	test_aggregate();
+	test_fork_and_bad_index();
 	test_write_error();
 	TEST_MAIN_END();
 }

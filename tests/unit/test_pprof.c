@@ -397,6 +397,19 @@ static void test_small_profiles(void)
 	decoded_free(&d);
 	free(buf);
 
+	/* a stack without frames: a sample without locations, its values still counted */
+	m.p.nstacks = 1;
+	m.stacks[0].nframes = 0;
+	buf = NULL;
+	CHECK_EQ_I64(profile_model__write_mem(pprof__write, &m.p, &buf, &len), 0);
+	decode(&d, buf, len);
+	CHECK(!d.bad);
+	CHECK_EQ_U64(d.nsamples, 1);
+	CHECK(d.nsamples == 1 && d.samples[0].nlocations == 0 && d.samples[0].values[0] == 50);
+	CHECK_EQ_U64(d.nlocations, 0);
+	decoded_free(&d);
+	free(buf);
+
 	struct profile_data empty = {0};
 	buf = NULL;
 	CHECK_EQ_I64(profile_model__write_mem(pprof__write, &empty, &buf, &len), 0);
