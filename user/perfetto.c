@@ -400,18 +400,6 @@ static void assign_flow(struct perfetto_writer *w, struct pending_poll *pp, uint
 	}
 }
 
-static const char *result_name(enum poll_result r)
-{
-	switch (r) {
-	case POLL_READY: return "ready";
-	case POLL_PENDING: return "pending";
-	case POLL_PANICKED: return "panicked";
-	case POLL_TRUNCATED: return "truncated";
-	case POLL_UNKNOWN: break;
-	}
-	return "unknown";
-}
-
 /* TrackEvent.debug_annotations (4); debug_annotation.proto: DebugAnnotation */
 static void annotation(struct pb *b, enum annotation a, uint32_t field, uint64_t value,
 		       const char *string)
@@ -483,7 +471,7 @@ static void write_begin(struct perfetto_writer *w, const struct pending_poll *pp
 		   f && f->path	    ? f->path
 		   : pf && pf->name ? pf->name
 				    : "(unknown)");
-	annotation(b, ANN_RESULT, ANNOTATION_STRING, 0, result_name(p->result));
+	annotation(b, ANN_RESULT, ANNOTATION_STRING, 0, poll_result__name(p->result));
 	for (uint32_t i = 0; p->result == POLL_PENDING && f && i < f->nr_states; i++) {
 		const struct future_state *s = &f->states[i];
 		if (s->kind != STATE_SUSPEND || p->await_index < 0 ||

@@ -37,7 +37,7 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 	}
 	ps = &s->polls[p->poll];
 	ps->polls++;
-	if ((unsigned)p->result <= POLL_TRUNCATED)
+	if ((unsigned)p->result < POLL_RESULT_COUNT)
 		ps->counts[p->result]++;
 	ps->busy_ns += d;
 	if (ps->nr_durations == ps->cap_durations) {
