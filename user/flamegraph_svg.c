@@ -309,7 +309,7 @@ static uint32_t graph_height(const struct tree *t)
 }
 
 /* One graph: heading, then the boxes depth first (iteratively: stacks can be deep). */
-static int draw_graph(struct flamegraph *fg, struct tree *t, int index, double top)
+static void draw_graph(struct flamegraph *fg, struct tree *t, int index, double top)
 {
 	FILE *out = fg->out;
 	const struct node *root = &t->nodes[0];
@@ -328,14 +328,12 @@ static int draw_graph(struct flamegraph *fg, struct tree *t, int index, double t
 	fprintf(out, "<text class=\"matched\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\"></text>\n",
 		WIDTH - PAD, top + 15);
 
-	fg->offsets[0] = 0;
-	for (uint32_t c = root->first_child; c != NO_NODE; c = t->nodes[c].next_sibling)
-		fg->stack[depth++] = c;
-	/* children's offsets: each starts where its previous sibling ends */
+	/* a box's offset (weight to its left) is its parent's plus its elder siblings' */
 	uint64_t acc = 0;
 	for (uint32_t c = root->first_child; c != NO_NODE; c = t->nodes[c].next_sibling) {
 		fg->offsets[c] = acc;
 		acc += t->nodes[c].weight;
+		fg->stack[depth++] = c;
 	}
 	while (depth) {
 		uint32_t id = fg->stack[--depth];
@@ -367,7 +365,6 @@ static int draw_graph(struct flamegraph *fg, struct tree *t, int index, double t
 		}
 	}
 	fputs("</g>\n", out);
-	return 0;
 }
 
 static void draw_legend(FILE *out, double y)
@@ -413,7 +410,7 @@ static void draw_subtitle(struct flamegraph *fg)
 		p->dropped, p->unwind_failed, fg->omitted, MIN_WIDTH_PX);
 }
 
-static int draw(struct flamegraph *fg, const char *title)
+static void draw(struct flamegraph *fg, const char *title)
 {
 	FILE *out = fg->out;
 	double height = HEADER_HEIGHT, top;
@@ -463,7 +460,6 @@ static int draw(struct flamegraph *fg, const char *title)
 			HEADER_HEIGHT + 20);
 	draw_subtitle(fg); /* last: it counts the boxes left out */
 	fputs("</svg>\n", out);
-	return 0;
 }
 
 int flamegraph_svg__write(FILE *out, const struct profile_data *p, const char *title)
@@ -487,7 +483,8 @@ int flamegraph_svg__write(FILE *out, const struct profile_data *p, const char *t
 	for (int i = 0; i < 2 && !err; i++)
 		tree_link_sorted(&fg.trees[i], fg.order);
 	if (!err)
-		err = draw(&fg, title);
+		draw(&fg, title);
+	/* every write went through stdio: one check of the stream covers them all */
 	if (!err && (fflush(out) || ferror(out)))
 		err = -EIO;
 
