@@ -19,6 +19,7 @@
 #include "profile_export.h"
 #include "profile_model.h"
 #include "testlib.h"
+#include "text.h"
 
 #define FRAME_WIDTH 1180.0 /* 1200 px less the margins: a graph's full width */
 
@@ -200,6 +201,34 @@ static void test_empty(void)
 	free(svg);
 }
 
+/* xml__write_text on its own: what the SVG's names go through. */
+static void test_xml_text(void)
+{
+	static const struct {
+		const char *in;
+		size_t max;
+		const char *out;
+	} cases[] = {
+	    {"a<b>&\"'", 100, "a&lt;b&gt;&amp;&quot;&apos;"},
+	    {"tab\tnl\n\x7f", 100, "tab\\x09nl\\x0A\\x7F"},
+	    {"\xef\xbf\xbe\xef\xbf\xbf", 100, "\xef\xbf\xbd\xef\xbf\xbd"}, /* not XML chars */
+	    {"\xc0\xaf\xed\xa0\x80", 100,
+	     "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+	    {"caf\xc3\xa9s", 4, "caf..."}, /* never cut inside a sequence */
+	    {"caf\xc3\xa9s", 5, "caf\xc3\xa9..."},
+	    {NULL, 10, ""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = must(open_memstream(&buf, &len));
+		xml__write_text(f, cases[i].in, cases[i].max);
+		fclose(f);
+		CHECK_STR(buf, cases[i].out);
+		free(buf);
+	}
+}
+
 static void test_write_error(void)
 {
 	struct profile_model m;
@@ -238,6 +267,7 @@ int main(int argc, char **argv)
 	test_omitted();
 	test_deep();
 	test_empty();
+	test_xml_text();
 	test_write_error();
 	TEST_MAIN_END();
 }
