@@ -95,6 +95,43 @@ static void report_plan_problems(const struct trace_plan *plan, const struct mod
 			plan->nr_refused);
 }
 
+/* A target in a container: say which pid it knows itself by (outputs use host pids). */
+static void report_pid_namespace(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *first, *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		first = strchr(line, '\t');
+		last = strrchr(line, '\t');
+		if (first && last != first)
+			pr_info("trace: pid %d is pid %s in its PID namespace; outputs use host "
+				"pids\n",
+				(int)pid, last + 1);
+		break;
+	}
+	fclose(f);
+}
+
+/* Is the file held by fd still the executable of process pid? */
+static bool same_executable(int fd, pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static void attach_progress(uint32_t done, uint32_t total)
 {
 	fprintf(stderr, "\rasyncbpf: trace: attaching %u/%u probes...", done, total);
@@ -413,7 +450,7 @@ static int trace(const struct trace_args *a)
 	__u64 counters[COUNTER_COUNT] = {0};
 	char err[1024] = "", exe[PATH_MAX], proc_exe[64], output[PATH_MAX];
 	pid_t pid = a->pid, child = 0;
-	int pidfd = -1, go_fd = -1, status, r;
+	int pidfd = -1, go_fd = -1, exe_fd = -1, status, r;
 	uint64_t start, load_ns, attach_ns, detach_ns;
 	bool model_loaded = false, uretprobes;
 	enum stop_reason why;
@@ -439,12 +476,23 @@ static int trace(const struct trace_args *a)
 			return exit_code_from_errno(r);
 		}
 		spec.pid = pid;
+		report_pid_namespace(pid);
+		/* hold the executable: probes go on the file that was analyzed */
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
+		exe_fd = open(proc_exe, O_RDONLY | O_CLOEXEC);
 	}
 
 	status = load_model("trace", &spec, &m);
 	model_loaded = true;
 	if (status)
 		goto out;
+	if (!a->command && (exe_fd < 0 || !same_executable(exe_fd, pid))) {
+		pr_warn("trace: process %d executed another program while it was being analyzed: "
+			"run asyncbpf again\n",
+			(int)pid);
+		status = EXIT_NO_INPUT;
+		goto out;
+	}
 	print_warnings("trace", &m);
 	status = select_futures(a, &m, &sel);
 	if (status)
@@ -488,7 +536,8 @@ static int trace(const struct trace_args *a)
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		topts.path = exe;
 	} else {
-		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
+		/* the analyzed file, even if the process execs before we attach */
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/self/fd/%d", exe_fd);
 		topts.path = proc_exe;
 	}
 	topts.pid = pid;
@@ -545,7 +594,11 @@ static int trace(const struct trace_args *a)
 		pr_warn("trace: cannot start the command: %s\n", strerror(-r));
 
 	start = now_ns();
-	why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0);
+	/* an exec before on_exec was attached is seen here */
+	if (!a->command && !same_executable(exe_fd, pid))
+		why = STOP_EXEC;
+	else
+		why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0);
 	switch (why) {
 	case STOP_EXIT: pr_info("trace: the target exited\n"); break;
 	case STOP_EXEC:
@@ -637,6 +690,8 @@ out:
 		model__free(&m);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (exe_fd >= 0)
+		close(exe_fd);
 	return status;
 }
 
