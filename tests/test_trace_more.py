@@ -356,11 +356,11 @@ def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses):
 
 @needs_root
 def test_tiny_ringbuf_drops_are_counted(uprobes, tmp_path):
-    """--ringbuf-size 4K on 50,000 polls: records are dropped, counted, and the BPF
+    """--ringbuf-size 4K on 20,000 polls: records are dropped, counted, and the BPF
     side's count is still exact: bpf_records = received + dropped = the fixture's
     own poll count; every poll hit its entry and its exit probe."""
     handwritten = binary("debug", "handwritten")
-    polls = 50000
+    polls = 20000
     proc, paths, summary, records = traced(tmp_path, handwritten, "loop", polls,
                                            extra=("--ringbuf-size", "4K", "handwritten::Trivial"))
     assert proc.returncode == 0, util.describe(proc)
