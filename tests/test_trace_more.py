@@ -33,6 +33,14 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="asyncbpf trace loads 
 READY, PENDING, PANICKED, UNKNOWN, TRUNCATED, RUNNING = 0, 1, 2, 3, 4, 5
 
 
+def require_features(report, *names):
+    """Skip, saying why, when `asyncbpf check` (the `uprobes` fixture's report) says a
+    kernel feature this test needs does not work here."""
+    for name in names:
+        if report[name]["status"] != "ok":
+            pytest.skip(f"{name} unavailable: {report[name]['detail']}")
+
+
 def binary(profile, crate):
     path = util.fixture_binary(profile, crate)
     util.require_file(path, "the fixture", "run 'make fixtures'")
@@ -461,6 +469,7 @@ SMALL_SELECTION = ("handwritten::chain_task", "handwritten::middle", "handwritte
 
 @pytest.fixture(scope="module")
 def attach_runs(uprobes, tmp_path_factory):
+    require_features(uprobes, "uprobe", "uprobe_multi")  # one run of each
     handwritten = binary("debug", "handwritten")
     plain = untraced(handwritten)
     assert plain.returncode == 0, plain.stderr
@@ -539,6 +548,7 @@ def assert_handwritten_truth(truth, summary):
 def test_exits_uretprobe_on_unwinding_binary(uprobes, tmp_path):
     """--exits=uretprobe on a binary that can unwind: a WARNING naming the hazard, and
     (no panic in the default mode) the same ground truth as `ret` exits."""
+    require_features(uprobes, "uretprobe")
     handwritten = binary("debug", "handwritten")
     plain = untraced(handwritten)
     proc, paths, summary, records = traced(tmp_path, handwritten, extra=("--exits", "uretprobe"))
@@ -554,6 +564,7 @@ def test_exits_uretprobe_on_unwinding_binary(uprobes, tmp_path):
 def test_exits_auto_on_panic_abort_binary(uprobes, tmp_path):
     """bin/abort/handwritten (panic = "abort"): auto picks uretprobes, says why, and
     the ground truth is still exact."""
+    require_features(uprobes, "uretprobe")
     handwritten = util.FIXTURE_BIN / "abort" / "handwritten"
     util.require_file(handwritten, "the panic=abort fixture", "run 'make fixtures'")
     plain = untraced(handwritten)
