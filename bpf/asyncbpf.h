@@ -170,6 +170,7 @@ enum trace_counter {
 				 */
 	COUNTER_NO_STORAGE,	/* task storage could not be created */
 	COUNTER_BAD_SPEC,	/* a cookie out of range */
+	COUNTER_DROPPED,	/* records lost to a full ring buffer (all poll fns) */
 	COUNTER_COUNT,
 };
 

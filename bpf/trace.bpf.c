@@ -25,6 +25,8 @@ const volatile __u64 wakeup_bytes = 0;
 
 /* Set by user space once every probe is attached: half-attached sets stay silent. */
 __u32 trace_ready = 0;
+/* execs of the target seen (on_exec); user space stops tracing on one it did not start */
+__u32 exec_count = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -204,6 +206,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	if (!r) {
 		if (stats)
 			__sync_fetch_and_add(&stats->dropped, 1);
+		count(COUNTER_DROPPED);
 		return;
 	}
 	r->type = RECORD_POLL;
@@ -470,5 +473,17 @@ int dump_open(struct bpf_iter__task *ctx)
 	c.all = 1;
 	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
 	st->depth = c.depth;
+	return 0;
+}
+
+/*
+ * The target replaced its image: its new code has no probes (or, the same file
+ * again, probes on a process whose async stacks are gone). User space stops.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (p->tgid == target_tgid)
+		__sync_fetch_and_add(&exec_count, 1);
 	return 0;
 }

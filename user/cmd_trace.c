@@ -71,6 +71,67 @@ static bool choose_exits(const struct trace_args *a, const char *path)
 	return false;
 }
 
+/* One line per poll fn that is not (fully) probed: 10 unless -v, then the counts. */
+static void report_plan_problems(const struct trace_plan *plan, const struct model *m)
+{
+	uint32_t shown = 0;
+
+	for (uint32_t i = 0; i < plan->nr_problems; i++) {
+		const struct plan_problem *p = &plan->problems[i];
+
+		if (shown++ >= 10 && log_verbosity < 2)
+			continue;
+		pr_warn("trace: %s (file offset 0x%" PRIx64 "): %s\n", m->polls[p->poll].name,
+			p->file_offset, plan_problem__describe(p->kind));
+	}
+	if (shown > 10 && log_verbosity < 2)
+		pr_warn("trace: ... and %u more such sites (-v lists them all)\n", shown - 10);
+	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused ||
+	    plan->nr_unprobeable_exits)
+		pr_warn("trace: skipped %u poll functions without probeable exits and %u without "
+			"an entry site; %u exits cannot be probed; refused %u sites outside their "
+			"function\n",
+			plan->nr_no_exit, plan->nr_no_entry, plan->nr_unprobeable_exits,
+			plan->nr_refused);
+}
+
+/* A target in a container: say which pid it knows itself by (outputs use host pids). */
+static void report_pid_namespace(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *first, *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		first = strchr(line, '\t');
+		last = strrchr(line, '\t');
+		if (first && last != first)
+			pr_info("trace: pid %d is pid %s in its PID namespace; outputs use host "
+				"pids\n",
+				(int)pid, last + 1);
+		break;
+	}
+	fclose(f);
+}
+
+/* Is the file held by fd still the executable of process pid? */
+static bool same_executable(int fd, pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static void attach_progress(uint32_t done, uint32_t total)
 {
 	fprintf(stderr, "\rasyncbpf: trace: attaching %u/%u probes...", done, total);
@@ -297,41 +358,79 @@ static int write_summary_json(const char *path, struct trace_summary *s,
 	return EXIT_OK;
 }
 
-/* Poll the ring buffer (its epoll fd) and the target's pidfd until told to stop. */
-static void trace_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start,
-		       const struct trace_summary *sum)
+/* Why trace_loop returned. */
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_EXIT, STOP_EXEC, STOP_ERROR };
+
+/* The live status line (a terminal only): rates over the last second, drops loudly. */
+static void print_status(const struct tracer *t, const struct trace_summary *sum, uint64_t now,
+			 uint64_t start, uint64_t *last_ns, uint64_t *last_records,
+			 uint64_t *last_hits)
+{
+	__u64 c[COUNTER_COUNT];
+	double dt = (double)(now - *last_ns) / 1e9;
+
+	if (tracer__read_counters(t, c))
+		return;
+	fprintf(stderr,
+		"\r\033[Kasyncbpf: %.0f s  %" PRIu64 " polls  %.0f polls/s  %.0f probe hits/s  "
+		"%" PRIu64 " probes  %s%" PRIu64 " dropped%s",
+		(double)(now - start) / 1e9, sum->records,
+		(double)(sum->records - *last_records) / dt, (double)(c[COUNTER_HITS] - *last_hits) / dt,
+		t->probes_attached, c[COUNTER_DROPPED] ? "\033[1m" : "", (uint64_t)c[COUNTER_DROPPED],
+		c[COUNTER_DROPPED] ? "\033[0m" : "");
+	*last_ns = now;
+	*last_records = sum->records;
+	*last_hits = c[COUNTER_HITS];
+}
+
+/*
+ * Poll the ring buffer (its epoll fd) and the target's pidfd until told to stop:
+ * a signal, --duration, the target's exit, or an exec it did beyond `execs_expected`
+ * (launch mode: the launch itself).
+ */
+static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double duration,
+				   uint64_t start, const struct trace_summary *sum,
+				   const struct tracer *t, uint32_t execs_expected)
 {
 	struct pollfd fds[2] = {
 	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
 	    {.fd = pidfd, .events = POLLIN},
 	};
 	bool tty = isatty(STDERR_FILENO) && log_verbosity >= 1;
-	uint64_t last_status = start, last_records = 0;
+	uint64_t last_status = start, last_records = 0, last_hits = 0;
+	enum stop_reason why = STOP_SIGNAL;
+	bool printed = false;
 
 	while (!exiting) {
 		int n = poll(fds, 2, 100);
 
-		if (n < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR) {
+			why = STOP_ERROR;
 			break;
+		}
 		/* NO_WAKEUP records only show up by polling: consume every round */
 		ring_buffer__consume(rb);
 		if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			pr_info("trace: the target exited\n");
+			why = STOP_EXIT;
+			break;
+		}
+		if (tracer__exec_count(t) > execs_expected) {
+			why = STOP_EXEC;
 			break;
 		}
 		uint64_t now = now_ns();
-		if (duration > 0 && (double)(now - start) >= duration * 1e9)
+		if (duration > 0 && (double)(now - start) >= duration * 1e9) {
+			why = STOP_DURATION;
 			break;
+		}
 		if (tty && now - last_status >= 1000000000ull) {
-			fprintf(stderr, "\rasyncbpf: %" PRIu64 " polls, %.0f/s   ", sum->records,
-				(double)(sum->records - last_records) * 1e9 /
-				    (double)(now - last_status));
-			last_status = now;
-			last_records = sum->records;
+			print_status(t, sum, now, start, &last_status, &last_records, &last_hits);
+			printed = true;
 		}
 	}
-	if (tty && last_records)
+	if (tty && printed)
 		fputc('\n', stderr);
+	return why;
 }
 
 static int trace(const struct trace_args *a)
@@ -351,9 +450,10 @@ static int trace(const struct trace_args *a)
 	__u64 counters[COUNTER_COUNT] = {0};
 	char err[1024] = "", exe[PATH_MAX], proc_exe[64], output[PATH_MAX];
 	pid_t pid = a->pid, child = 0;
-	int pidfd = -1, go_fd = -1, status, r;
-	uint64_t start, attach_ns, detach_ns;
+	int pidfd = -1, go_fd = -1, exe_fd = -1, status, r;
+	uint64_t start, load_ns, attach_ns, detach_ns;
 	bool model_loaded = false, uretprobes;
+	enum stop_reason why;
 	struct sigaction sa = {.sa_handler = on_signal};
 
 	t.multi_fd = -1;
@@ -376,12 +476,23 @@ static int trace(const struct trace_args *a)
 			return exit_code_from_errno(r);
 		}
 		spec.pid = pid;
+		report_pid_namespace(pid);
+		/* hold the executable: probes go on the file that was analyzed */
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
+		exe_fd = open(proc_exe, O_RDONLY | O_CLOEXEC);
 	}
 
 	status = load_model("trace", &spec, &m);
 	model_loaded = true;
 	if (status)
 		goto out;
+	if (!a->command && (exe_fd < 0 || !same_executable(exe_fd, pid))) {
+		pr_warn("trace: process %d executed another program while it was being analyzed: "
+			"run asyncbpf again\n",
+			(int)pid);
+		status = EXIT_NO_INPUT;
+		goto out;
+	}
 	print_warnings("trace", &m);
 	status = select_futures(a, &m, &sel);
 	if (status)
@@ -412,15 +523,7 @@ static int trace(const struct trace_args *a)
 			"probes on `ret` and tail jumps, single-stepped, the expensive class; safe "
 			"with panics; no uretprobes)\n",
 			plan.nr_polls, plan.nr_entries, plan.nr_exits);
-	if (plan.nr_unprobeable_exits)
-		pr_warn("trace: %u exit sites the kernel cannot probe: polls leaving through them "
-			"show up as truncated\n",
-			plan.nr_unprobeable_exits);
-	if (plan.nr_no_exit || plan.nr_no_entry || plan.nr_refused)
-		pr_warn("trace: skipped %u poll functions without probeable exits, %u without an "
-			"entry site; refused %u sites outside their function\n",
-			plan.nr_no_exit, plan.nr_no_entry, plan.nr_refused);
-
+	report_plan_problems(&plan, &m);
 	if (a->command) {
 		child = launch__start_stopped("trace", exe, a->command, &go_fd);
 		if (child < 0) {
@@ -433,7 +536,8 @@ static int trace(const struct trace_args *a)
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		topts.path = exe;
 	} else {
-		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
+		/* the analyzed file, even if the process execs before we attach */
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/self/fd/%d", exe_fd);
 		topts.path = proc_exe;
 	}
 	topts.pid = pid;
@@ -459,8 +563,9 @@ static int trace(const struct trace_args *a)
 	consumer.folded = out.folded;
 	consumer.dot = out.dot;
 
-	attach_ns = now_ns();
+	load_ns = now_ns();
 	r = tracer__load(&t, &plan, &m, &topts, err, sizeof(err));
+	attach_ns = now_ns();
 	if (!r)
 		r = tracer__attach(&t, &plan, &topts, err, sizeof(err));
 	if (r) {
@@ -479,15 +584,32 @@ static int trace(const struct trace_args *a)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	tracer__set_ready(&t, true);
-	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s; "
-		"Ctrl-C stops\n",
+	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s "
+		"(BPF load and verification %.1f ms); Ctrl-C stops\n",
 		t.probes_attached, topts.path, (int)pid, (double)(now_ns() - attach_ns) / 1e6,
-		t.multi ? "one uprobe_multi link" : "perf-event links");
+		t.multi ? (t.multi_ret_fd >= 0 ? "two uprobe_multi links" : "one uprobe_multi link")
+			: "perf-event links",
+		(double)(attach_ns - load_ns) / 1e6);
 	if (go_fd >= 0 && (r = launch__go(&go_fd)))
 		pr_warn("trace: cannot start the command: %s\n", strerror(-r));
 
 	start = now_ns();
-	trace_loop(rb, pidfd, a->duration, start, &sum);
+	/* an exec before on_exec was attached is seen here */
+	if (!a->command && !same_executable(exe_fd, pid))
+		why = STOP_EXEC;
+	else
+		why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0);
+	switch (why) {
+	case STOP_EXIT: pr_info("trace: the target exited\n"); break;
+	case STOP_EXEC:
+		pr_info("trace: the target (pid %d) executed another program: its new image is "
+			"not traced; stopping\n",
+			(int)pid);
+		break;
+	case STOP_ERROR: pr_warn("trace: waiting for events failed: %s\n", strerror(errno)); break;
+	case STOP_SIGNAL:
+	case STOP_DURATION: break;
+	}
 	/* a second Ctrl-C from here on ends asyncbpf at once (the kernel drops the links) */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -537,7 +659,7 @@ static int trace(const struct trace_args *a)
 	if (child) {
 		int child_status;
 
-		if (!exiting && a->duration <= 0)
+		if (why == STOP_EXIT)
 			pr_debug("trace: collecting %s's exit status\n", exe);
 		else
 			pr_info("trace: tracing stopped; waiting for %s (pid %d) to exit\n", exe,
@@ -566,6 +688,8 @@ out:
 		model__free(&m);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (exe_fd >= 0)
+		close(exe_fd);
 	return status;
 }
 

@@ -103,7 +103,38 @@ static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint6
 	return 0;
 }
 
-static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll, bool uretprobes)
+const char *plan_problem__describe(uint32_t kind)
+{
+	switch (kind) {
+	case PLAN_NO_EXIT: return "no exit site the kernel can probe: not traced";
+	case PLAN_NO_ENTRY: return "no entry site the kernel can probe: not traced";
+	case PLAN_UNPROBEABLE_EXIT:
+		return "an exit the kernel cannot probe: polls leaving there end truncated";
+	case PLAN_REFUSED_SITE: return "a probe site outside the function: refused";
+	}
+	return "?";
+}
+
+static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
+			 uint64_t file_offset)
+{
+	struct plan_problem *p;
+
+	if (plan->nr_problems == plan->cap_problems) {
+		uint32_t cap = plan->cap_problems ? plan->cap_problems * 2 : 16;
+
+		p = realloc(plan->problems, cap * sizeof(*p));
+		if (!p)
+			return; /* the counts still say it */
+		plan->problems = p;
+		plan->cap_problems = cap;
+	}
+	plan->problems[plan->nr_problems++] =
+	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
+		     bool uretprobes)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 	struct poll_spec entry;
@@ -123,9 +154,9 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_kind = SPEC_SELF_STACK;
 			entry.self_sp_offset = pf->entry.self_sp_offset;
 		}
-	} else if (!pf->entry.valid && !pf->disasm_error) {
-		/* the analyzer found no probeable instruction at all */
+	} else if (!pf->entry.valid && !pf->disasm_error) {		/* the analyzer found no probeable instruction at all */
 		plan->nr_no_entry++;
+		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
 		return 0;
 	} else {
 		/* first instruction: self in the ABI's argument register */
@@ -148,21 +179,21 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		plan->nr_polls++;
 		return 0;
 	}
-	if (pf->disasm_error || !pf->nr_exits) {
-		/* no exit sites: polls would never end */
+	if (pf->disasm_error || !pf->nr_exits) {		/* no exit sites: polls would never end */
 		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	for (uint32_t i = 0; i < pf->nr_exits; i++) {
 		const struct exit_site *x = &pf->exits[i];
-		struct poll_spec exit;
-
-		if (!x->probeable) {
+		struct poll_spec exit;		if (!x->probeable) {
 			plan->nr_unprobeable_exits++;
+			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
 			continue;
 		}
 		if (!inside(pf, x->file_offset)) {
 			plan->nr_refused++;
+			plan_problem(plan, poll, PLAN_REFUSED_SITE, x->file_offset);
 			continue;
 		}
 		if (x->file_offset == entry_offset) {
@@ -175,10 +206,10 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		if (plan_add(plan, &exit, x->file_offset, false))
 			return -ENOMEM;
 		exits++;
-	}
-	if (!exits && !shared) {
+	}	if (!exits && !shared) {
 		plan->nr = first;
 		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	if (shared)
@@ -220,8 +251,8 @@ void trace_plan__free(struct trace_plan *plan)
 {
 	free(plan->specs);
 	free(plan->offsets);
-	free(plan->cookies);
-	free(plan->returns);
+	free(plan->cookies);	free(plan->returns);
+	free(plan->problems);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -377,8 +408,20 @@ static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 	return fd;
 }
 
-int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
-		   char *err, size_t errlen)
+/* Watch the target's execs (tp_btf): without it, an exec is noticed only at its exit. */
+static void attach_exec(struct tracer *t)
+{
+	if (t->exec_link)
+		return;
+	t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
+	if (!t->exec_link)
+		pr_warn("trace: cannot watch the target's execs (tp_btf/sched_process_exec: %s): "
+			"tracing will not stop when it runs another program\n",
+			strerror(errno));
+}
+
+static int attach_probes(struct tracer *t, const struct trace_plan *plan,
+			 const struct tracer_opts *o, char *err, size_t errlen)
 {
 	int fd = -ENODATA, r;
 
@@ -422,6 +465,23 @@ int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct
 	return attach_perf(t, plan, o, err, errlen);
 }
 
+int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		   char *err, size_t errlen)
+{
+	int r = attach_probes(t, plan, o, err, errlen);
+
+	if (!r)
+		attach_exec(t);
+	return r;
+}
+
+uint32_t tracer__exec_count(const struct tracer *t)
+{
+	if (!t->skel || !t->skel->bss)
+		return 0;
+	return __atomic_load_n(&t->skel->bss->exec_count, __ATOMIC_RELAXED);
+}
+
 void tracer__set_ready(struct tracer *t, bool ready)
 {
 	if (t->skel && t->skel->bss)
@@ -441,6 +501,8 @@ void tracer__detach(struct tracer *t)
 	}
 	for (uint32_t i = t->nr_links; i > 0; i--)
 		bpf_link__destroy(t->links[i - 1]);
+	bpf_link__destroy(t->exec_link);
+	t->exec_link = NULL;
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;
@@ -485,6 +547,28 @@ int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen)
 int tracer__ringbuf_fd(const struct tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.trace_events);
+}
+
+int tracer__read_counters(const struct tracer *t, __u64 *counters)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *values;
+	__u32 zero = 0;
+	int r = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values))
+		r = -errno;
+	for (int c = 0; !r && c < ncpu; c++)
+		for (int k = 0; k < COUNTER_COUNT; k++)
+			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
+	free(values);
+	return r;
 }
 
 int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters)

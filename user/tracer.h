@@ -42,9 +42,27 @@ struct trace_plan {
 	uint32_t nr_entries, nr_exits; /* probe sites of each kind */
 	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
-	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
-	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
+	uint32_t nr_problems, cap_problems;
 };
+
+/* Why a selected poll fn is not (fully) probed: reported per symbol. */
+enum plan_problem_kind {
+	PLAN_NO_EXIT,	       /* no probeable exit site: skipped */
+	PLAN_NO_ENTRY,	       /* no probeable entry site: skipped */
+	PLAN_UNPROBEABLE_EXIT, /* an exit the kernel refuses: polls leaving there end truncated */
+	PLAN_REFUSED_SITE,     /* a site outside the function: not probed */
+};
+
+struct plan_problem {
+	uint32_t poll; /* model index */
+	uint32_t kind; /* enum plan_problem_kind */
+	uint64_t file_offset;
+};
+
+/* "no probeable exit", ...: for messages. */
+const char *plan_problem__describe(uint32_t kind);
 
 /*
  * One entry probe per selected future's out-of-line poll fns (the analyzer's entry
@@ -69,6 +87,7 @@ struct tracer {
 	int multi_fd;		 /* the uprobe_multi link, or -1 */
 	int multi_ret_fd;	 /* the uprobe_multi link of the uretprobes, or -1 */
 	struct bpf_link **links; /* fallback: one perf-event link per probe */
+	struct bpf_link *exec_link; /* on_exec, NULL when exec cannot be watched */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -109,6 +128,10 @@ void tracer__detach(struct tracer *t);
  * RESULT_OPEN record (a task iterator scoped to pid). 0 or -errno (err filled).
  */
 int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen);
+/* Execs of the target since attach (on_exec; 0 when they cannot be watched). */
+uint32_t tracer__exec_count(const struct tracer *t);
+/* The global counters (COUNTER_*), summed over CPUs; cheap enough for a status line. */
+int tracer__read_counters(const struct tracer *t, __u64 *counters);
 /* File descriptor of the ring buffer map. */
 int tracer__ringbuf_fd(const struct tracer *t);
 /*
