@@ -25,7 +25,7 @@ import pytest
 
 import util
 from test_trace import check_pftrace, fixture_name, ground_truth, load_summary, run_traced, untraced
-from test_trace import uprobes  # noqa: F401 (the module's skip-unless-the-kernel-can fixture)
+from test_trace import uprobes  # noqa: F401  (the skip-with-reason fixture)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="asyncbpf trace loads BPF programs: run the suite as root")
 
@@ -577,6 +577,40 @@ def test_exits_auto_on_panic_abort_binary(uprobes, tmp_path):
     assert "WARNING" not in proc.stderr, proc.stderr
     assert_handwritten_truth(ground_truth(plain.stdout), summary)
     assert_balanced(records)
+
+
+@needs_root
+def test_exits_uretprobe_deep_recursion(uprobes, tmp_path, analyses):
+    """uretprobes past the kernel's nesting limit (64 pending return instances per
+    thread, ARCHITECTURE.md) are silently not installed. On `deep 100` of the
+    panic=abort build (auto: uretprobes) nothing unwinds, so no frame may come out
+    truncated, every level that is traced must be exact (Ready = completions), and a
+    level that cannot be traced must be counted (stack_overflow), not misreported."""
+    require_features(uprobes, "uretprobe")
+    handwritten = util.FIXTURE_BIN / "abort" / "handwritten"
+    util.require_file(handwritten, "the panic=abort fixture", "run 'make fixtures'")
+    plain = untraced(handwritten, "deep", 100)
+    assert plain.returncode == 0, plain.stderr
+    truth = ground_truth(plain.stdout)
+    proc, paths, summary, records = traced(tmp_path, handwritten, "deep", 100)
+    assert proc.returncode == 0 and proc.stdout == plain.stdout, util.describe(proc)
+    assert "exit mode uretprobe" in proc.stderr, proc.stderr
+    totals = summary["totals"]
+    results = Counter(r["result"] for r in records)
+    assert totals["truncated"] == 0 and results[TRUNCATED] == 0, (
+        f"{totals['truncated']} frames truncated although nothing unwound (uretprobes past the nesting "
+        f"limit?): {totals}")
+    names = record_names(analyses.get("abort", "handwritten").model, "handwritten")
+    ready_per_depth, depths = Counter(), set()
+    for r in records:
+        if names.get(r["future"]) == "deep":
+            depths.add(r["depth"])
+            ready_per_depth[r["depth"]] += r["result"] == READY
+    for i, level in enumerate(truth["levels"]):
+        if i + 1 in depths:
+            assert ready_per_depth[i + 1] == level["completions"], (i, ready_per_depth[i + 1], level)
+    if len(depths) < len(truth["levels"]):
+        assert totals["stack_overflow"] > 0, (sorted(depths), totals)
 
 
 @needs_root
