@@ -363,32 +363,53 @@ def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses):
 # ---------------------------------------------------------------------------
 
 
-@needs_root
-def test_tiny_ringbuf_drops_are_counted(uprobes, tmp_path):
-    """--ringbuf-size 4K on 20,000 polls: records are dropped, counted, and the BPF
-    side's count is still exact: bpf_records = received + dropped = the fixture's
-    own poll count; every poll hit its entry and its exit probe."""
+OVERFLOW_POLLS = 20000
+
+
+@pytest.fixture(scope="module")
+def overflow_run(uprobes, tmp_path_factory):
+    """--ringbuf-size 4K (the minimum) on `handwritten loop 20000`, Trivial only."""
     handwritten = binary("debug", "handwritten")
-    polls = 20000
-    proc, paths, summary, records = traced(tmp_path, handwritten, "loop", polls,
+    tmp = tmp_path_factory.mktemp("overflow")
+    proc, paths, summary, records = traced(tmp, handwritten, "loop", OVERFLOW_POLLS,
                                            extra=("--ringbuf-size", "4K", "handwritten::Trivial"))
     assert proc.returncode == 0, util.describe(proc)
     truth = ground_truth(proc.stdout)
-    assert truth["futures"]["Trivial"]["polls"] == polls
+    assert truth["futures"]["Trivial"]["polls"] == OVERFLOW_POLLS
+    return proc, paths, summary, records
+
+
+@needs_root
+def test_tiny_ringbuf_drops_are_counted(overflow_run):
+    """Records are dropped and counted, and the BPF side's count is still exact:
+    bpf_records = received + dropped = the fixture's own poll count; every poll hit
+    its entry and its exit probe; every output says how many were dropped."""
+    proc, paths, summary, records = overflow_run
     totals = summary["totals"]
     assert totals["dropped"] > 0, f"4 KiB never filled: {totals}"
     assert totals["bpf_records"] == totals["records"] + totals["dropped"], totals
-    assert totals["bpf_records"] == polls, totals
-    assert totals["probe_hits"] == 2 * polls, totals
+    assert totals["bpf_records"] == OVERFLOW_POLLS, totals
+    assert totals["probe_hits"] == 2 * OVERFLOW_POLLS, totals
     assert totals["records"] == len(records)
+    assert all(r["future"] == records[0]["future"] and r["result"] == PENDING for r in records)
     assert "DROPPED" in proc.stderr, proc.stderr
-    trivial = [e for e in summary["futures"] if e["path"] == "handwritten::Trivial"]
-    assert len(trivial) == 1 and trivial[0]["polls"] == totals["records"], summary["futures"]
     with open(paths["chrome"], encoding="utf-8") as f:
         doc = json.load(f)
     assert doc["otherData"]["dropped"] == totals["dropped"], doc["otherData"]
     assert len([e for e in doc["traceEvents"] if e.get("ph") == "X"]) == totals["records"]
     check_pftrace(paths["pftrace"])
+
+
+@needs_root
+def test_tiny_ringbuf_summary_counts_exact(overflow_run):
+    """docs/tracing.md (Limits, Outputs): "The summary's counts come from the BPF
+    statistics and stay exact": Trivial's polls in the summary are the fixture's own
+    count even though records were dropped."""
+    proc, paths, summary, records = overflow_run
+    trivial = [e for e in summary["futures"] if e["path"] == "handwritten::Trivial"]
+    assert len(trivial) == 1, summary["futures"]
+    assert trivial[0]["polls"] == OVERFLOW_POLLS, (trivial[0], summary["totals"])
+    assert trivial[0]["ready"] == 0, trivial[0]  # the fixture: Trivial never Ready
 
 
 # ---------------------------------------------------------------------------
