@@ -313,12 +313,18 @@ def test_cancelled_futures_never_ready(uprobes, tmp_path, analyses):
 
 
 @needs_root
-def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses):
+@pytest.mark.parametrize("profile", ["debug", "abort"])
+def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses, profile):
     """`handwritten block 2500`: sleepy_leaf's second poll blocks 2.5 s three frames
     deep; --duration 1 stops tracing during it. The blocked poll and its two ancestors
     come out with result running, ending at the stop; the target then finishes as if
-    untraced."""
-    handwritten = binary("debug", "handwritten")
+    untraced. On the panic=abort build (auto: uretprobes) the three blocked frames'
+    return addresses are hijacked when the probes are detached: they must still
+    return normally."""
+    if profile == "abort":
+        require_features(uprobes, "uretprobe")
+    handwritten = util.FIXTURE_BIN / profile / "handwritten"
+    util.require_file(handwritten, "the fixture", "run 'make fixtures'")
     ms, duration = 2500, 1
     plain_proc = subprocess.Popen([str(handwritten), "block", str(ms)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)  # concurrently: it mostly sleeps
@@ -329,6 +335,7 @@ def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses):
     assert plain_proc.returncode == 0, plain_err
     assert proc.returncode == 0, util.describe(proc)
     assert proc.stdout == plain_out, util.describe(proc)  # it went on and completed untraced
+    assert ("exit mode uretprobe" if profile == "abort" else "exit mode ret") in proc.stderr, proc.stderr
     truth = ground_truth(plain_out)
     assert truth["async_fns"]["sleepy_leaf"]["completions"] == 1
 
@@ -336,7 +343,7 @@ def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses):
     assert_clean_totals(totals)
     assert totals["records"] == len(records)
     assert_balanced(records)
-    names = record_names(analyses.get("debug", "handwritten").model, "handwritten")
+    names = record_names(analyses.get(profile, "handwritten").model, "handwritten")
     running = sorted((r for r in records if r["result"] == RUNNING), key=lambda r: r["depth"])
     assert [(names.get(r["future"]), r["depth"]) for r in running] == [
         ("sleeper_task", 0), ("sleepy_middle", 1), ("sleepy_leaf", 2)], running
