@@ -224,6 +224,70 @@ def test_tokio_mt_load(uprobes, tmp_path, analyses, load_untraced, profile):
     check_pftrace(paths["pftrace"])
 
 
+@pytest.fixture(scope="module")
+def tokio_default_runs(uprobes, tmp_path_factory):
+    """`tokio_mt` (default mode) untraced and traced, per profile, RUST_BACKTRACE=0."""
+    cache = {}
+
+    def get(profile):
+        if profile not in cache:
+            exe = binary(profile, "tokio_mt")
+            plain = untraced_env(exe)
+            assert plain.returncode == 0, plain.stderr
+            tmp = tmp_path_factory.mktemp(f"tokio-{profile}")
+            cache[profile] = (plain, *traced(tmp, exe, env={"RUST_BACKTRACE": "0"}))
+        return cache[profile]
+
+    return get
+
+
+@needs_root
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_tokio_mt_panic_and_cancel_keep_behaviour(tokio_default_runs, profile):
+    """tokio catches the panic of the spawned `explode`: traced, the program prints
+    and exits as untraced (the uretprobe hazard guard, on tokio), the cancelled
+    futures (`slow`, dropped by select!; `never_finishes`, dropped by timeout) and
+    `explode` are never Ready."""
+    plain, proc, paths, summary, records = tokio_default_runs(profile)
+    assert proc.returncode == plain.returncode == 0, util.describe(proc)
+    assert proc.stdout == plain.stdout, util.describe(proc)
+    # the fixture says what happened: explode panicked, fast won, the timeout fired
+    assert "tokio_mt: task panicked (expected)" in plain.stdout
+    assert "select=1 timed_out=true" in plain.stdout
+    assert "explode: deliberate panic" in proc.stderr
+    assert "fatal runtime error" not in proc.stderr and "failed to initiate panic" not in proc.stderr
+    totals = summary["totals"]
+    assert totals["dropped"] == 0 and totals["unmatched_exits"] == 0 and totals["stack_overflow"] == 0, totals
+    for entry in summary["futures"]:
+        name = util.caller_name({"path": entry["path"], "kind": entry["kind"], "name": entry["name"]}, "tokio_mt")
+        if name in ("slow", "never_finishes", "explode"):
+            assert entry["ready"] == 0, entry
+    ready = Counter(r["future"] for r in records if r["result"] == READY)
+    assert sum(ready.values()) > 0
+
+
+@needs_root
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_tokio_mt_panicking_poll_is_reported(tokio_default_runs, analyses, profile):
+    """`explode`'s second poll panics (the fixture prints that its JoinHandle saw the
+    panic): that poll must show up, as panicked or truncated, in the summary and in
+    --records, even though the worker thread that ran it polls nothing else before the
+    runtime shuts down."""
+    plain, proc, paths, summary, records = tokio_default_runs(profile)
+    assert "tokio_mt: task panicked (expected)" in plain.stdout
+    model = analyses.get(profile, "tokio_mt").model
+    names = record_names(model, "tokio_mt")
+    explode = [f for f in model.futures if names.get(f["id"]) == "explode"]
+    assert len(explode) == 1
+    if not [p for p in explode[0]["polls"] if not model.polls[p]["inlined_only"]]:
+        assert explode[0]["inlined_only"]
+        return  # nothing to probe in this build; reported as inlined only
+    mine = [r for r in records if r["future"] == explode[0]["id"]]
+    # yield_now: Pending at the first poll; the second one panics
+    assert [r for r in mine if r["result"] in (PANICKED, TRUNCATED)], (
+        f"explode's panicking poll is missing: its records are {mine}")
+
+
 # ---------------------------------------------------------------------------
 # 100-deep recursion
 # ---------------------------------------------------------------------------
