@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """asyncbpf trace under harder conditions, end to end as root (docs/tracing.md, "Tests";
-issue 4 §5): tokio multi-thread under load, 100-deep recursion, cancelled futures,
-polls still running at stop, a forced ring-buffer overflow, release builds, the
-perf-event attach fallback, the exit modes, `-p` on tokio/async-std/smol, the probe
-limit.
+issue 4 §5): tokio multi-thread under load, a panicking tokio task, 100-deep
+recursion, cancelled futures, polls still running at stop, a forced ring-buffer
+overflow, release builds, the perf-event attach fallback, the exit modes (and the
+uretprobe nesting limit), `-p` on tokio/async-std/smol, the probe limit.
 
 Expected values come from the fixtures: the JSON line `handwritten` and `tokio_mt
 load` print about themselves (their own poll, start and completion counts), their
@@ -111,7 +111,7 @@ def assert_balanced(records):
     record at depth d - 1 on the same thread whose (self, poll) is its (parent_self,
     parent_poll), with the same task; a depth-0 record is its own task. Nothing was
     truncated."""
-    frames = defaultdict(list)  # (tid, depth, self, poll) -> [(start, end, record)]
+    frames = defaultdict(list)  # (tid, depth, self, poll) -> [record]
     for r in records:
         assert r["result"] != TRUNCATED, f"truncated frame: {r}"
         assert r["end_ns"] >= r["start_ns"], r
