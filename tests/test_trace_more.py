@@ -330,6 +330,45 @@ def test_deep_recursion(uprobes, tmp_path, analyses):
     assert by_name["deep_task"]["polls"] == truth["executor"]["root_polls"]
 
 
+def trace_max_depth():
+    """TRACE_MAX_DEPTH, read from bpf/asyncbpf.h (the limit the docs state)."""
+    text = (util.REPO / "bpf" / "asyncbpf.h").read_text(encoding="utf-8")
+    m = re.search(r"^#define TRACE_MAX_DEPTH (\d+)", text, re.M)
+    assert m, "TRACE_MAX_DEPTH is not defined in bpf/asyncbpf.h"
+    return int(m.group(1))
+
+
+@needs_root
+def test_recursion_past_the_depth_limit(uprobes, tmp_path, analyses):
+    """deep N with N + 3 frames > TRACE_MAX_DEPTH: every frame up to the limit is
+    traced exactly (Ready per level = completions), deeper polls are not traced but
+    counted (stack_overflow; each one's exit then finds no frame: unmatched), nothing
+    is truncated or misattributed."""
+    limit = trace_max_depth()
+    n = limit + 2  # levels 0..n at depths 1..n + 1, their YieldNows one deeper
+    handwritten = binary("debug", "handwritten")
+    plain = untraced(handwritten, "deep", n)
+    truth = ground_truth(plain.stdout)
+    proc, paths, summary, records = traced(tmp_path, handwritten, "deep", n)
+    assert proc.returncode == 0 and proc.stdout == plain.stdout, util.describe(proc)
+    totals = summary["totals"]
+    assert totals["dropped"] == totals["truncated"] == 0, totals
+    assert totals["stack_overflow"] > 0, totals
+    assert totals["unmatched_exits"] == totals["stack_overflow"], totals
+    assert max(r["depth"] for r in records) == limit - 1
+    assert_balanced(records)
+    names = record_names(analyses.get("debug", "handwritten").model, "handwritten")
+    ready_per_depth = Counter(r["depth"] for r in records if names.get(r["future"]) == "deep" and r["result"] == READY)
+    for i, level in enumerate(truth["levels"]):
+        if i + 1 < limit:
+            assert ready_per_depth[i + 1] == level["completions"], (i, ready_per_depth[i + 1], level)
+    # YieldNow of level i runs at depth i + 2: those of levels >= limit - 2 are too deep
+    yields = [r for r in records if names.get(r["future"]) == "YieldNow"]
+    too_deep = sum(2 for i in range(len(truth["levels"])) if i + 2 >= limit)
+    assert len(yields) == truth["futures"]["YieldNow"]["polls"] - too_deep, (len(yields), too_deep)
+    assert "WARNING" in proc.stderr and str(totals["stack_overflow"]) in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------------------
 # Cancelled futures
 # ---------------------------------------------------------------------------
