@@ -630,6 +630,8 @@ static int trace(const struct trace_args *a)
 			totals.totals.truncated += stats[p].truncated;
 			totals.bpf_records += stats[p].records;
 		}
+		if (trace_summary__set_bpf_stats(&sum, stats, t.nr_polls))
+			pr_warn("trace: out of memory: the summary ignores the BPF histograms\n");
 	} else {
 		pr_warn("trace: cannot read the BPF statistics\n");
 	}

@@ -21,6 +21,7 @@
 #include "selection.h"
 #include "trace_event.h"
 #include "trace_outputs.h"
+#include "trace_summary.h"
 
 /* ---- probe plan (pure: unit-testable without root) ---- */
 
@@ -141,35 +142,7 @@ int tracer__ringbuf_fd(const struct tracer *t);
 int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters);
 void tracer__free(struct tracer *t);
 
-/* ---- summary (per poll function of the model) ---- */
-
-struct poll_summary {
-	uint64_t counts[POLL_RESULT_COUNT]; /* by enum poll_result */
-	uint64_t polls;
-	uint64_t busy_ns;
-	uint64_t *durations; /* every poll's duration, for percentiles */
-	uint64_t nr_durations, cap_durations;
-};
-
-struct trace_summary {
-	const struct model *m;
-	struct poll_summary *polls; /* indexed like m->polls */
-	uint64_t records, bad_records, first_ns, last_ns;
-	bool oom; /* a duration could not be stored: percentiles are approximate */
-};
-
-int trace_summary__init(struct trace_summary *s, const struct model *m);
-void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
-/* Extra numbers printed with the totals (from the BPF side). */
-struct trace_run_totals {
-	struct trace_totals totals;
-	uint64_t unprobeable_exits, unmatched_exits, stack_overflow, no_storage, bpf_records;
-	uint64_t hits;
-};
-void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out);
-/* The summary as JSON (docs/tracing.md). 0 or -errno. */
-int trace_summary__write_json(struct trace_summary *s, const struct trace_run_totals *t, FILE *out);
-void trace_summary__free(struct trace_summary *s);
+/* ---- summary: trace_summary.h ---- */
 
 /* ---- consumer ---- */
 
