@@ -445,6 +445,10 @@ def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses, prof
     totals = summary["totals"]
     assert_clean_totals(totals)
     assert totals["records"] == len(records)
+    assert totals["running_at_stop"] == 3, totals
+    by_name = by_fixture_name(summary)
+    for name in ("sleeper_task", "sleepy_middle", "sleepy_leaf"):
+        assert by_name[name]["running"] == 1 and by_name[name]["ready"] == 0, by_name[name]
     assert_balanced(records)
     names = record_names(analyses.get(profile, "handwritten").model, "handwritten")
     running = sorted((r for r in records if r["result"] == RUNNING), key=lambda r: r["depth"])
@@ -512,14 +516,22 @@ def test_tiny_ringbuf_drops_are_counted(overflow_run):
 
 @needs_root
 def test_tiny_ringbuf_summary_counts_exact(overflow_run):
-    """docs/tracing.md (Limits, Outputs): "The summary's counts come from the BPF
-    statistics and stay exact": Trivial's polls in the summary are the fixture's own
-    count even though records were dropped."""
+    """The summary keeps the BPF side's exact count per poll fn (docs/tracing.md,
+    --summary-json: `.bpf_records`, `.dropped`, `.hist_log2_ns`): Trivial's BPF
+    records and histogram total = the fixture's own poll count although records were
+    dropped; `.polls` counts the records received; percentiles say they are
+    approximate."""
     proc, paths, summary, records = overflow_run
+    totals = summary["totals"]
     trivial = [e for e in summary["futures"] if e["path"] == "handwritten::Trivial"]
     assert len(trivial) == 1, summary["futures"]
-    assert trivial[0]["polls"] == OVERFLOW_POLLS, (trivial[0], summary["totals"])
-    assert trivial[0]["ready"] == 0, trivial[0]  # the fixture: Trivial never Ready
+    entry = trivial[0]
+    assert entry["bpf_records"] == OVERFLOW_POLLS, entry
+    assert entry["dropped"] == totals["dropped"] > 0, (entry, totals)
+    assert entry["polls"] == totals["records"] == OVERFLOW_POLLS - entry["dropped"], (entry, totals)
+    assert entry["ready"] == 0, entry  # the fixture: Trivial never Ready
+    assert sum(count for _, count in entry["hist_log2_ns"]) == OVERFLOW_POLLS, entry["hist_log2_ns"]
+    assert entry["percentiles_from"] == "histogram", entry
 
 
 # ---------------------------------------------------------------------------
