@@ -408,6 +408,17 @@ def test_cancelled_futures_never_ready(uprobes, tmp_path, analyses):
         got = by_name[name]["polls"] if name in by_name else 0
         assert got == counts["polls"], (name, got, counts)
     assert by_name["race_task"]["polls"] + by_name["abandoned_task"]["polls"] == truth["executor"]["root_polls"]
+    # listed as pending at the end, suspended at the await the source marks (each
+    # cancelled one sits at its first and only await); the completed ones are not
+    source = (util.FIXTURES / "handwritten" / "src" / "main.rs").read_text(encoding="utf-8").splitlines()
+    marker = {c: next(i + 1 for i, line in enumerate(source) if f"// AWAIT {c}->" in line) for c in cancelled}
+    groups = {g["name"].split("::")[-1]: g for g in summary["pending_at_end"]["groups"] if g["state"] == "pending"}
+    for name in cancelled:
+        g = groups.get(name)
+        assert g, f"{name} is not listed as pending at the end: {summary['pending_at_end']}"
+        assert (g["await_index"], g["line"], g["count"]) == (0, marker[name], 1), g
+        assert g["file"].endswith("handwritten/src/main.rs"), g
+    assert not {"quick", "race_task"} & set(groups), groups
 
 
 # ---------------------------------------------------------------------------
