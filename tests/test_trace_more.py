@@ -221,6 +221,16 @@ def test_tokio_mt_load(uprobes, tmp_path, analyses, load_untraced, profile):
     names = record_names(model, "tokio_mt")
     workers = {r["tid"] for r in records if names.get(r["future"]) == "load_task"}
     assert len(workers) >= 2, workers
+    # the summary's tasks: the 64 spawned load_tasks, and `load` (block_on's future)
+    # where its poll is out of line; every one completed
+    load = [f for f in model.futures if names.get(f["id"]) == "load"]
+    want = Counter({"tokio_mt::load_task": truth["spawned"]})
+    if [p for p in load[0]["polls"] if not model.polls[p]["inlined_only"]]:
+        want["tokio_mt::load"] = 1
+    tasks = summary["tasks"]
+    assert Counter(t["name"] for t in tasks["list"]) == want, Counter(t["name"] for t in tasks["list"])
+    assert tasks["count"] == tasks["completed"] == sum(want.values()), {k: tasks[k] for k in tasks if k != "list"}
+    assert all(t["completed"] for t in tasks["list"])
     check_pftrace(paths["pftrace"])
 
 
