@@ -337,6 +337,7 @@ def test_deep_recursion(uprobes, tmp_path, analyses):
     assert max(r["depth"] for r in yields) == len(levels) + 1
     by_name = by_fixture_name(summary)
     assert by_name["deep"]["ready"] == truth["async_fns"]["deep"]["completions"]
+    assert by_name["deep"]["lifetimes"] == truth["async_fns"]["deep"]["completions"], by_name["deep"]
     assert by_name["deep_task"]["polls"] == truth["executor"]["root_polls"]
 
 
@@ -705,6 +706,9 @@ def assert_handwritten_truth(truth, summary):
         assert entry["ready"] == counts["completions"], (name, entry, counts)
         assert entry["panicked"] == entry["truncated"] == entry["unknown"] == 0, entry
         assert entry["polls"] == entry["ready"] + entry["pending"] >= counts["starts"], entry
+        # every instance started and finished while traced: one lifetime per completion
+        assert entry["lifetimes"] == counts["completions"], (name, entry, counts)
+        assert entry["lifetimes_started_before"] == 0, entry
     for task in truth["executor"]["tasks"]:
         assert by_name[task["name"]]["polls"] == task["root_polls"], (task, by_name[task["name"]])
 
