@@ -134,6 +134,64 @@ def untraced_env(*command, timeout=60):
     return subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout, env=env)
 
 
+LIBC = ctypes.CDLL(None, use_errno=True)
+PTRACE_TRACEME, PTRACE_DETACH = 0, 17
+
+
+def _traceme():
+    if LIBC.ptrace(PTRACE_TRACEME, 0, None, None) != 0:
+        os._exit(126)
+
+
+def start_at_exec(*command):
+    """Start command stopped at its exec (PTRACE_TRACEME: the kernel stops it with
+    SIGTRAP before its first instruction), so that even a program that runs for 50 ms
+    can be traced with -p from its start. resume() lets it go."""
+    proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_traceme, env=dict(os.environ, RUST_BACKTRACE="0"))
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status) and os.WSTOPSIG(status) == signal.SIGTRAP, status
+    return proc
+
+
+def resume(proc):
+    if LIBC.ptrace(PTRACE_DETACH, proc.pid, None, None) != 0:
+        raise OSError(ctypes.get_errno(), "ptrace(PTRACE_DETACH)")
+
+
+def trace_pid(tmp_path, pid, *extra):
+    """Start `asyncbpf trace -p PID`; returns (Popen, paths) once its probes are live."""
+    paths = {"pftrace": tmp_path / "p.pftrace", "summary": tmp_path / "p.json", "records": tmp_path / "p.jsonl"}
+    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "-p", str(pid), "-o", str(paths["pftrace"]),
+                               "--summary-json", str(paths["summary"]), "--records", str(paths["records"]),
+                               *[str(e) for e in extra]],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
+    err = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = tracer.stderr.readline()
+        if not line:
+            break
+        err.append(line)
+        if "trace: attached" in line:
+            return tracer, paths, err
+    tracer.kill()
+    out, rest = tracer.communicate()
+    pytest.fail(f"asyncbpf -p {pid} never attached:\n{''.join(err)}{rest}")
+
+
+def finish_tracer(tracer, err, timeout=60):
+    out, rest = tracer.communicate(timeout=timeout)
+    proc = subprocess.CompletedProcess(tracer.args, tracer.returncode, out, "".join(err) + rest)
+    util.assert_no_sanitizer_report(proc)
+    return proc
+
+
+def source_async_fns(crate):
+    text = (util.FIXTURES / crate / "src" / "main.rs").read_text(encoding="utf-8")
+    return {m.group(1) for m in re.finditer(r"^\s*(?:pub\s+)?async fn (\w+)", text, re.M)}
+
+
 # ---------------------------------------------------------------------------
 # tokio multi-thread under load
 # ---------------------------------------------------------------------------
@@ -504,15 +562,37 @@ OVERFLOW_POLLS = 20000
 
 @pytest.fixture(scope="module")
 def overflow_run(uprobes, tmp_path_factory):
-    """--ringbuf-size 4K (the minimum) on `handwritten loop 20000`, Trivial only."""
+    """--ringbuf-size 4K (the minimum) on `handwritten loop 20000`, Trivial only, with
+    the consumer stopped (SIGSTOP) while the target runs: the buffer must overflow,
+    however fast this machine drains it. -p on the target held at its exec, so that
+    every poll happens while the probes are live."""
     handwritten = binary("debug", "handwritten")
     tmp = tmp_path_factory.mktemp("overflow")
-    proc, paths, summary, records = traced(tmp, handwritten, "loop", OVERFLOW_POLLS,
-                                           extra=("--ringbuf-size", "4K", "handwritten::Trivial"))
-    assert proc.returncode == 0, util.describe(proc)
-    truth = ground_truth(proc.stdout)
+    chrome = tmp / "p.chrome.json"
+    target = start_at_exec(handwritten, "loop", OVERFLOW_POLLS)
+    tracer = proc = None
+    try:
+        tracer, paths, err = trace_pid(tmp, target.pid, "--ringbuf-size", "4K", "--chrome", chrome,
+                                       "handwritten::Trivial")
+        tracer.send_signal(signal.SIGSTOP)
+        resume(target)
+        out, target_err = target.communicate(timeout=120)
+        tracer.send_signal(signal.SIGCONT)
+        proc = finish_tracer(tracer, err)
+    finally:
+        if tracer is not None and tracer.poll() is None and proc is None:
+            tracer.send_signal(signal.SIGCONT)
+            tracer.kill()
+            tracer.wait()
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+    assert target.returncode == 0, target_err
+    assert proc.returncode == util.EXIT_OK, util.describe(proc)
+    truth = ground_truth(out)
     assert truth["futures"]["Trivial"]["polls"] == OVERFLOW_POLLS
-    return proc, paths, summary, records
+    paths["chrome"] = chrome
+    return proc, paths, load_summary(paths), load_records(paths["records"])
 
 
 @needs_root
@@ -802,64 +882,6 @@ def test_exits_auto_never_uretprobes_when_unwinding(uprobes, tmp_path):
 # ---------------------------------------------------------------------------
 # -p on tokio, async-std and smol
 # ---------------------------------------------------------------------------
-
-LIBC = ctypes.CDLL(None, use_errno=True)
-PTRACE_TRACEME, PTRACE_DETACH = 0, 17
-
-
-def _traceme():
-    if LIBC.ptrace(PTRACE_TRACEME, 0, None, None) != 0:
-        os._exit(126)
-
-
-def start_at_exec(*command):
-    """Start command stopped at its exec (PTRACE_TRACEME: the kernel stops it with
-    SIGTRAP before its first instruction), so that even a program that runs for 50 ms
-    can be traced with -p from its start. resume() lets it go."""
-    proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_traceme, env=dict(os.environ, RUST_BACKTRACE="0"))
-    _, status = os.waitpid(proc.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status) and os.WSTOPSIG(status) == signal.SIGTRAP, status
-    return proc
-
-
-def resume(proc):
-    if LIBC.ptrace(PTRACE_DETACH, proc.pid, None, None) != 0:
-        raise OSError(ctypes.get_errno(), "ptrace(PTRACE_DETACH)")
-
-
-def trace_pid(tmp_path, pid, *extra):
-    """Start `asyncbpf trace -p PID`; returns (Popen, paths) once its probes are live."""
-    paths = {"pftrace": tmp_path / "p.pftrace", "summary": tmp_path / "p.json", "records": tmp_path / "p.jsonl"}
-    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "-p", str(pid), "-o", str(paths["pftrace"]),
-                               "--summary-json", str(paths["summary"]), "--records", str(paths["records"]),
-                               *[str(e) for e in extra]],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
-    err = []
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        line = tracer.stderr.readline()
-        if not line:
-            break
-        err.append(line)
-        if "trace: attached" in line:
-            return tracer, paths, err
-    tracer.kill()
-    out, rest = tracer.communicate()
-    pytest.fail(f"asyncbpf -p {pid} never attached:\n{''.join(err)}{rest}")
-
-
-def finish_tracer(tracer, err, timeout=60):
-    out, rest = tracer.communicate(timeout=timeout)
-    proc = subprocess.CompletedProcess(tracer.args, tracer.returncode, out, "".join(err) + rest)
-    util.assert_no_sanitizer_report(proc)
-    return proc
-
-
-def source_async_fns(crate):
-    text = (util.FIXTURES / crate / "src" / "main.rs").read_text(encoding="utf-8")
-    return {m.group(1) for m in re.finditer(r"^\s*(?:pub\s+)?async fn (\w+)", text, re.M)}
-
 
 @needs_root
 def test_pid_mode_on_tokio_mt_load(uprobes, tmp_path, analyses, load_untraced):
