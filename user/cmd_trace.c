@@ -638,7 +638,7 @@ static int trace(const struct trace_args *a)
 	totals.totals.polls = sum.records;
 	totals.totals.probes_attached = t.probes_attached;
 	totals.totals.probes_failed = t.probes_failed;
-	totals.totals.duration_ns = now_ns() - start;
+	totals.totals.duration_ns = detach_ns - start; /* tracing ends where detaching begins */
 	totals.unprobeable_exits = plan.nr_unprobeable_exits;
 	totals.unmatched_exits = counters[COUNTER_UNMATCHED_EXIT];
 	totals.stack_overflow = counters[COUNTER_STACK_OVERFLOW];
