@@ -116,7 +116,7 @@ enum record_result {
 	RESULT_PANICKED = 2,
 	RESULT_UNKNOWN = 3,
 	RESULT_TRUNCATED = 4,
-	RESULT_OPEN = 5, /* still on the stack when tracing stopped (dump_open) */
+	RESULT_OPEN = 5, /* still on the stack when tracing stopped (tracer__dump_open) */
 };
 
 /* rustc's generator states (ARCHITECTURE.md): 0 Unresumed, 1 Returned, 2 Panicked, 3+k Suspend k */
@@ -137,6 +137,7 @@ struct poll_frame {
 struct thread_stack {
 	__u32 depth;
 	__u32 pad;
+	__u64 pid_tgid; /* the thread's, set at each entry (tracer__dump_open reads it) */
 	struct poll_frame frames[TRACE_MAX_DEPTH];
 };
 

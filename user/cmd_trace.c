@@ -649,13 +649,16 @@ static int trace(const struct trace_args *a)
 	tracer__detach(&t);
 	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", t.probes_attached,
 		(double)(now_ns() - detach_ns) / 1e6);
-	/* polls still running (or blocked) at this moment: emitted as "running" */
-	if (tracer__dump_open(&t, pid, err, sizeof(err)))
-		pr_warn("trace: polls still running at stop are not reported: %s\n", err);
 	ring_buffer__consume(rb); /* what arrived before the links were gone */
 
 	stats = calloc(t.nr_polls, sizeof(*stats));
 	if (stats && !tracer__read_stats(&t, stats, counters)) {
+		uint32_t open_polls = 0;
+
+		/* polls still running (or blocked) now: after every other record, as "running" */
+		if (tracer__dump_open(&t, pid, stats, trace_consumer__handle, &consumer,
+				      &open_polls, err, sizeof(err)))
+			pr_warn("trace: %s\n", err);
 		for (uint32_t p = 0; p < t.nr_polls; p++) {
 			totals.totals.dropped += stats[p].dropped;
 			totals.totals.truncated += stats[p].truncated;
