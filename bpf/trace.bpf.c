@@ -77,6 +77,9 @@ struct uregs {
 	    flags, sp, ss;
 };
 
+/* A record's share of the ring buffer: the record and its 8-byte header. */
+#define RECORD_ROOM (sizeof(struct poll_record) + 8)
+
 /* Hide a value from the compiler so that a bounds mask after it is not optimized away. */
 #define opaque(x) asm volatile("" : "+r"(x))
 
@@ -196,6 +199,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 {
 	struct poll_record *r;
 	struct poll_frame *f, *parent;
+	__u64 avail;
 	struct poll_stats *stats;
 	__u32 poll;
 
@@ -245,10 +249,16 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	r->state_after = state_after;
 	if (stats)
 		__sync_fetch_and_add(&stats->emitted, 1);
-	/* Wake the consumer by data threshold, not per record (it also polls every 100 ms). */
-	bpf_ringbuf_submit(r, bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA) < wakeup_bytes
-				  ? BPF_RB_NO_WAKEUP
-				  : BPF_RB_FORCE_WAKEUP);
+	/*
+	 * Wake the consumer by data threshold, not per record, and only on the record that
+	 * crosses it: forcing a wake-up (an irq_work) on every record past it would slow
+	 * the traced threads down instead of letting a slow consumer drop (counted). The
+	 * consumer drains everything when woken, and polls every 100 ms anyway.
+	 */
+	avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA); /* includes this record */
+	bpf_ringbuf_submit(r, avail >= wakeup_bytes && avail < wakeup_bytes + RECORD_ROOM
+				  ? BPF_RB_FORCE_WAKEUP
+				  : BPF_RB_NO_WAKEUP);
 }
 
 /*

@@ -289,6 +289,31 @@ static uint64_t round_ringbuf_size(uint64_t size)
 	return r;
 }
 
+/* One BPF_MAP_UPDATE_BATCH for every spec (5,000 single updates cost ~8 ms here). */
+static int fill_specs(int fd, const struct trace_plan *plan, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	__u32 *keys = calloc(plan->nr, sizeof(*keys)), count = plan->nr;
+	int r = 0;
+
+	if (!keys) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (__u32 i = 0; i < plan->nr; i++)
+		keys[i] = i;
+	if (bpf_map_update_batch(fd, keys, plan->specs, &count, &opts)) {
+		/* kernels without batch ops on arrays: one update per spec */
+		for (__u32 i = 0; i < plan->nr && !r; i++)
+			if (bpf_map_update_elem(fd, &i, &plan->specs[i], BPF_ANY))
+				r = -errno;
+	}
+	free(keys);
+	if (r)
+		snprintf(err, errlen, "filling the probe specs failed: %s", strerror(-r));
+	return r;
+}
+
 /* Open, size, load (for uprobe_multi or for perf-event uprobes) and fill the specs. */
 static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 			 const struct tracer_opts *o, bool multi, char *err, size_t errlen)
@@ -352,15 +377,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 		return r;
 	}
 	t->multi = multi;
-	for (__u32 i = 0; i < plan->nr; i++) {
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.trace_specs), &i, &plan->specs[i],
-					BPF_ANY)) {
-			r = -errno;
-			snprintf(err, errlen, "filling the probe specs failed: %s", strerror(-r));
-			return r;
-		}
-	}
-	return 0;
+	return fill_specs(bpf_map__fd(skel->maps.trace_specs), plan, err, errlen);
 }
 
 int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct model *m,
