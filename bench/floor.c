@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * floor: the probe mechanism's cost without asyncbpf's BPF work. Builds the exact
+ * probe plan `asyncbpf trace` builds for a binary and a selection (trace_plan__build:
+ * the same entry and exit file offsets), attaches a program that returns 0 to all of
+ * them through one uprobe_multi link, with the target's pid in the link's filter as
+ * asyncbpf does, and reports how long loading, BPF_LINK_CREATE and closing the link
+ * took. See bench/README.md.
+ *
+ *   floor [OPTIONS] [PATTERN...] -- CMD [ARGS...]   launch CMD stopped, attach, run it
+ *   floor [OPTIONS] --attach-only BIN [PATTERN...]  attach to BIN (no process), detach
+ *   floor [OPTIONS] -p PID [PATTERN...]             attach to a running process, detach
+ *
+ * One JSON line on stderr: "floor: {...}". Exit status: CMD's in launch mode, else 0;
+ * 1 internal error, 2 usage, 6 nothing to probe, 7 the kernel refused.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bench_common.h"
+#include "exitcodes.h"
+#include "floor.skel.h"
+#include "log.h"
+#include "uprobe_multi.h"
+
+static const char usage[] =
+    "Usage: floor [--count] [--all-crates] [-v] [PATTERN...] -- CMD [ARGS...]\n"
+    "       floor [--count] [--all-crates] [-v] --attach-only BIN [PATTERN...]\n"
+    "       floor [--count] [--all-crates] [-v] -p PID [PATTERN...]\n"
+    "\n"
+    "Attach a BPF program that returns 0 (--count: that counts its hits) to the probe\n"
+    "sites asyncbpf trace would use, through one uprobe_multi link; report load,\n"
+    "attach and detach times as one JSON line on stderr.\n";
+
+static bool verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+struct floor_args {
+	bool count, all_crates, attach_only;
+	pid_t pid;
+	const char *path; /* the binary whose plan is built */
+	char **patterns, **command;
+	int nr_patterns;
+};
+
+static int parse(int argc, char **argv, struct floor_args *a)
+{
+	static const struct option opts[] = {
+	    {"count", no_argument, NULL, 'c'},	     {"all-crates", no_argument, NULL, 'a'},
+	    {"attach-only", no_argument, NULL, 'A'}, {"pid", required_argument, NULL, 'p'},
+	    {"verbose", no_argument, NULL, 'v'},     {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c, nopt = argc;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			nopt = i;
+			a->command = &argv[i + 1];
+			break;
+		}
+	while ((c = getopt_long(nopt, argv, "p:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': a->count = true; break;
+		case 'a': a->all_crates = true; break;
+		case 'A': a->attach_only = true; break;
+		case 'p': a->pid = (pid_t)atoi(optarg); break;
+		case 'v': verbose = true; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		default: fputs(usage, stderr); return EXIT_USAGE;
+		}
+	}
+	a->patterns = &argv[optind];
+	a->nr_patterns = nopt - optind;
+	if (a->attach_only) {
+		if (a->command || a->pid || a->nr_patterns < 1) {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+		a->path = a->patterns[0];
+		a->patterns++;
+		a->nr_patterns--;
+	} else if (a->pid > 0) {
+		if (a->command) {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	} else if (!a->command || !a->command[0]) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	} else {
+		a->path = a->command[0];
+	}
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct floor_args a = {0};
+	struct model m;
+	struct trace_plan plan = {0};
+	struct floor_bpf *skel = NULL;
+	struct bpf_program *prog;
+	char proc_exe[64], exe[PATH_MAX];
+	uint64_t t0, t_loaded, t_attach, t_attached, t_detached = 0, t_closed = 0;
+	int status, link = -1, go_fd = -1, child_status = 0, r;
+	pid_t child = 0;
+
+	status = parse(argc, argv, &a);
+	if (status)
+		return status;
+	log_verbosity = verbose ? 2 : 0;
+	libbpf_set_print(libbpf_print);
+	if (a.pid > 0) {
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)a.pid);
+		a.path = proc_exe;
+	}
+	if (a.command && !realpath(a.path, exe)) {
+		fprintf(stderr, "floor: %s: %s\n", a.path, strerror(errno));
+		return EXIT_NO_INPUT;
+	}
+	if (a.command)
+		a.path = exe;
+	status = bench__plan(a.path, a.patterns, a.nr_patterns, a.all_crates, &m, &plan);
+	if (status)
+		return status;
+
+	t0 = bench__now_ns();
+	skel = floor_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "floor: opening the BPF object failed: %s\n", strerror(errno));
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	bpf_program__set_expected_attach_type(skel->progs.floor_empty,
+					      (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	bpf_program__set_expected_attach_type(skel->progs.floor_count,
+					      (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	r = floor_bpf__load(skel);
+	if (r) {
+		fprintf(stderr, "floor: loading the BPF programs failed: %s\n", strerror(-r));
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	t_loaded = bench__now_ns();
+	prog = a.count ? skel->progs.floor_count : skel->progs.floor_empty;
+	if (a.command) {
+		child = bench__launch_stopped(a.path, a.command, &go_fd);
+		if (child < 0) {
+			fprintf(stderr, "floor: cannot start %s: %s\n", a.path, strerror(-child));
+			child = 0;
+			status = EXIT_FAILURE_INTERNAL;
+			goto out;
+		}
+	}
+	t_attach = bench__now_ns();
+	link = uprobe_multi__attach(bpf_program__fd(prog), a.path, plan.offsets, plan.cookies,
+				    plan.nr, child ? child : a.pid, false);
+	t_attached = bench__now_ns();
+	if (link < 0) {
+		fprintf(stderr,
+			"floor: BPF_LINK_CREATE(BPF_TRACE_UPROBE_MULTI) of %u probes in %s "
+			"failed: %s\n",
+			plan.nr, a.path, strerror(-link));
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	if (child) {
+		if ((r = bench__go(&go_fd))) {
+			fprintf(stderr, "floor: cannot start the command: %s\n", strerror(-r));
+			status = EXIT_FAILURE_INTERNAL;
+			goto out;
+		}
+		child_status = bench__wait(child);
+		child = 0;
+	}
+	t_detached = bench__now_ns();
+	close(link);
+	link = -1;
+	t_closed = bench__now_ns();
+	fprintf(stderr,
+		"floor: {\"probes\":%u,\"entries\":%u,\"exits\":%u,\"polls\":%u,"
+		"\"program\":\"%s\",\"load_ms\":%.3f,\"attach_ms\":%.3f,\"detach_ms\":%.3f,"
+		"\"hits\":%" PRIu64 ",\"status\":%d}\n",
+		plan.nr, plan.nr_entries, plan.nr_exits, plan.nr_polls, bpf_program__name(prog),
+		(double)(t_loaded - t0) / 1e6, (double)(t_attached - t_attach) / 1e6,
+		(double)(t_closed - t_detached) / 1e6,
+		a.count ? (uint64_t)skel->bss->floor_hits : 0, child_status);
+	status = a.command ? child_status : EXIT_OK;
+out:
+	if (link >= 0)
+		close(link);
+	if (go_fd >= 0)
+		close(go_fd); /* the child exits 127 without running the command */
+	if (child)
+		bench__wait(child);
+	floor_bpf__destroy(skel);
+	trace_plan__free(&plan);
+	model__free(&m);
+	return status;
+}
