@@ -11,7 +11,14 @@
  *   floor [OPTIONS] --attach-only BIN [PATTERN...]  attach to BIN (no process), detach
  *   floor [OPTIONS] -p PID [PATTERN...]             attach to a running process, detach
  *
- * One JSON line on stderr: "floor: {...}". Exit status: CMD's in launch mode, else 0;
+ * With --tracer (with --attach-only or -p), the same probe plan goes through the
+ * tracer's own BPF side instead (tracer__load, tracer__attach, tracer__detach from
+ * user/trace_loader.c, poll_probe), timed in parts: load (open, size the maps,
+ * load and verify, fill the specs), filling the specs again one
+ * BPF_MAP_UPDATE_ELEM per spec as the loader does and in one BPF_MAP_UPDATE_BATCH,
+ * attach, detach.
+ *
+ * One JSON line on stderr: "floor: {...}" (or "tracer: {...}"). Exit status: CMD's in launch mode, else 0;
  * 1 internal error, 2 usage, 6 nothing to probe, 7 the kernel refused.
  */
 #include <errno.h>
@@ -31,12 +38,15 @@
 #include "exitcodes.h"
 #include "floor.skel.h"
 #include "log.h"
+#include "trace.skel.h"
 #include "uprobe_multi.h"
 
 static const char usage[] =
     "Usage: floor [--count] [--all-crates] [-v] [PATTERN...] -- CMD [ARGS...]\n"
     "       floor [--count] [--all-crates] [-v] --attach-only BIN [PATTERN...]\n"
     "       floor [--count] [--all-crates] [-v] -p PID [PATTERN...]\n"
+    "       floor --tracer [--ringbuf-size N] [--all-crates] [-v] (--attach-only BIN | -p "
+    "PID) [PATTERN...]\n"
     "\n"
     "Attach a BPF program that returns 0 (--count: that counts its hits) to the probe\n"
     "sites asyncbpf trace would use, through one uprobe_multi link; report load,\n"
@@ -52,9 +62,10 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 struct floor_args {
-	bool count, all_crates, attach_only;
+	bool count, all_crates, attach_only, tracer;
 	pid_t pid;
-	const char *path; /* the binary whose plan is built */
+	uint64_t ringbuf_size; /* --tracer: 0 is the tracer's default */
+	const char *path;      /* the binary whose plan is built */
 	char **patterns, **command;
 	int nr_patterns;
 };
@@ -65,6 +76,8 @@ static int parse(int argc, char **argv, struct floor_args *a)
 	    {"count", no_argument, NULL, 'c'},	     {"all-crates", no_argument, NULL, 'a'},
 	    {"attach-only", no_argument, NULL, 'A'}, {"pid", required_argument, NULL, 'p'},
 	    {"verbose", no_argument, NULL, 'v'},     {"help", no_argument, NULL, 'h'},
+	    {"tracer", no_argument, NULL, 'T'},
+	    {"ringbuf-size", required_argument, NULL, 'R'},
 	    {0},
 	};
 	int c, nopt = argc;
@@ -80,6 +93,8 @@ static int parse(int argc, char **argv, struct floor_args *a)
 		case 'c': a->count = true; break;
 		case 'a': a->all_crates = true; break;
 		case 'A': a->attach_only = true; break;
+		case 'T': a->tracer = true; break;
+		case 'R': a->ringbuf_size = strtoull(optarg, NULL, 0); break;
 		case 'p': a->pid = (pid_t)atoi(optarg); break;
 		case 'v': verbose = true; break;
 		case 'h': fputs(usage, stdout); exit(0);
@@ -101,13 +116,87 @@ static int parse(int argc, char **argv, struct floor_args *a)
 			fputs(usage, stderr);
 			return EXIT_USAGE;
 		}
-	} else if (!a->command || !a->command[0]) {
+	} else if (!a->command || !a->command[0] || a->tracer) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	} else {
 		a->path = a->command[0];
 	}
 	return EXIT_OK;
+}
+
+/* Time the tracer's own load, spec fill, attach and detach for this plan. */
+static int time_tracer(const struct floor_args *a, const struct model *m,
+		       const struct trace_plan *plan)
+{
+	struct tracer t = {0};
+	struct tracer_opts o = {
+	    .pid = a->pid, .path = a->path, .ringbuf_size = a->ringbuf_size, .verbose = verbose};
+	char err[512] = "";
+	uint64_t t0, t1, t2, t3, t4, t5, t6, t7;
+	__u32 *keys = NULL, count = plan->nr, verified_insns = 0;
+	int fd, r, status = EXIT_OK;
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+
+	t.multi_fd = -1;
+	t0 = bench__now_ns();
+	r = tracer__load(&t, plan, m, &o, err, sizeof(err));
+	t1 = bench__now_ns();
+	if (r) {
+		fprintf(stderr, "floor: tracer__load: %s\n", err);
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	fd = bpf_map__fd(t.skel->maps.trace_specs);
+	for (__u32 i = 0; i < plan->nr; i++)
+		if (bpf_map_update_elem(fd, &i, &plan->specs[i], BPF_ANY)) {
+			fprintf(stderr, "floor: refilling the specs: %s\n", strerror(errno));
+			status = EXIT_KERNEL;
+			goto out;
+		}
+	t2 = bench__now_ns();
+	keys = calloc(plan->nr, sizeof(*keys));
+	if (!keys) {
+		status = EXIT_FAILURE_INTERNAL;
+		goto out;
+	}
+	for (__u32 i = 0; i < plan->nr; i++)
+		keys[i] = i;
+	t3 = bench__now_ns();
+	if (bpf_map_update_batch(fd, keys, plan->specs, &count, &bopts)) {
+		fprintf(stderr, "floor: BPF_MAP_UPDATE_BATCH of the specs: %s\n", strerror(errno));
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	t4 = bench__now_ns();
+	r = tracer__attach(&t, plan, &o, err, sizeof(err));
+	t5 = bench__now_ns();
+	if (r) {
+		fprintf(stderr, "floor: tracer__attach: %s\n", err);
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	{
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(t.skel->progs.poll_probe), &info, &len))
+			verified_insns = info.verified_insns;
+	}
+	t6 = bench__now_ns();
+	tracer__detach(&t);
+	t7 = bench__now_ns();
+	fprintf(stderr,
+		"tracer: {\"probes\":%u,\"entries\":%u,\"exits\":%u,\"polls\":%u,"
+		"\"multi\":%s,\"load_ms\":%.3f,\"fill_ms\":%.3f,\"fill_batch_ms\":%.3f,"
+		"\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"verified_insns\":%u}\n",
+		plan->nr, plan->nr_entries, plan->nr_exits, plan->nr_polls,
+		t.multi ? "true" : "false", (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+		(double)(t4 - t3) / 1e6, (double)(t5 - t4) / 1e6, (double)(t7 - t6) / 1e6, verified_insns);
+out:
+	free(keys);
+	tracer__free(&t);
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -141,6 +230,10 @@ int main(int argc, char **argv)
 	if (status)
 		return status;
 
+	if (a.tracer) {
+		status = time_tracer(&a, &m, &plan);
+		goto out;
+	}
 	t0 = bench__now_ns();
 	skel = floor_bpf__open();
 	if (!skel) {
