@@ -210,6 +210,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t_loaded, t_attach, t_attached, t_detached = 0, t_closed = 0;
 	int status, link = -1, go_fd = -1, child_status = 0, r;
 	pid_t child = 0;
+	uint64_t run_time_ns = 0, run_cnt = 0;
 
 	status = parse(argc, argv, &a);
 	if (status)
@@ -283,6 +284,16 @@ int main(int argc, char **argv)
 		child_status = bench__wait(child);
 		child = 0;
 	}
+	{
+		/* the counters kernel.bpf_stats_enabled=1 keeps (0 when it is off) */
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len)) {
+			run_time_ns = info.run_time_ns;
+			run_cnt = info.run_cnt;
+		}
+	}
 	t_detached = bench__now_ns();
 	close(link);
 	link = -1;
@@ -290,11 +301,12 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"floor: {\"probes\":%u,\"entries\":%u,\"exits\":%u,\"polls\":%u,"
 		"\"program\":\"%s\",\"load_ms\":%.3f,\"attach_ms\":%.3f,\"detach_ms\":%.3f,"
-		"\"hits\":%" PRIu64 ",\"status\":%d}\n",
+		"\"hits\":%" PRIu64 ",\"run_time_ns\":%" PRIu64 ",\"run_cnt\":%" PRIu64
+		",\"status\":%d}\n",
 		plan.nr, plan.nr_entries, plan.nr_exits, plan.nr_polls, bpf_program__name(prog),
 		(double)(t_loaded - t0) / 1e6, (double)(t_attached - t_attach) / 1e6,
 		(double)(t_closed - t_detached) / 1e6,
-		a.count ? (uint64_t)skel->bss->floor_hits : 0, child_status);
+		a.count ? (uint64_t)skel->bss->floor_hits : 0, run_time_ns, run_cnt, child_status);
 	status = a.command ? child_status : EXIT_OK;
 out:
 	if (link >= 0)
