@@ -45,6 +45,8 @@ static const char usage[] =
     "Usage: floor [--count] [--all-crates] [-v] [PATTERN...] -- CMD [ARGS...]\n"
     "       floor [--count] [--all-crates] [-v] --attach-only BIN [PATTERN...]\n"
     "       floor [--count] [--all-crates] [-v] -p PID [PATTERN...]\n"
+    "       (--program floor_ktime|floor_task_storage|floor_fixed: one piece of\n"
+    "        poll_probe's work instead of the empty program)\n"
     "       floor --tracer [--ringbuf-size N] [--all-crates] [-v] (--attach-only BIN | -p "
     "PID) [PATTERN...]\n"
     "\n"
@@ -65,6 +67,7 @@ struct floor_args {
 	bool count, all_crates, attach_only, tracer;
 	pid_t pid;
 	uint64_t ringbuf_size; /* --tracer: 0 is the tracer's default */
+	const char *program;   /* --program: one of floor.bpf.c's programs */
 	const char *path;      /* the binary whose plan is built */
 	char **patterns, **command;
 	int nr_patterns;
@@ -78,6 +81,7 @@ static int parse(int argc, char **argv, struct floor_args *a)
 	    {"verbose", no_argument, NULL, 'v'},     {"help", no_argument, NULL, 'h'},
 	    {"tracer", no_argument, NULL, 'T'},
 	    {"ringbuf-size", required_argument, NULL, 'R'},
+	    {"program", required_argument, NULL, 'P'},
 	    {0},
 	};
 	int c, nopt = argc;
@@ -95,6 +99,7 @@ static int parse(int argc, char **argv, struct floor_args *a)
 		case 'A': a->attach_only = true; break;
 		case 'T': a->tracer = true; break;
 		case 'R': a->ringbuf_size = strtoull(optarg, NULL, 0); break;
+		case 'P': a->program = optarg; break;
 		case 'p': a->pid = (pid_t)atoi(optarg); break;
 		case 'v': verbose = true; break;
 		case 'h': fputs(usage, stdout); exit(0);
@@ -242,10 +247,9 @@ int main(int argc, char **argv)
 		status = EXIT_KERNEL;
 		goto out;
 	}
-	bpf_program__set_expected_attach_type(skel->progs.floor_empty,
-					      (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
-	bpf_program__set_expected_attach_type(skel->progs.floor_count,
-					      (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_expected_attach_type(prog,
+						      (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 	r = floor_bpf__load(skel);
 	if (r) {
 		fprintf(stderr, "floor: loading the BPF programs failed: %s\n", strerror(-r));
@@ -254,6 +258,11 @@ int main(int argc, char **argv)
 	}
 	t_loaded = bench__now_ns();
 	prog = a.count ? skel->progs.floor_count : skel->progs.floor_empty;
+	if (a.program && !(prog = bpf_object__find_program_by_name(skel->obj, a.program))) {
+		fprintf(stderr, "floor: no program '%s' in floor.bpf.c\n", a.program);
+		status = EXIT_USAGE;
+		goto out;
+	}
 	if (a.command) {
 		child = bench__launch_stopped(a.path, a.command, &go_fd);
 		if (child < 0) {

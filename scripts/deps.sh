@@ -11,6 +11,8 @@ PACKAGES=(
 	# tests and tools the tests compare against
 	python3 python3-pytest binutils elfutils protobuf-compiler graphviz bpftrace
 	linux-perf libxml2-utils time file
+	# make bench-trace: bpftrace attach/detach timing
+	strace procps
 	# Rust fixtures, built offline from Debian's crates
 	librust-tokio-dev librust-async-std-dev librust-smol-dev librust-futures-dev
 )
