@@ -9,7 +9,8 @@
 #    trace '*Trivial*', under bench/floor (the same probe sites, empty programs,
 #    one uprobe_multi link) and under bpftrace (uprobe + uretprobe with a duration
 #    histogram on the same function); ns/poll as the fixture prints it;
-# 2. BPF run time per program with kernel.bpf_stats_enabled=1 (restored on exit);
+# 2. BPF run time per program with kernel.bpf_stats_enabled=1 (restored on exit),
+#    and of pieces of poll_probe's work (floor --program) to say where it goes;
 # 3. the consumer's CPU per record and the highest rate it sustains with zero drops
 #    (bench/consumer_bench: a synthetic BPF producer into a 16 MiB ring buffer);
 # 4. attach and detach of 5,000+ probes (bench/manyasync.sh generates the binary)
@@ -110,11 +111,11 @@ for build in debug release; do
 		awk -F'\t' '/^ *[0-9a-f]+:/ && !i { i = $2 } END { print i }' | sed 's/ \+/ /g')"
 	sample "$(echo "$site" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d.update(part="site", build=sys.argv[1], first_insn=sys.argv[2]); print(json.dumps(d))' "$build" "$first")"
 	echo "bench: poll rate, $build: $runs x (untraced, asyncbpf, floor, bpftrace), $polls traced polls each" >&2
-	tools=(untraced asyncbpf floor bpftrace)
 	for ((i = 1; i <= runs; i++)); do
-		# a different order each run: drifting machine load must not favour one tool
-		for ((k = 0; k < 4; k++)); do
-			tool="${tools[$(((i + k) % 4))]}"
+		# asyncbpf and the floor always back to back, alternately first: their ratio is
+		# taken per run, so drifting machine load cancels; the order flips every run
+		if ((i % 2)); then order=(untraced asyncbpf floor bpftrace); else order=(bpftrace floor asyncbpf untraced); fi
+		for tool in "${order[@]}"; do
 			n="$polls"
 			[ "$tool" = untraced ] && n=$((polls * 100))
 			ns="$(run_poll "$build" "$tool" "$n")"
@@ -132,7 +133,7 @@ stats_run() {
 	local o="$work/stats-$1-$2.out"
 	case "$tool" in
 	asyncbpf) "$asyncbpf" trace '*Trivial*' -o "$work/stats.pftrace" -- "$bin" loop "$polls" >"$o" 2>"$o.err" & ;;
-	floor) "$floor" '*Trivial*' -- "$bin" loop "$polls" >"$o" 2>"$o.err" & ;;
+	floor*) "$floor" --program "${tool#floor:}" '*Trivial*' -- "$bin" loop "$polls" >"$o" 2>"$o.err" & ;;
 	bpftrace) bpftrace -e "$(bpftrace_prog "$bin" "$sym")" -c "$bin loop $polls" >"$o" 2>"$o.err" & ;;
 	esac
 	pid=$!
@@ -144,7 +145,7 @@ stats_run() {
 	done
 	wait "$pid" || die "$tool failed under bpf_stats: $(tail -n 3 "$o.err")"
 	[ -s "$o.progs" ] && last="$(cat "$o.progs")"
-	if [ "$tool" = floor ]; then # exact: the floor reads its counters before detaching
+	if [ "${tool%%:*}" = floor ]; then # exact: the floor reads its counters before detaching
 		last="$(sed -n 's/^floor: //p' "$o.err" | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -158,7 +159,7 @@ import json, sys
 progs = json.loads(sys.argv[3])
 tool = sys.argv[2]
 cnt = max((p.get("run_cnt") or 0) for p in progs)
-polls = cnt / 2 if tool in ("asyncbpf", "floor") else cnt
+polls = cnt if tool == "bpftrace" else cnt / 2
 print(json.dumps({"part": "bpfstats", "build": sys.argv[1], "tool": tool, "progs": progs, "polls_seen": polls}))' \
 		"$build" "$tool" "$last" >>"$samples"
 }
@@ -168,8 +169,11 @@ for build in debug release; do
 	sym="$("$helper" poll-site "$work/$build-model.json" 'handwritten::Trivial as' |
 		/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["linkage_name"])')"
 	echo "bench: BPF run time, $build: asyncbpf, floor, bpftrace with kernel.bpf_stats_enabled=1" >&2
-	for tool in asyncbpf floor bpftrace; do stats_run "$build" "$tool"; done
+	for tool in asyncbpf floor:floor_empty bpftrace; do stats_run "$build" "$tool"; done
 done
+# what poll_probe's run time is made of: one piece of its work each, same sites
+echo "bench: BPF run time of poll_probe's pieces (floor --program), release" >&2
+for tool in floor:floor_ktime floor:floor_task_storage floor:floor_fixed; do stats_run release "$tool"; done
 sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
 
 # ---- 3. consumer ---------------------------------------------------------------------
