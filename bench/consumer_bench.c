@@ -15,7 +15,9 @@
  * are in millions of records per second. --null-consumer only counts the records
  * (the ring buffer's own ceiling, without decoding and writing). --wakeup-bytes N
  * changes the producer's wake-up threshold (default: the tracer's, a quarter of the
- * buffer; 0 wakes on every record, a huge value never forces one). One JSON line per step on stdout. Exit
+ * buffer; 0 wakes on every record, a huge value never forces one);
+ * --wakeup-on-crossing forces it only for the record that crosses the threshold
+ * (the fix proposed in bench/README.md). One JSON line per step on stdout. Exit
  * status: 0; 1 when the accounting does not add up (received != produced -
  * dropped, or malformed records); 2 usage; 7 the kernel refused.
  */
@@ -150,6 +152,7 @@ int main(int argc, char **argv)
 	    {"output", required_argument, NULL, 'o'},
 	    {"null-consumer", no_argument, NULL, 'n'},
 	    {"wakeup-bytes", required_argument, NULL, 'w'},
+	    {"wakeup-on-crossing", no_argument, NULL, 'x'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -171,6 +174,7 @@ int main(int argc, char **argv)
 	FILE *out = NULL;
 	/* as trace_loader.c: force a wake-up once a quarter of the buffer waits */
 	uint64_t wakeup_bytes = TRACE_DEFAULT_RINGBUF_SIZE / 4;
+	bool wakeup_on_crossing = false;
 	uint64_t all_produced = 0, all_dropped = 0;
 
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -193,6 +197,7 @@ int main(int argc, char **argv)
 		case 'o': out_path = optarg; break;
 		case 'n': ct.null = true; break;
 		case 'w': wakeup_bytes = strtoull(optarg, NULL, 0); break;
+		case 'x': wakeup_on_crossing = true; break;
 		case 'h':
 			printf("Usage: consumer_bench [--rates 0.5,1,2] [--seconds S] [-o FILE] "
 			       "BINARY\n");
@@ -222,6 +227,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	skel->rodata->wakeup_bytes = wakeup_bytes;
+	skel->rodata->wakeup_on_crossing = wakeup_on_crossing;
 	bpf_map__set_max_entries(skel->maps.bench_events, TRACE_DEFAULT_RINGBUF_SIZE);
 	if ((r = producer_bpf__load(skel))) {
 		fprintf(stderr, "consumer_bench: loading the producer failed: %s\n",

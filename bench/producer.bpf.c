@@ -15,6 +15,11 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 wakeup_bytes = 0;
+/*
+ * 0: the tracer's rule, a forced wake-up for every record while wakeup_bytes wait;
+ * 1: the proposed one, a forced wake-up only for the record that crosses wakeup_bytes.
+ */
+const volatile __u32 wakeup_on_crossing = 0;
 
 __u64 produced = 0; /* records attempted */
 __u64 dropped = 0;  /* of those, failed reserves */
@@ -65,9 +70,13 @@ static long emit_one(__u64 i, void *data)
 	r->await_index = child ? -1 : 0;
 	r->state_before = child ? 0 : 3;
 	r->state_after = child ? 1 : 3;
-	bpf_ringbuf_submit(r, bpf_ringbuf_query(&bench_events, BPF_RB_AVAIL_DATA) < wakeup_bytes
-				  ? BPF_RB_NO_WAKEUP
-				  : BPF_RB_FORCE_WAKEUP);
+	__u64 avail = bpf_ringbuf_query(&bench_events, BPF_RB_AVAIL_DATA);
+	__u64 flags = avail < wakeup_bytes ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
+
+	/* avail includes this record (reserved): it crossed if avail minus it was below */
+	if (wakeup_on_crossing && avail >= wakeup_bytes && avail - sizeof(*r) - 8 >= wakeup_bytes)
+		flags = BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(r, flags);
 	return 0;
 }
 
