@@ -42,8 +42,8 @@ int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_cra
 	}
 	for (int i = 0; i < nr_patterns; i++)
 		if (!selection__add_pattern(&sel, m, patterns[i])) {
-			fprintf(stderr, "bench: pattern '%s' matches no future of %s\n", patterns[i],
-				path);
+			fprintf(stderr, "bench: pattern '%s' matches no future of %s\n",
+				patterns[i], path);
 			status = EXIT_NO_MATCH;
 			goto fail;
 		}

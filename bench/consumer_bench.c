@@ -44,7 +44,7 @@
 #include "producer.skel.h"
 
 #define MAX_RATES 32
-#define TICK_NS 1000000ull /* the producer runs one batch per millisecond */
+#define TICK_NS	  1000000ull /* the producer runs one batch per millisecond */
 
 struct produce_args {
 	__u64 count; /* 64 bits: bpf_loop reads the whole register (a __u32 field's
@@ -181,8 +181,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'r':
 			if (parse_rates(optarg, rates, &nr_rates)) {
-				fprintf(stderr, "consumer_bench: --rates takes M records/s, "
-						"comma-separated, not '%s'\n",
+				fprintf(stderr,
+					"consumer_bench: --rates takes M records/s, "
+					"comma-separated, not '%s'\n",
 					optarg);
 				return EXIT_USAGE;
 			}
@@ -230,8 +231,7 @@ int main(int argc, char **argv)
 	skel->rodata->wakeup_on_crossing = wakeup_on_crossing;
 	bpf_map__set_max_entries(skel->maps.bench_events, TRACE_DEFAULT_RINGBUF_SIZE);
 	if ((r = producer_bpf__load(skel))) {
-		fprintf(stderr, "consumer_bench: loading the producer failed: %s\n",
-			strerror(-r));
+		fprintf(stderr, "consumer_bench: loading the producer failed: %s\n", strerror(-r));
 		status = EXIT_KERNEL;
 		goto out;
 	}
@@ -249,8 +249,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ct.consumer = &consumer;
-	ct.rb = ring_buffer__new(bpf_map__fd(skel->maps.bench_events), count_and_handle, &ct,
-				 NULL);
+	ct.rb = ring_buffer__new(bpf_map__fd(skel->maps.bench_events), count_and_handle, &ct, NULL);
 	if (!ct.rb) {
 		fprintf(stderr, "consumer_bench: ring_buffer__new: %s\n", strerror(errno));
 		status = EXIT_KERNEL;
@@ -278,7 +277,8 @@ int main(int argc, char **argv)
 		if (!per_tick)
 			per_tick = 1;
 		while ((now = bench__now_ns()) < end) {
-			LIBBPF_OPTS(bpf_test_run_opts, topts, .ctx_in = &pa, .ctx_size_in = sizeof(pa));
+			LIBBPF_OPTS(bpf_test_run_opts, topts, .ctx_in = &pa,
+				    .ctx_size_in = sizeof(pa));
 
 			pa.count = per_tick;
 			if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.produce), &topts)) {
@@ -288,7 +288,8 @@ int main(int argc, char **argv)
 				goto out;
 			}
 			if (skel->bss->loop_result < 0) {
-				fprintf(stderr, "consumer_bench: bpf_loop in the producer failed: %s\n",
+				fprintf(stderr,
+					"consumer_bench: bpf_loop in the producer failed: %s\n",
 					strerror((int)-skel->bss->loop_result));
 				status = EXIT_KERNEL;
 				goto out;
@@ -312,18 +313,19 @@ int main(int argc, char **argv)
 		cpu = cpu_ns(consumer_clock) - cpu0;
 		all_produced += produced;
 		all_dropped += dropped;
-		printf("{\"target_rate\":%.0f,\"rate\":%.0f,\"seconds\":%.3f,\"produced\":%" PRIu64
-		       ",\"dropped\":%" PRIu64 ",\"received\":%" PRIu64
-		       ",\"consumer_cpu_ns\":%" PRIu64 ",\"consumer_ns_per_record\":%.1f"
-		       ",\"consumer_busy\":%.3f,\"producer_ns_per_record\":%.1f,\"drain_ms\":%.1f}\n",
-		       rates[i] * 1e6, (double)produced * 1e9 / (double)(now - start),
-		       (double)(now - start) / 1e9, produced, dropped, received, cpu,
-		       received ? (double)cpu / (double)received : 0.0,
-		       (double)cpu / (double)(drained_at - start),
-		       produced ? (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - prod_cpu0) /
-				      (double)produced
-				: 0.0,
-		       (double)(drained_at - now) / 1e6);
+		printf(
+		    "{\"target_rate\":%.0f,\"rate\":%.0f,\"seconds\":%.3f,\"produced\":%" PRIu64
+		    ",\"dropped\":%" PRIu64 ",\"received\":%" PRIu64 ",\"consumer_cpu_ns\":%" PRIu64
+		    ",\"consumer_ns_per_record\":%.1f"
+		    ",\"consumer_busy\":%.3f,\"producer_ns_per_record\":%.1f,\"drain_ms\":%.1f}\n",
+		    rates[i] * 1e6, (double)produced * 1e9 / (double)(now - start),
+		    (double)(now - start) / 1e9, produced, dropped, received, cpu,
+		    received ? (double)cpu / (double)received : 0.0,
+		    (double)cpu / (double)(drained_at - start),
+		    produced
+			? (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - prod_cpu0) / (double)produced
+			: 0.0,
+		    (double)(drained_at - now) / 1e6);
 		fflush(stdout);
 	}
 out:

@@ -18,8 +18,8 @@
  * BPF_MAP_UPDATE_ELEM per spec as the loader does and in one BPF_MAP_UPDATE_BATCH,
  * attach, detach.
  *
- * One JSON line on stderr: "floor: {...}" (or "tracer: {...}"). Exit status: CMD's in launch mode, else 0;
- * 1 internal error, 2 usage, 6 nothing to probe, 7 the kernel refused.
+ * One JSON line on stderr: "floor: {...}" (or "tracer: {...}"). Exit status: CMD's in launch mode,
+ * else 0; 1 internal error, 2 usage, 6 nothing to probe, 7 the kernel refused.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -76,9 +76,12 @@ struct floor_args {
 static int parse(int argc, char **argv, struct floor_args *a)
 {
 	static const struct option opts[] = {
-	    {"count", no_argument, NULL, 'c'},	     {"all-crates", no_argument, NULL, 'a'},
-	    {"attach-only", no_argument, NULL, 'A'}, {"pid", required_argument, NULL, 'p'},
-	    {"verbose", no_argument, NULL, 'v'},     {"help", no_argument, NULL, 'h'},
+	    {"count", no_argument, NULL, 'c'},
+	    {"all-crates", no_argument, NULL, 'a'},
+	    {"attach-only", no_argument, NULL, 'A'},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
 	    {"tracer", no_argument, NULL, 'T'},
 	    {"ringbuf-size", required_argument, NULL, 'R'},
 	    {"program", required_argument, NULL, 'P'},
@@ -197,7 +200,8 @@ static int time_tracer(const struct floor_args *a, const struct model *m,
 		"\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"verified_insns\":%u}\n",
 		plan->nr, plan->nr_entries, plan->nr_exits, plan->nr_polls,
 		t.multi ? "true" : "false", (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
-		(double)(t4 - t3) / 1e6, (double)(t5 - t4) / 1e6, (double)(t7 - t6) / 1e6, verified_insns);
+		(double)(t4 - t3) / 1e6, (double)(t5 - t4) / 1e6, (double)(t7 - t6) / 1e6,
+		verified_insns);
 out:
 	free(keys);
 	tracer__free(&t);
@@ -247,9 +251,8 @@ int main(int argc, char **argv)
 		status = EXIT_KERNEL;
 		goto out;
 	}
-	bpf_object__for_each_program(prog, skel->obj)
-		bpf_program__set_expected_attach_type(prog,
-						      (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	bpf_object__for_each_program(prog, skel->obj) bpf_program__set_expected_attach_type(
+	    prog, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 	r = floor_bpf__load(skel);
 	if (r) {
 		fprintf(stderr, "floor: loading the BPF programs failed: %s\n", strerror(-r));

@@ -21,8 +21,8 @@ const volatile __u64 wakeup_bytes = 0;
  */
 const volatile __u32 wakeup_on_crossing = 0;
 
-__u64 produced = 0; /* records attempted */
-__u64 dropped = 0;  /* of those, failed reserves */
+__u64 produced = 0;    /* records attempted */
+__u64 dropped = 0;     /* of those, failed reserves */
 __s64 loop_result = 0; /* bpf_loop's last return: iterations, or -errno */
 
 struct {
