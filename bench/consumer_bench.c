@@ -158,6 +158,7 @@ int main(int argc, char **argv)
 	};
 	double rates[MAX_RATES] = {0.25, 0.5, 1, 2, 4}, seconds = 2;
 	int nr_rates = 5, c, status = EXIT_OK, r;
+	char *end;
 	const char *out_path = ".output/bench/consumer-bench.pftrace";
 	struct target_spec spec = {0};
 	struct model m;
@@ -189,15 +190,22 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 's':
-			seconds = strtod(optarg, NULL);
-			if (!(seconds > 0) || seconds > 600) {
+			seconds = strtod(optarg, &end);
+			if (*end || !(seconds > 0) || seconds > 600) {
 				fprintf(stderr, "consumer_bench: bad --seconds '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'o': out_path = optarg; break;
 		case 'n': ct.null = true; break;
-		case 'w': wakeup_bytes = strtoull(optarg, NULL, 0); break;
+		case 'w':
+			wakeup_bytes = strtoull(optarg, &end, 0);
+			if (*end || end == optarg) {
+				fprintf(stderr, "consumer_bench: bad --wakeup-bytes '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'x': wakeup_on_crossing = true; break;
 		case 'h':
 			printf("Usage: consumer_bench [--rates 0.5,1,2] [--seconds S] [-o FILE] "

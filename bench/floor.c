@@ -35,6 +35,7 @@
 #include <bpf/libbpf.h>
 
 #include "bench_common.h"
+#include "commands.h"
 #include "exitcodes.h"
 #include "floor.skel.h"
 #include "log.h"
@@ -103,7 +104,10 @@ static int parse(int argc, char **argv, struct floor_args *a)
 		case 'T': a->tracer = true; break;
 		case 'R': a->ringbuf_size = strtoull(optarg, NULL, 0); break;
 		case 'P': a->program = optarg; break;
-		case 'p': a->pid = (pid_t)atoi(optarg); break;
+		case 'p':
+			if (parse_pid("floor", optarg, &a->pid))
+				return EXIT_USAGE;
+			break;
 		case 'v': verbose = true; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: fputs(usage, stderr); return EXIT_USAGE;
