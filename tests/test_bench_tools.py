@@ -79,10 +79,12 @@ def test_floor_times_the_tracers_own_parts(tools):
 
 
 @needs_root
-def test_consumer_bench_low_rate_loses_nothing(tools, tmp_path):
+@pytest.mark.parametrize("rule", [[], ["--wakeup-on-crossing"], ["--wakeup-bytes", "0xffffffffffff"]],
+                         ids=["tracer-wakeups", "crossing", "never-forced"])
+def test_consumer_bench_low_rate_loses_nothing(tools, tmp_path, rule):
     out = tmp_path / "consumer.pftrace"
-    proc = subprocess.run([str(tools["consumer"]), "--rates", "0.02,0.05", "--seconds", "0.5", "-o", str(out),
-                           str(HANDWRITTEN)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([str(tools["consumer"]), *rule, "--rates", "0.02,0.05", "--seconds", "0.5", "-o",
+                           str(out), str(HANDWRITTEN)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, util.describe(proc)
     steps = [json.loads(l) for l in proc.stdout.splitlines()]
     assert len(steps) == 2
