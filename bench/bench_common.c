@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -12,7 +13,9 @@
 
 #include "commands.h"
 #include "exitcodes.h"
+#include "panic_strategy.h"
 #include "selection.h"
+#include "uprobe_multi.h"
 
 uint64_t bench__now_ns(void)
 {
@@ -23,8 +26,12 @@ uint64_t bench__now_ns(void)
 }
 
 int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_crates,
-		struct model *m, struct trace_plan *plan)
+		enum bench_exits exits, struct model *m, struct trace_plan *plan)
 {
+	char why[256] = "";
+	bool uretprobes = exits == BENCH_EXITS_URETPROBE ||
+			  (exits == BENCH_EXITS_AUTO &&
+			   panic_strategy__detect(path, why, sizeof(why)) == PANIC_STRATEGY_ABORT);
 	struct target_spec spec = {.path = path};
 	struct selection sel = {0};
 	char err[512] = "";
@@ -49,7 +56,7 @@ int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_cra
 		}
 	if (!nr_patterns)
 		selection__add_default(&sel, m, all_crates);
-	r = trace_plan__build(plan, m, &sel, err, sizeof(err));
+	r = trace_plan__build(plan, m, &sel, uretprobes, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "bench: %s: %s\n", path, err);
 		status = r == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;
@@ -117,4 +124,44 @@ int bench__wait(pid_t pid)
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -ECHILD;
+}
+
+int bench__attach(int prog_fd, const char *path, const struct trace_plan *plan, pid_t pid,
+		  int links[2])
+{
+	unsigned long *offsets = calloc(plan->nr ? plan->nr : 1, sizeof(*offsets));
+	__u64 *cookies = calloc(plan->nr ? plan->nr : 1, sizeof(*cookies));
+	int r = 0;
+
+	links[0] = links[1] = -1;
+	if (!offsets || !cookies) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (int ret = 0; ret < 2 && !r; ret++) {
+		size_t n = 0;
+
+		for (uint32_t i = 0; i < plan->nr; i++)
+			if ((plan->returns && plan->returns[i]) == (bool)ret) {
+				offsets[n] = plan->offsets[i];
+				cookies[n++] = plan->cookies[i];
+			}
+		if (!n)
+			continue;
+		links[ret] = uprobe_multi__attach(prog_fd, path, offsets, cookies, n, pid, ret);
+		if (links[ret] < 0) {
+			r = links[ret];
+			links[ret] = -1;
+		}
+	}
+	if (r)
+		for (int i = 0; i < 2; i++)
+			if (links[i] >= 0) {
+				close(links[i]);
+				links[i] = -1;
+			}
+out:
+	free(offsets);
+	free(cookies);
+	return r;
 }

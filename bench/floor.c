@@ -5,7 +5,9 @@
  * the same entry and exit file offsets), attaches a program that returns 0 to all of
  * them through one uprobe_multi link, with the target's pid in the link's filter as
  * asyncbpf does, and reports how long loading, BPF_LINK_CREATE and closing the link
- * took. See bench/README.md.
+ * took. Exit probes follow asyncbpf's --exits rule (--exits, default auto: uretprobes
+ * in a second link when the binary cannot unwind, else probes on `ret`s). See
+ * bench/README.md.
  *
  *   floor [OPTIONS] [PATTERN...] -- CMD [ARGS...]   launch CMD stopped, attach, run it
  *   floor [OPTIONS] --attach-only BIN [PATTERN...]  attach to BIN (no process), detach
@@ -46,7 +48,8 @@ static const char usage[] =
     "Usage: floor [--count] [--all-crates] [-v] [PATTERN...] -- CMD [ARGS...]\n"
     "       floor [--count] [--all-crates] [-v] --attach-only BIN [PATTERN...]\n"
     "       floor [--count] [--all-crates] [-v] -p PID [PATTERN...]\n"
-    "       (--program floor_ktime|floor_task_storage|floor_fixed: one piece of\n"
+    "       (--exits auto|ret|uretprobe: exit probes as asyncbpf trace --exits, default auto;\n"
+    "        --program floor_ktime|floor_task_storage|floor_fixed: one piece of\n"
     "        poll_probe's work instead of the empty program)\n"
     "       floor --tracer [--ringbuf-size N] [--all-crates] [-v] (--attach-only BIN | -p "
     "PID) [PATTERN...]\n"
@@ -67,9 +70,10 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 struct floor_args {
 	bool count, all_crates, attach_only, tracer;
 	pid_t pid;
-	uint64_t ringbuf_size; /* --tracer: 0 is the tracer's default */
-	const char *program;   /* --program: one of floor.bpf.c's programs */
-	const char *path;      /* the binary whose plan is built */
+	uint64_t ringbuf_size;	/* --tracer: 0 is the tracer's default */
+	const char *program;	/* --program: one of floor.bpf.c's programs */
+	enum bench_exits exits; /* --exits, as asyncbpf trace's */
+	const char *path;	/* the binary whose plan is built */
 	char **patterns, **command;
 	int nr_patterns;
 };
@@ -86,6 +90,7 @@ static int parse(int argc, char **argv, struct floor_args *a)
 	    {"tracer", no_argument, NULL, 'T'},
 	    {"ringbuf-size", required_argument, NULL, 'R'},
 	    {"program", required_argument, NULL, 'P'},
+	    {"exits", required_argument, NULL, 'E'},
 	    {0},
 	};
 	int c, nopt = argc;
@@ -104,6 +109,18 @@ static int parse(int argc, char **argv, struct floor_args *a)
 		case 'T': a->tracer = true; break;
 		case 'R': a->ringbuf_size = strtoull(optarg, NULL, 0); break;
 		case 'P': a->program = optarg; break;
+		case 'E':
+			if (!strcmp(optarg, "auto"))
+				a->exits = BENCH_EXITS_AUTO;
+			else if (!strcmp(optarg, "ret"))
+				a->exits = BENCH_EXITS_RET;
+			else if (!strcmp(optarg, "uretprobe"))
+				a->exits = BENCH_EXITS_URETPROBE;
+			else {
+				fprintf(stderr, "floor: --exits takes auto, ret or uretprobe\n");
+				return EXIT_USAGE;
+			}
+			break;
 		case 'p':
 			if (parse_pid("floor", optarg, &a->pid))
 				return EXIT_USAGE;
@@ -221,7 +238,7 @@ int main(int argc, char **argv)
 	struct bpf_program *prog;
 	char proc_exe[64], exe[PATH_MAX];
 	uint64_t t0, t_loaded, t_attach, t_attached, t_detached = 0, t_closed = 0;
-	int status, link = -1, go_fd = -1, child_status = 0, r;
+	int status, links[2] = {-1, -1}, go_fd = -1, child_status = 0, r;
 	pid_t child = 0;
 	uint64_t run_time_ns = 0, run_cnt = 0;
 
@@ -240,7 +257,7 @@ int main(int argc, char **argv)
 	}
 	if (a.command)
 		a.path = exe;
-	status = bench__plan(a.path, a.patterns, a.nr_patterns, a.all_crates, &m, &plan);
+	status = bench__plan(a.path, a.patterns, a.nr_patterns, a.all_crates, a.exits, &m, &plan);
 	if (status)
 		return status;
 
@@ -280,14 +297,13 @@ int main(int argc, char **argv)
 		}
 	}
 	t_attach = bench__now_ns();
-	link = uprobe_multi__attach(bpf_program__fd(prog), a.path, plan.offsets, plan.cookies,
-				    plan.nr, child ? child : a.pid, false);
+	r = bench__attach(bpf_program__fd(prog), a.path, &plan, child ? child : a.pid, links);
 	t_attached = bench__now_ns();
-	if (link < 0) {
+	if (r) {
 		fprintf(stderr,
 			"floor: BPF_LINK_CREATE(BPF_TRACE_UPROBE_MULTI) of %u probes in %s "
 			"failed: %s\n",
-			plan.nr, a.path, strerror(-link));
+			plan.nr, a.path, strerror(-r));
 		status = EXIT_KERNEL;
 		goto out;
 	}
@@ -311,22 +327,26 @@ int main(int argc, char **argv)
 		}
 	}
 	t_detached = bench__now_ns();
-	close(link);
-	link = -1;
+	for (int i = 0; i < 2; i++) {
+		if (links[i] >= 0)
+			close(links[i]);
+		links[i] = -1;
+	}
 	t_closed = bench__now_ns();
 	fprintf(stderr,
-		"floor: {\"probes\":%u,\"entries\":%u,\"exits\":%u,\"polls\":%u,"
+		"floor: {\"probes\":%u,\"entries\":%u,\"exits\":%u,\"uretprobes\":%u,\"polls\":%u,"
 		"\"program\":\"%s\",\"load_ms\":%.3f,\"attach_ms\":%.3f,\"detach_ms\":%.3f,"
 		"\"hits\":%" PRIu64 ",\"run_time_ns\":%" PRIu64 ",\"run_cnt\":%" PRIu64
 		",\"status\":%d}\n",
-		plan.nr, plan.nr_entries, plan.nr_exits, plan.nr_polls, bpf_program__name(prog),
-		(double)(t_loaded - t0) / 1e6, (double)(t_attached - t_attach) / 1e6,
-		(double)(t_closed - t_detached) / 1e6,
+		plan.nr, plan.nr_entries, plan.nr_exits, plan.nr_returns, plan.nr_polls,
+		bpf_program__name(prog), (double)(t_loaded - t0) / 1e6,
+		(double)(t_attached - t_attach) / 1e6, (double)(t_closed - t_detached) / 1e6,
 		a.count ? (uint64_t)skel->bss->floor_hits : 0, run_time_ns, run_cnt, child_status);
 	status = a.command ? child_status : EXIT_OK;
 out:
-	if (link >= 0)
-		close(link);
+	for (int i = 0; i < 2; i++)
+		if (links[i] >= 0)
+			close(links[i]);
 	if (go_fd >= 0)
 		close(go_fd); /* the child exits 127 without running the command */
 	if (child)

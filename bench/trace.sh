@@ -127,21 +127,23 @@ done
 # ---- 2. BPF run time per program -----------------------------------------------------
 
 # stats_run BUILD TOOL: run TOOL once in the background, sample its programs' counters
-# every 0.1 s until it exits; record the sample with the most runs.
+# every 0.05 s until it exits; record the sample with the most runs. At least 30,000
+# polls: the sampler must see the programs run for a while.
+stats_polls=$((polls > 30000 ? polls : 30000))
 stats_run() {
 	local build="$1" tool="$2" bin="$root/tests/fixtures/bin/$1/handwritten" pid last="" s
 	local o="$work/stats-$1-$2.out"
 	case "$tool" in
-	asyncbpf) "$asyncbpf" trace '*Trivial*' -o "$work/stats.pftrace" -- "$bin" loop "$polls" >"$o" 2>"$o.err" & ;;
-	floor*) "$floor" --program "${tool#floor:}" '*Trivial*' -- "$bin" loop "$polls" >"$o" 2>"$o.err" & ;;
-	bpftrace) bpftrace -e "$(bpftrace_prog "$bin" "$sym")" -c "$bin loop $polls" >"$o" 2>"$o.err" & ;;
+	asyncbpf) "$asyncbpf" trace '*Trivial*' -o "$work/stats.pftrace" -- "$bin" loop "$stats_polls" >"$o" 2>"$o.err" & ;;
+	floor*) "$floor" --program "${tool#floor:}" '*Trivial*' -- "$bin" loop "$stats_polls" >"$o" 2>"$o.err" & ;;
+	bpftrace) bpftrace -e "$(bpftrace_prog "$bin" "$sym")" -c "$bin loop $stats_polls" >"$o" 2>"$o.err" & ;;
 	esac
 	pid=$!
 	bg_pids+=("$pid")
 	rm -f "$o.progs"
 	while kill -0 "$pid" 2>/dev/null; do
 		"$helper" prog-stats "$pid" "$o.progs" 2>/dev/null || true
-		sleep 0.1
+		sleep 0.05
 	done
 	wait "$pid" || die "$tool failed under bpf_stats: $(tail -n 3 "$o.err")"
 	[ -s "$o.progs" ] && last="$(cat "$o.progs")"
@@ -158,7 +160,7 @@ print(json.dumps([{"name": d["program"], "run_time_ns": d["run_time_ns"], "run_c
 import json, sys
 progs = json.loads(sys.argv[3])
 tool = sys.argv[2]
-cnt = max((p.get("run_cnt") or 0) for p in progs)
+cnt = max((p.get("run_cnt") or 0) for p in progs if tool != "asyncbpf" or p.get("name") == "poll_probe")
 polls = cnt if tool == "bpftrace" else cnt / 2
 print(json.dumps({"part": "bpfstats", "build": sys.argv[1], "tool": tool, "progs": progs, "polls_seen": polls}))' \
 		"$build" "$tool" "$last" >>"$samples"
@@ -201,19 +203,32 @@ consumer_run null-consumer --rates 1,2,4 --null-consumer
 
 many="$("$root/bench/manyasync.sh")" || die "cannot build the generated binary (bench/manyasync.sh)"
 echo "bench: attach/detach on $many, $runs runs each" >&2
+# asyncbpf's own lines: "attached N probes ... in A ms through ... (BPF load and
+# verification L ms)" and "detached N probes in D ms" → {"probes","attach_ms","load_ms","detach_ms"}
+printed_times() {
+	/usr/bin/python3 -c '
+import json, re, sys
+text = open(sys.argv[1]).read()
+a = re.search(r"attached (\d+) probes .*? in ([\d.]+) ms through", text)
+l = re.search(r"BPF load and verification ([\d.]+) ms", text)
+d = re.search(r"detached \d+ probes in ([\d.]+) ms", text)
+if not a or not d:
+    sys.exit(1)
+print(json.dumps({"probes": int(a[1]), "attach_ms": float(a[2]), "detach_ms": float(d[1]),
+                  "load_ms": float(l[1]) if l else None}))' "$1"
+}
 attach_sample() { # WHAT JSON
 	/usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[2]); d.update(part="attach", what=sys.argv[1]); print(json.dumps(d))' "$1" "$2" >>"$samples"
 }
 for ((i = 1; i <= runs; i++)); do
-	# asyncbpf launch mode, end to end as it prints it (load + verify + specs + link)
+	# asyncbpf launch mode, as it prints it: attach (tracer__attach: the links), and
+	# separately the BPF load and verification (tracer__load, specs filled)
 	"$asyncbpf" trace -o "$work/many.pftrace" -- "$many" >/dev/null 2>"$work/many.err" ||
 		die "asyncbpf trace of $many failed: $(tail -n 3 "$work/many.err")"
-	a="$(sed -n 's/.*attached \([0-9]*\) probes.* in \([0-9.]*\) ms.*/\1 \2/p' "$work/many.err")"
-	d="$(sed -n 's/.*detached [0-9]* probes in \([0-9.]*\) ms.*/\1/p' "$work/many.err")"
-	[ -n "$a" ] && [ -n "$d" ] || die "asyncbpf printed no attach/detach times ($work/many.err)"
-	attach_sample "asyncbpf trace (launch), as it prints" "{\"probes\":${a% *},\"attach_ms\":${a#* },\"detach_ms\":$d}"
+	times="$(printed_times "$work/many.err")" || die "asyncbpf printed no attach/detach times ($work/many.err)"
+	attach_sample "asyncbpf trace (launch), as it prints" "$times"
 
 	# asyncbpf -p on a running process (breakpoints written into its memory at attach)
 	"$many" wait 60 >/dev/null &
@@ -222,9 +237,8 @@ for ((i = 1; i <= runs; i++)); do
 	sleep 0.3
 	"$asyncbpf" trace -p "$mpid" -d 0.3 -o "$work/many-p.pftrace" >/dev/null 2>"$work/many-p.err" ||
 		die "asyncbpf trace -p of $many failed: $(tail -n 3 "$work/many-p.err")"
-	a="$(sed -n 's/.*attached \([0-9]*\) probes.* in \([0-9.]*\) ms.*/\1 \2/p' "$work/many-p.err")"
-	d="$(sed -n 's/.*detached [0-9]* probes in \([0-9.]*\) ms.*/\1/p' "$work/many-p.err")"
-	attach_sample "asyncbpf trace -p (running), as it prints" "{\"probes\":${a% *},\"attach_ms\":${a#* },\"detach_ms\":$d}"
+	times="$(printed_times "$work/many-p.err")" || die "asyncbpf printed no attach/detach times ($work/many-p.err)"
+	attach_sample "asyncbpf trace -p (running), as it prints" "$times"
 	# the tracer's parts, and the floor's bare link, on the same running process
 	"$floor" --tracer -p "$mpid" 2>"$work/floor.err" || die "floor --tracer failed: $(cat "$work/floor.err")"
 	attach_sample "tracer parts (-p): poll_probe" "$(sed -n 's/^tracer: //p' "$work/floor.err")"
