@@ -79,7 +79,15 @@ enum spec_flags {
 	SPEC_RET_PENDING_VALUE = 8, /* ret_pending_value is the Pending discriminant */
 	SPEC_RET_READY_VALUE = 16,  /* ret_ready_value is the Ready discriminant */
 	SPEC_EXIT_RETURNED = 32,    /* a uretprobe: rsp is rsp at entry + 8 (the ret is done) */
+	SPEC_URETPROBE_EXITS = 64,  /* an entry whose exit is a uretprobe: mind the nesting limit */
 };
+
+/*
+ * The kernel installs at most this many pending uretprobes per thread
+ * (MAX_URETPROBE_DEPTH) and silently omits deeper ones: in uretprobe mode a frame
+ * deeper than this would never see its exit, so it is not pushed (stack_overflow).
+ */
+#define TRACE_URETPROBE_MAX_DEPTH 64
 
 /* One probe site, found by its bpf_cookie (the index in the trace_specs array). */
 struct poll_spec {

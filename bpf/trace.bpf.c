@@ -245,7 +245,8 @@ struct pop_ctx {
 	__u64 sp, now, pid_tgid;
 	__u32 depth;
 	__u8 inclusive; /* also pop a frame whose sp equals sp */
-	__u8 all;	/* pop everything (dump_open), as RESULT_OPEN */
+	__u8 all;	/* pop everything (dump_open, thread exit) with all_result */
+	__u8 all_result;
 };
 
 static long pop_one(__u64 i, void *data)
@@ -261,7 +262,7 @@ static long pop_one(__u64 i, void *data)
 	f = &st->frames[top];
 	if (!c->all && (f->sp > c->sp || (!c->inclusive && f->sp == c->sp)))
 		return 1;
-	emit(st, top, c->now, c->all ? RESULT_OPEN : RESULT_TRUNCATED, -1, f->state, c->pid_tgid);
+	emit(st, top, c->now, c->all ? c->all_result : RESULT_TRUNCATED, -1, f->state, c->pid_tgid);
 	c->depth--;
 	return 0;
 }
@@ -317,7 +318,8 @@ static __always_inline void poll_entry(struct pt_regs *ctx, const struct poll_sp
 		depth = TRACE_MAX_DEPTH;
 	/* A live caller's frame is above ours: anything at or below our sp is stale. */
 	depth = pop_stale(st, depth, sp, 1, now, pid_tgid);
-	if (depth >= TRACE_MAX_DEPTH) {
+	if (depth >= TRACE_MAX_DEPTH ||
+	    ((spec->flags & SPEC_URETPROBE_EXITS) && depth >= TRACE_URETPROBE_MAX_DEPTH)) {
 		st->depth = depth;
 		count(COUNTER_STACK_OVERFLOW);
 		return;
@@ -471,6 +473,7 @@ int dump_open(struct bpf_iter__task *ctx)
 	c.pid_tgid = ((__u64)task->tgid << 32) | (__u32)task->pid;
 	c.depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth;
 	c.all = 1;
+	c.all_result = RESULT_OPEN;
 	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
 	st->depth = c.depth;
 	return 0;
@@ -485,5 +488,32 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	if (p->tgid == target_tgid)
 		__sync_fetch_and_add(&exec_count, 1);
+	return 0;
+}
+
+/*
+ * A thread of the target exits: frames still on its stack never get their exit (a
+ * panic unwound them and the thread polled nothing afterwards, or the process is
+ * exiting while they run). Emit them as truncated before the kernel frees the stack.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_thread_exit, struct task_struct *p)
+{
+	struct thread_stack *st;
+	struct pop_ctx c = {};
+
+	if (p->tgid != target_tgid || !*(volatile __u32 *)&trace_ready)
+		return 0;
+	st = bpf_task_storage_get(&trace_stacks, p, 0, 0);
+	if (!st || !st->depth)
+		return 0;
+	c.st = st;
+	c.now = bpf_ktime_get_ns();
+	c.pid_tgid = ((__u64)p->tgid << 32) | (__u32)p->pid;
+	c.depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth;
+	c.all = 1;
+	c.all_result = RESULT_TRUNCATED;
+	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
+	st->depth = c.depth;
 	return 0;
 }

@@ -101,14 +101,28 @@ void pb__end(struct pb *b)
 void pb__string(struct pb *b, uint32_t field, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t n = strlen((const char *)s);
+	size_t n = strlen((const char *)s), out = 0, i, len;
 
-	pb__begin(b, field);
-	for (size_t i = 0, len; i < n; i += len ? len : 1) {
+	/* the length first (invalid UTF-8 becomes U+FFFD), so no pb__begin/end shift */
+	for (i = 0; i < n; i += len ? len : 1) {
+		if (s[i] < 0x80) {
+			len = 1;
+			out++;
+			continue;
+		}
+		len = utf8__sequence_length(s + i, n - i);
+		out += len ? len : 3;
+	}
+	pb__varint(b, (uint64_t)field << 3 | PB_WIRE_LEN);
+	pb__varint(b, out);
+	if (out == n) { /* valid: one copy (every invalid byte would have grown it) */
+		pb__bytes(b, s, n);
+		return;
+	}
+	for (i = 0; i < n; i += len ? len : 1) {
 		len = utf8__sequence_length(s + i, n - i);
 		pb__bytes(b, len ? (const void *)(s + i) : "\xef\xbf\xbd", len ? len : 3);
 	}
-	pb__end(b);
 }
 
 int pb__flush(struct pb *b, FILE *out)

@@ -171,6 +171,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
 		exit.flags |= SPEC_EXIT_RETURNED;
+		entry.flags |= SPEC_URETPROBE_EXITS;
 		if (plan_add(plan, &exit, pf->file_offset, true) ||
 		    plan_add(plan, &entry, entry_offset, false))
 			return -ENOMEM;
@@ -411,13 +412,22 @@ static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 /* Watch the target's execs (tp_btf): without it, an exec is noticed only at its exit. */
 static void attach_exec(struct tracer *t)
 {
-	if (t->exec_link)
-		return;
-	t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
-	if (!t->exec_link)
-		pr_warn("trace: cannot watch the target's execs (tp_btf/sched_process_exec: %s): "
-			"tracing will not stop when it runs another program\n",
-			strerror(errno));
+	if (!t->exec_link) {
+		t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
+		if (!t->exec_link)
+			pr_warn("trace: cannot watch the target's execs "
+				"(tp_btf/sched_process_exec: %s): tracing will not stop when it "
+				"runs another program\n",
+				strerror(errno));
+	}
+	if (!t->thread_exit_link) {
+		t->thread_exit_link = bpf_program__attach(t->skel->progs.on_thread_exit);
+		if (!t->thread_exit_link)
+			pr_warn("trace: cannot watch the target's threads exit "
+				"(tp_btf/sched_process_exit: %s): polls a panic cut short on a "
+				"thread that never polls again are not reported\n",
+				strerror(errno));
+	}
 }
 
 static int attach_probes(struct tracer *t, const struct trace_plan *plan,
@@ -503,6 +513,8 @@ void tracer__detach(struct tracer *t)
 		bpf_link__destroy(t->links[i - 1]);
 	bpf_link__destroy(t->exec_link);
 	t->exec_link = NULL;
+	bpf_link__destroy(t->thread_exit_link);
+	t->thread_exit_link = NULL;
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;

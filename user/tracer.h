@@ -89,6 +89,7 @@ struct tracer {
 	int multi_ret_fd;	 /* the uprobe_multi link of the uretprobes, or -1 */
 	struct bpf_link **links; /* fallback: one perf-event link per probe */
 	struct bpf_link *exec_link; /* on_exec, NULL when exec cannot be watched */
+	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
