@@ -120,7 +120,7 @@ fixtures:
 vmlinux:
 	vmlinux/gen-vmlinux.sh
 
-test: all san fuzz fixtures
+test: all san fuzz fixtures bench-tools
 	$(PYTHON) -m pytest -rs tests
 
 demo: deps all
