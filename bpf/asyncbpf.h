@@ -162,7 +162,7 @@ struct poll_record {
 
 /* Per poll function, per CPU: records = emitted + dropped, always. */
 struct poll_stats {
-	__u64 entries;	 /* entry probe hits that pushed a frame */
+	__u64 entries;	 /* unused (kept for the layout): entries are not counted per poll */
 	__u64 records;	 /* records the BPF side tried to emit (completed + truncated) */
 	__u64 emitted;	 /* submitted to the ring buffer */
 	__u64 dropped;	 /* the ring buffer was full */

@@ -324,7 +324,6 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 {
 	struct thread_stack *st;
 	struct poll_frame *f;
-	struct poll_stats *stats;
 	__u64 sp = ctx->sp - (__s64)spec->sp_delta; /* rsp at function entry */
 	__u64 self = 0, state = 0;
 	__u32 depth, poll = spec->poll;
@@ -363,9 +362,7 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 	f->start_ns = now;
 	f->state = state;
 	st->depth = depth + 1;
-	stats = bpf_map_lookup_elem(&trace_stats, &poll);
-	if (stats)
-		__sync_fetch_and_add(&stats->entries, 1);
+	/* no statistics here: the exit's record counts the poll (one map lookup per poll) */
 }
 
 /* Ready/Pending of a hand-written future from its Poll<T> return value. */
