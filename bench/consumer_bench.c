@@ -17,7 +17,8 @@
  * changes the producer's wake-up threshold (default: the tracer's, a quarter of the
  * buffer; 0 wakes on every record, a huge value never forces one);
  * --wakeup-on-crossing forces it only for the record that crosses the threshold
- * (the fix proposed in bench/README.md). One JSON line per step on stdout. Exit
+ * (the tracer's rule since it was measured here; the default is the first rule,
+ * forcing a wake-up for every record past the threshold). One JSON line per step on stdout. Exit
  * status: 0; 1 when the accounting does not add up (received != produced -
  * dropped, or malformed records); 2 usage; 7 the kernel refused.
  */

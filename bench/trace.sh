@@ -180,7 +180,7 @@ sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
 
 # ---- 3. consumer ---------------------------------------------------------------------
 
-echo "bench: consumer: rates $rates M records/s, 1 s each (tracer's wake-ups; never forced; forced on crossing only; null consumer)" >&2
+echo "bench: consumer: rates $rates M records/s, 1 s each (the tracer's rule: forced on crossing a quarter; the first rule: forced on every record past it; never forced; null consumer)" >&2
 consumer_run() { # MODE ARGS...
 	local mode="$1"
 	shift
@@ -194,9 +194,9 @@ for l in open(sys.argv[1]):
 		"$work/consumer-$mode.out" "$mode" >>"$samples"
 	rm -f "$out/consumer-bench.pftrace"
 }
-consumer_run tracer-wakeups --rates "$rates"
+consumer_run tracer-crossing --rates "$rates" --wakeup-on-crossing
+consumer_run forced-past-quarter --rates "$rates"
 consumer_run never-forced --rates "$rates" --wakeup-bytes 0xffffffffffffff
-consumer_run crossing-proposed --rates "$rates" --wakeup-on-crossing
 consumer_run null-consumer --rates 1,2,4 --null-consumer
 
 # ---- 4. attach and detach --------------------------------------------------------------
