@@ -245,6 +245,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	out = fopen(out_path, "w");
+	if (out) /* as the tracer's outputs are (user/outfile.c) */
+		setvbuf(out, NULL, _IOFBF, 256 << 10);
 	if (!out) {
 		fprintf(stderr, "consumer_bench: %s: %s\n", out_path, strerror(errno));
 		status = EXIT_OUTPUT;

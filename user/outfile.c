@@ -50,6 +50,8 @@ int outfile__open(struct outfile *o, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
 		return -e;
 	}
+	/* traces are written in many small pieces: 256 KiB per write(2), not 4 KiB */
+	setvbuf(o->f, NULL, _IOFBF, 256 << 10);
 	return 0;
 }
 

@@ -89,6 +89,7 @@ struct perfetto_writer {
 	int err; /* sticky: first failure */
 	bool first_packet_written;
 	struct pb pkt; /* the packet being built, reused */
+	struct pb outbuf; /* finished packets, written out in 256 KiB pieces */
 
 	/* interned event names: 0 until emitted */
 	uint64_t *future_name_iid; /* by model future index */
@@ -162,6 +163,14 @@ static void packet_timestamp(struct perfetto_writer *w, uint64_t ts)
 	pb__uint(&w->pkt, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
 }
 
+static void flush_out(struct perfetto_writer *w)
+{
+	int r = pb__flush(&w->outbuf, w->out);
+
+	if (r)
+		set_error(w, r);
+}
+
 /* Writes the packet as one `Trace.packet` (trace.proto: field 1). */
 static void packet_end(struct perfetto_writer *w)
 {
@@ -171,9 +180,11 @@ static void packet_end(struct perfetto_writer *w)
 	if (w->pkt.oom) {
 		w->pkt.oom = false;
 		set_error(w, -ENOMEM);
-	} else if (fwrite(hdr, 1, n, w->out) != n ||
-		   fwrite(w->pkt.data, 1, w->pkt.len, w->out) != w->pkt.len) {
-		set_error(w, -EIO);
+	} else {
+		pb__bytes(&w->outbuf, hdr, n);
+		pb__bytes(&w->outbuf, w->pkt.data, w->pkt.len);
+		if (w->outbuf.len >= (256u << 10))
+			flush_out(w);
 	}
 }
 
@@ -662,6 +673,7 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 	pb__end(b);
 	packet_end(w);
 
+	flush_out(w);
 	if (fflush(w->out) || ferror(w->out))
 		set_error(w, -EIO);
 	return w->err;
@@ -678,6 +690,7 @@ void perfetto_writer__free(struct perfetto_writer *w)
 	free(w->future_name_iid);
 	free(w->poll_name_iid);
 	pb__free(&w->pkt);
+	pb__free(&w->outbuf);
 	u64_map__free(&w->thread_index);
 	u64_map__free(&w->tasks);
 	u64_map__free(&w->flows);

@@ -19,10 +19,11 @@ void pb__free(struct pb *b)
 	*b = (struct pb){0};
 }
 
-void pb__bytes(struct pb *b, const void *p, size_t n)
+/* Room for n more bytes; false (and oom) when it cannot be had. */
+static bool pb_reserve(struct pb *b, size_t n)
 {
 	if (b->oom)
-		return;
+		return false;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 512;
 		while (cap < b->len + n)
@@ -30,11 +31,18 @@ void pb__bytes(struct pb *b, const void *p, size_t n)
 		uint8_t *d = realloc(b->data, cap);
 		if (!d) {
 			b->oom = true;
-			return;
+			return false;
 		}
 		b->data = d;
 		b->cap = cap;
 	}
+	return true;
+}
+
+void pb__bytes(struct pb *b, const void *p, size_t n)
+{
+	if (!pb_reserve(b, n))
+		return;
 	memcpy(b->data + b->len, p, n);
 	b->len += n;
 }
@@ -51,11 +59,11 @@ size_t pb__varint_encode(uint64_t v, uint8_t out[10])
 	return n;
 }
 
+/* Encoded in place: the writers' hottest path (every tag and every number). */
 void pb__varint(struct pb *b, uint64_t v)
 {
-	uint8_t tmp[10];
-
-	pb__bytes(b, tmp, pb__varint_encode(v, tmp));
+	if (pb_reserve(b, 10))
+		b->len += pb__varint_encode(v, b->data + b->len);
 }
 
 void pb__uint(struct pb *b, uint32_t field, uint64_t v)
