@@ -25,16 +25,16 @@ const volatile __u32 stack_size = PROFILE_STACK_DEFAULT;
 const volatile __u32 offcpu_enabled;
 
 #define PAGE 4096u
-#define SCRATCH_SIZE (sizeof(struct profile_sample) + PROFILE_STACK_MAX)
 
 struct scratch {
 	struct profile_sample hdr;
 	__u8 stack[PROFILE_STACK_MAX + PAGE]; /* slack: the verifier sees chunk <= PAGE */
 };
 
+/* One per CPU, indexed by CPU: a per-CPU array's values are capped at 32 KiB. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to the number of possible CPUs before load */
 	__type(key, __u32);
 	__type(value, struct scratch);
 } profile_scratch SEC(".maps");
@@ -129,15 +129,15 @@ static __always_inline int user_regs(struct task_struct *task, __u64 *regs)
 
 static __always_inline int emit(struct task_struct *task, __u32 type, __u64 weight)
 {
-	__u32 zero = 0, size, flags = 0;
-	struct scratch *s = bpf_map_lookup_elem(&profile_scratch, &zero);
+	__u32 cpu = bpf_get_smp_processor_id(), size, flags = 0;
+	struct scratch *s = bpf_map_lookup_elem(&profile_scratch, &cpu);
 
 	if (!s)
 		return 0;
 	s->hdr.type = type;
 	s->hdr.pid = task->tgid;
 	s->hdr.tid = task->pid;
-	s->hdr.cpu = bpf_get_smp_processor_id();
+	s->hdr.cpu = cpu;
 	s->hdr.time_ns = bpf_ktime_get_ns();
 	s->hdr.weight = weight;
 	size = 0;

@@ -25,6 +25,7 @@
 
 #include "commands.h"
 #include "exitcodes.h"
+#include "launch.h"
 #include "log.h"
 #include "outfile.h"
 #include "selection.h"
@@ -208,95 +209,6 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
-}
-
-static bool privileged(void)
-{
-	return sysfacts__in_initial_user_namespace() &&
-	       (sysfacts__has_capability(CAP_SYS_ADMIN) ||
-		(sysfacts__has_capability(CAP_BPF) && sysfacts__has_capability(CAP_PERFMON)));
-}
-
-static void explain_privilege(void)
-{
-	char missing[256] = "";
-
-	if (!sysfacts__has_capability(CAP_BPF))
-		sysfacts__add_fact(missing, sizeof(missing), "CAP_BPF");
-	if (!sysfacts__has_capability(CAP_PERFMON))
-		sysfacts__add_fact(missing, sizeof(missing), "CAP_PERFMON");
-	if (!sysfacts__has_capability(CAP_SYS_ADMIN))
-		sysfacts__add_fact(missing, sizeof(missing), "CAP_SYS_ADMIN");
-	pr_warn("trace: needs root, or CAP_BPF+CAP_PERFMON (CAP_SYS_ADMIN too for perf-event "
-		"uprobes on kernels without uprobe_multi); running as uid %u without %s%s: run "
-		"it with sudo\n",
-		(unsigned)getuid(), missing,
-		sysfacts__in_initial_user_namespace()
-		    ? ""
-		    : ", in a user namespace whose capabilities do not grant BPF");
-}
-
-/* execvp's PATH search, done before the fork so the model is of the file we exec. */
-static int resolve_command(const char *name, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	struct stat st;
-
-	if (strchr(name, '/')) {
-		if (snprintf(out, len, "%s", name) >= (int)len)
-			return -ENAMETOOLONG;
-		return access(out, X_OK) ? -errno : 0;
-	}
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *colon = strchr(path, ':');
-		size_t n = colon ? (size_t)(colon - path) : strlen(path);
-
-		if (snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name) < (int)len &&
-		    !access(out, X_OK) && !stat(out, &st) && S_ISREG(st.st_mode))
-			return 0;
-		path += n + (colon ? 1 : 0);
-		if (!colon)
-			break;
-	}
-	return -ENOENT;
-}
-
-/* The child: wait until the parent has attached (or gave up), then exec. */
-static pid_t launch_stopped(const char *path, char **argv, int *go_fd)
-{
-	int fds[2];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(fds[0]);
-		close(fds[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		char go = 0;
-		ssize_t n;
-
-		close(fds[1]);
-		do
-			n = read(fds[0], &go, 1);
-		while (n < 0 && errno == EINTR);
-		if (n != 1 || go != 'g')
-			_exit(127); /* the tracer failed: never run the command untraced */
-		close(fds[0]);
-		execv(path, argv);
-		fprintf(stderr, "asyncbpf: trace: cannot execute %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
-	close(fds[0]);
-	*go_fd = fds[1];
-	return pid;
 }
 
 static int select_futures(const struct trace_args *a, const struct model *m, struct selection *s)
@@ -555,20 +467,6 @@ static void trace_loop(struct ring_buffer *rb, int pidfd, double duration, uint6
 		fputc('\n', stderr);
 }
 
-static int wait_child(pid_t child)
-{
-	int st;
-
-	while (waitpid(child, &st, 0) < 0)
-		if (errno != EINTR)
-			return EXIT_FAILURE_INTERNAL;
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return EXIT_FAILURE_INTERNAL;
-}
-
 static int trace(const struct trace_args *a)
 {
 	struct target_spec spec = {0};
@@ -639,7 +537,7 @@ static int trace(const struct trace_args *a)
 			plan.nr_no_exit, plan.nr_no_entry, plan.nr_refused);
 
 	if (a->command) {
-		child = launch_stopped(exe, a->command, &go_fd);
+		child = launch_stopped("trace", exe, a->command, &go_fd);
 		if (child < 0) {
 			pr_warn("trace: cannot start %s: %s\n", exe, strerror(-child));
 			status = EXIT_FAILURE_INTERNAL;
@@ -793,7 +691,7 @@ int cmd_trace(int argc, char **argv)
 	if (r)
 		return r < 0 ? EXIT_OK : r;
 	if (!privileged()) {
-		explain_privilege();
+		explain_privilege("trace");
 		return EXIT_NO_PERMISSION;
 	}
 	return trace(&a);

@@ -298,18 +298,56 @@ struct chain_level {
 	bool inlined;
 };
 
+#define MAX_SCOPE_DEPTH 48 /* namespaces + functions + blocks: deeper is hostile */
+
+/*
+ * The function scopes containing pc below parent, outermost first: subprograms and
+ * inlined copies, descending through namespaces (where rustc puts functions) and
+ * lexical blocks. Written here because elfutils 0.188's dwarf_getscopes returns no
+ * scope at all for pcs of rustc's optimized coroutines (found on the release
+ * fixtures: the inlined polls' DIEs are there, the lookup fails), and because its
+ * chain continues with abstract definitions, not callers. Bounded depth.
+ */
+static bool scope_walk(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out, uint32_t *n, int depth)
+{
+	Dwarf_Die c;
+
+	if (depth > MAX_SCOPE_DEPTH || dwarf_child(parent, &c) != 0)
+		return false;
+	do {
+		int tag = dwarf_tag(&c);
+
+		if (tag == DW_TAG_namespace || tag == DW_TAG_module) {
+			if (scope_walk(&c, pc, out, n, depth + 1))
+				return true;
+			continue;
+		}
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
+		    tag != DW_TAG_lexical_block)
+			continue;
+		if (dwarf_haspc(&c, pc) <= 0)
+			continue;
+		if (tag != DW_TAG_lexical_block && *n < MAX_CHAIN)
+			out[(*n)++] = c;
+		scope_walk(&c, pc, out, n, depth + 1);
+		return true;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
 /* The inline chain at pc from DWARF, innermost first; 0 when there is none. */
 static uint32_t dwarf_chain(struct unwinder *u, Dwfl_Module *mod, Dwarf_Addr pc,
 			    struct chain_level *out)
 {
 	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias), *scopes = NULL;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias);
+	Dwarf_Die scopes[MAX_CHAIN];
 	Dwfl_Line *l;
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	const char *file = NULL;
-	int line = 0, ns;
-	uint32_t n = 0;
+	int line = 0;
+	uint32_t ns = 0, n = 0;
 
 	if (!cu)
 		return 0;
@@ -318,52 +356,37 @@ static uint32_t dwarf_chain(struct unwinder *u, Dwfl_Module *mod, Dwarf_Addr pc,
 
 		file = f ? strpool__intern(&u->pool, f) : NULL;
 	}
-	ns = dwarf_getscopes(cu, pc - bias, &scopes);
-	if (ns <= 0)
+	scope_walk(cu, pc - bias, scopes, &ns, 0);
+	if (!ns)
 		return 0;
 	dwarf_getsrcfiles(cu, &files, &nfiles);
-	/*
-	 * dwarf_getscopes continues past an inlined copy with the scopes of its abstract
-	 * definition, not with the function it was inlined into: after each inlined
-	 * copy, restart from its concrete parents (dwarf_getscopes_die).
-	 */
-	for (int i = 0; i < ns && n < MAX_CHAIN;) {
-		int tag = dwarf_tag(&scopes[i]);
+	/* scopes[] is outermost first: walk it backwards */
+	for (uint32_t k = ns; k-- > 0 && n < MAX_CHAIN;) {
+		Dwarf_Die *d = &scopes[k];
+		int tag = dwarf_tag(d);
 		Dwarf_Attribute a;
 		Dwarf_Word v;
-		Dwarf_Die *parents = NULL;
 
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) {
-			i++;
-			continue;
-		}
-		die_names(u, &scopes[i], &out[n].linkage, &out[n].name);
+		die_names(u, d, &out[n].linkage, &out[n].name);
 		out[n].file = file;
 		out[n].line = line > 0 ? (uint32_t)line : 0;
 		out[n].inlined = tag == DW_TAG_inlined_subroutine;
 		n++;
 		if (tag == DW_TAG_subprogram)
-			break; /* the physical function: outer scopes are not frames */
+			break; /* the physical function */
 		/* the caller's location is this inlined copy's call site */
 		file = NULL;
 		line = 0;
-		if (dwarf_attr(&scopes[i], DW_AT_call_file, &a) && !dwarf_formudata(&a, &v) && files &&
+		if (dwarf_attr(d, DW_AT_call_file, &a) && !dwarf_formudata(&a, &v) && files &&
 		    v < nfiles) {
 			const char *f = dwarf_filesrc(files, v, NULL, NULL);
 
 			file = f ? strpool__intern(&u->pool, f) : NULL;
 		}
-		if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) && !dwarf_formudata(&a, &v) &&
+		if (dwarf_attr(d, DW_AT_call_line, &a) && !dwarf_formudata(&a, &v) &&
 		    v <= INT32_MAX)
 			line = (int)v;
-		ns = dwarf_getscopes_die(&scopes[i], &parents);
-		free(scopes);
-		scopes = parents;
-		i = 1; /* parents[0] is the inlined copy itself */
-		if (ns <= 0)
-			break;
 	}
-	free(scopes);
 	return n;
 }
 

@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * asyncbpf profile -p PID | -- CMD ARGS...: sample the target's threads N times a
+ * second (no probe on any poll), unwind each sample with DWARF CFI, project it onto
+ * its async stack and write a flame graph (SVG, folded, pprof, Perfetto); print the
+ * top async stacks and what was lost. docs/profile.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "commands.h"
+#include "exitcodes.h"
+#include "hashmap.h"
+#include "launch.h"
+#include "log.h"
+#include "outfile.h"
+#include "profile_export.h"
+#include "profile_project.h"
+#include "profiler.h"
+#include "sysfacts.h"
+#include "unwind.h"
+
+static const char profile_usage[] =
+    "Usage: asyncbpf profile -p PID [OPTIONS]\n"
+    "       asyncbpf profile [OPTIONS] -- CMD [ARGS...]\n"
+    "\n"
+    "Sample a running Rust program (or CMD, started before it runs and profiled until\n"
+    "it exits) N times a second on every CPU, unwind each sample with DWARF CFI and\n"
+    "show it as its async stack: [runtime] → task future → ... → innermost polled\n"
+    "future → the functions it was running. No probe on any poll: cheap enough to\n"
+    "leave on.\n"
+    "\n"
+    "  -p, --pid PID          profile a running process\n"
+    "  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
+    "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
+    "  -o, --output F         SVG flame graph (default asyncbpf-profile-PID.svg)\n"
+    "      --svg F            the same as -o\n"
+    "      --folded F         also write folded stacks (flamegraph.pl, inferno, speedscope)\n"
+    "      --pprof F          also write a pprof profile (go tool pprof, Pyroscope, Parca)\n"
+    "      --perfetto F       also write the samples per thread as a Perfetto trace\n"
+    "      --stack-size N     bytes of user stack copied per sample, K suffix (default 8K,\n"
+    "                         max 64K); deeper stacks are cut short (counted)\n"
+    "      --off-cpu          also record where threads block, and for how long\n"
+    "      --ringbuf-size N   ring buffer bytes, K/M suffixes (default 16M)\n"
+    "  -v, --verbose          libbpf's log, unwinding statistics\n"
+    "\n"
+    "Exit status: 0 profiled; in launch mode CMD's own status (128+N if killed by\n"
+    "signal N); 2 usage; 3 no such process or command; 4 not privileged; 7 sampling\n"
+    "is not available; 8 an output could not be written.\n"
+    "\n"
+    "Examples:\n"
+    "  sudo asyncbpf profile -p \"$(pidof server)\" -d 30\n"
+    "  sudo asyncbpf profile -F 999 --folded out.folded -- target/release/server\n";
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
+struct profile_args {
+	pid_t pid;
+	char **command;
+	uint32_t freq;
+	double duration;
+	const char *svg, *folded, *pprof, *perfetto;
+	uint64_t stack_size, ringbuf_size;
+	bool offcpu, verbose;
+};
+
+static int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		v <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20, end++;
+	if (*end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct profile_args *a)
+{
+	static const struct option opts[] = {
+	    {"pid", required_argument, NULL, 'p'},
+	    {"freq", required_argument, NULL, 'F'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"svg", required_argument, NULL, 'o'},
+	    {"folded", required_argument, NULL, 'f'},
+	    {"pprof", required_argument, NULL, 'P'},
+	    {"perfetto", required_argument, NULL, 'T'},
+	    {"stack-size", required_argument, NULL, 'S'},
+	    {"ringbuf-size", required_argument, NULL, 'R'},
+	    {"off-cpu", no_argument, NULL, 'O'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c, r, nopt = argc;
+	char *end;
+	unsigned long v;
+
+	a->freq = PROFILE_DEFAULT_FREQ;
+	a->stack_size = PROFILE_STACK_DEFAULT;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			nopt = i;
+			a->command = &argv[i + 1];
+			break;
+		}
+	optind = 1;
+	while ((c = getopt_long(nopt, argv, "p:F:d:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if ((r = parse_pid("profile", optarg, &a->pid)))
+				return r;
+			break;
+		case 'F':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || *optarg == '-' || v < 1 || v > PROFILE_MAX_FREQ) {
+				pr_warn("profile: -F takes 1 to %d samples per second, not '%s'\n",
+					PROFILE_MAX_FREQ, optarg);
+				return EXIT_USAGE;
+			}
+			a->freq = (uint32_t)v;
+			break;
+		case 'd':
+			errno = 0;
+			a->duration = strtod(optarg, &end);
+			if (errno || *end || !(a->duration > 0) || a->duration > 1e9) {
+				pr_warn("profile: --duration takes positive seconds, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'o': a->svg = optarg; break;
+		case 'f': a->folded = optarg; break;
+		case 'P': a->pprof = optarg; break;
+		case 'T': a->perfetto = optarg; break;
+		case 'S':
+			if (parse_bytes(optarg, 64, PROFILE_STACK_MAX, &a->stack_size)) {
+				pr_warn("profile: --stack-size takes 64 to %u bytes (K suffix), not "
+					"'%s'\n",
+					PROFILE_STACK_MAX, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'R':
+			if (parse_bytes(optarg, 4096, 1u << 30, &a->ringbuf_size)) {
+				pr_warn("profile: --ringbuf-size takes 4K to 1G bytes, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'O': a->offcpu = true; break;
+		case 'v':
+			a->verbose = true;
+			log_verbosity = 2;
+			break;
+		case 'h': fputs(profile_usage, stdout); return -1;
+		default: fputs(profile_usage, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < nopt) {
+		pr_warn("profile: unexpected argument '%s' (a command goes after '--')\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (a->command && !a->command[0]) {
+		pr_warn("profile: nothing after '--': name the command to launch\n");
+		return EXIT_USAGE;
+	}
+	if (!a->pid == !a->command) {
+		pr_warn("profile: give one of -p PID or -- CMD [ARGS...]\n%s", profile_usage);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the consumer: records → unwound, projected samples ---- */
+
+#define REFRESH_INTERVAL_NS 200000000ull /* re-read the mappings at most this often */
+
+struct consumer {
+	pid_t pid;
+	char err[512];
+	struct unwinder *unwinder;
+	int unwinder_err;
+	struct projector *proj;
+	uint64_t received, offcpu_records, bad_records, failed, partial, unknown_waits;
+	uint64_t reasons[UNWIND_REASON_COUNT];
+	uint64_t unwind_cpu_ns, last_refresh;
+	struct u64_map threads;	     /* tid -> index in names */
+	struct pthread_name *names;
+	size_t nr_names, cap_names;
+	struct u64_map blocked;	     /* off-CPU: tid -> stack of its last switch-out */
+	int error;		     /* first -ENOMEM */
+	struct unwind_result result; /* large: kept here, not on the stack */
+};
+
+static void note_thread(struct consumer *c, uint32_t tid)
+{
+	char path[64], comm[64] = "";
+	uint64_t v;
+
+	if (u64_map__get(&c->threads, tid, &v))
+		return;
+	if (c->nr_names == c->cap_names) {
+		size_t cap = c->cap_names ? c->cap_names * 2 : 16;
+		struct pthread_name *n = realloc(c->names, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		c->names = n;
+		c->cap_names = cap;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)c->pid, tid);
+	if (sysfacts__read_small_file(path, comm, sizeof(comm)))
+		snprintf(comm, sizeof(comm), "tid %u", tid);
+	c->names[c->nr_names].tid = tid;
+	if (!(c->names[c->nr_names].name = strdup(comm)))
+		return;
+	if (u64_map__set(&c->threads, tid, c->nr_names)) {
+		free((void *)c->names[c->nr_names].name);
+		return;
+	}
+	c->nr_names++;
+}
+
+static uint32_t unwind_sample(struct consumer *c, const struct profile_sample *rec,
+			      const uint8_t *stack)
+{
+	uint64_t t0 = thread_cpu_ns(), now;
+	uint32_t n;
+
+	/* launch mode: the mappings are only worth reading once the command runs */
+	if (!c->unwinder) {
+		c->unwinder = unwinder__new(c->pid, &c->unwinder_err, c->err, sizeof(c->err));
+		c->last_refresh = now_ns();
+		if (!c->unwinder)
+			return 0;
+	}
+	n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
+	if (c->result.reason == UNWIND_PC_OUTSIDE &&
+	    (now = now_ns()) - c->last_refresh > REFRESH_INTERVAL_NS) {
+		/* a dlopen or an exec since the mappings were read */
+		c->last_refresh = now;
+		if (!unwinder__refresh(c->unwinder))
+			n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
+	}
+	c->unwind_cpu_ns += thread_cpu_ns() - t0;
+	return n;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct consumer *c = ctx;
+	const struct profile_sample *rec = data;
+	const uint8_t *stack = (const uint8_t *)data + sizeof(*rec);
+	struct projected_sample s;
+	uint64_t v;
+	int64_t st;
+	uint32_t n;
+
+	if (size < sizeof(*rec) || rec->stack_size > size - sizeof(*rec) ||
+	    (rec->type != RECORD_PROFILE_SAMPLE && rec->type != RECORD_PROFILE_OFFCPU &&
+	     rec->type != RECORD_PROFILE_WAKE)) {
+		c->bad_records++;
+		return 0;
+	}
+	s = (struct projected_sample){.time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid,
+				      .weight = rec->weight};
+	if (rec->type == RECORD_PROFILE_WAKE) {
+		if (!u64_map__get(&c->blocked, rec->tid, &v)) {
+			c->unknown_waits++;
+			return 0;
+		}
+		s.offcpu = true;
+		if (projector__add_weight(c->proj, (uint32_t)v, &s))
+			c->error = -ENOMEM;
+		return 0;
+	}
+	note_thread(c, rec->tid);
+	n = unwind_sample(c, rec, stack);
+	if (log_verbosity >= 2 && c->received < 3) { /* what the first samples unwound to */
+		pr_debug("profile: sample of tid %u: %u frames (%s)\n", rec->tid, n,
+			 unwind_reason__name(c->result.reason));
+		for (uint32_t i = 0; i < n; i++)
+			pr_debug("  #%u %#" PRIx64 " %s%s %s:%u\n", i, c->result.frames[i]->pc,
+				 c->result.frames[i]->name,
+				 c->result.frames[i]->inlined ? " (inlined)" : "",
+				 c->result.frames[i]->file ? c->result.frames[i]->file : "?",
+				 c->result.frames[i]->line);
+	}
+	if (rec->type == RECORD_PROFILE_OFFCPU) {
+		c->offcpu_records++;
+		s.offcpu = true;
+		s.weight = 0; /* interned now; its time arrives with the wake-up */
+	} else {
+		c->received++;
+		c->reasons[c->unwinder ? c->result.reason : UNWIND_OTHER]++;
+		if (!n)
+			c->failed++;
+		else if (c->result.reason != UNWIND_COMPLETE)
+			c->partial++;
+	}
+	st = projector__add(c->proj, c->result.frames, n, &s);
+	if (st < 0) {
+		c->error = -ENOMEM;
+		return 0;
+	}
+	if (s.offcpu && u64_map__set(&c->blocked, rec->tid, (uint64_t)st))
+		c->error = -ENOMEM;
+	return 0;
+}
+
+static void consumer__free(struct consumer *c)
+{
+	unwinder__free(c->unwinder);
+	projector__free(c->proj);
+	for (size_t i = 0; i < c->nr_names; i++)
+		free((void *)c->names[i].name);
+	free(c->names);
+	u64_map__free(&c->threads);
+	u64_map__free(&c->blocked);
+}
+
+/* ---- outputs ---- */
+
+enum { OUT_SVG, OUT_FOLDED, OUT_PPROF, OUT_PERFETTO, OUT_COUNT };
+
+struct outputs {
+	struct outfile files[OUT_COUNT];
+	const char *paths[OUT_COUNT];
+	bool open[OUT_COUNT];
+};
+
+static int open_outputs(struct outputs *o)
+{
+	char err[512];
+
+	for (int i = 0; i < OUT_COUNT; i++) {
+		if (!o->paths[i])
+			continue;
+		if (outfile__open(&o->files[i], o->paths[i], err, sizeof(err))) {
+			pr_warn("profile: %s\n", err);
+			return EXIT_OUTPUT;
+		}
+		o->open[i] = true;
+	}
+	return EXIT_OK;
+}
+
+static int write_outputs(struct outputs *o, const struct profile_data *d)
+{
+	static const char *const what[OUT_COUNT] = {"SVG flame graph", "folded stacks",
+						    "pprof profile", "Perfetto trace"};
+	char err[512], title[256];
+	int status = EXIT_OK;
+
+	snprintf(title, sizeof(title), "asyncbpf profile: %s (pid %u), %s at %u Hz",
+		 d->process_name ? d->process_name : "?", d->pid, d->event, d->freq_hz);
+	for (int i = 0; i < OUT_COUNT; i++) {
+		int r;
+
+		if (!o->open[i])
+			continue;
+		switch (i) {
+		case OUT_SVG: r = flamegraph_svg__write(o->files[i].f, d, title); break;
+		case OUT_FOLDED: r = folded__write(o->files[i].f, d, 0); break;
+		case OUT_PPROF: r = pprof__write(o->files[i].f, d); break;
+		default: r = perfetto_profile__write(o->files[i].f, d); break;
+		}
+		o->open[i] = false;
+		if (r == -ENOSYS) {
+			pr_warn("profile: this asyncbpf was built without the %s writer: %s not "
+				"written\n",
+				what[i], o->paths[i]);
+			outfile__abort(&o->files[i]);
+			continue;
+		}
+		if (r || outfile__commit(&o->files[i], err, sizeof(err))) {
+			if (r)
+				pr_warn("profile: writing the %s %s failed: %s\n", what[i],
+					o->paths[i], strerror(-r));
+			else
+				pr_warn("profile: %s\n", err);
+			outfile__abort(&o->files[i]);
+			status = EXIT_OUTPUT;
+			continue;
+		}
+		pr_info("profile: wrote %s (%s)\n", o->paths[i], what[i]);
+	}
+	return status;
+}
+
+static void free_outputs(struct outputs *o)
+{
+	for (int i = 0; i < OUT_COUNT; i++)
+		if (o->open[i])
+			outfile__abort(&o->files[i]);
+}
+
+/* ---- summary ---- */
+
+static const struct profile_data *sort_data;
+
+static int by_weight(const void *a, const void *b)
+{
+	uint64_t wa = sort_data->stacks[*(const size_t *)a].weight;
+	uint64_t wb = sort_data->stacks[*(const size_t *)b].weight;
+
+	return wa < wb ? 1 : wa > wb ? -1 : 0;
+}
+
+static void print_top(FILE *out, const struct profile_data *d, bool offcpu, size_t top)
+{
+	size_t *idx = calloc(d->nstacks ? d->nstacks : 1, sizeof(*idx)), n = 0;
+	uint64_t total = 0;
+	char text[1024];
+
+	if (!idx)
+		return;
+	for (size_t i = 0; i < d->nstacks; i++)
+		if (d->stacks[i].offcpu == offcpu && d->stacks[i].weight) {
+			idx[n++] = i;
+			total += d->stacks[i].weight;
+		}
+	sort_data = d;
+	qsort(idx, n, sizeof(*idx), by_weight);
+	fprintf(out, "%s (%s):\n", offcpu ? "Top async stacks, off-CPU" : "Top async stacks, on-CPU",
+		offcpu ? "time blocked" : "samples");
+	for (size_t i = 0; i < n && i < top; i++) {
+		const struct pstack *s = &d->stacks[idx[i]];
+
+		projector__stack_text(s, text, sizeof(text));
+		if (offcpu)
+			fprintf(out, "  %5.1f%% %10.3f ms  %s\n", 100.0 * (double)s->weight / (double)total,
+				(double)s->weight / 1e6, text[0] ? text : s->frames[0]->name);
+		else
+			fprintf(out, "  %5.1f%% %8" PRIu64 "  %s\n",
+				100.0 * (double)s->weight / (double)total, s->weight,
+				text[0] ? text : s->frames[0]->name);
+	}
+	if (!n)
+		fprintf(out, "  (no samples)\n");
+	free(idx);
+}
+
+static void print_summary(FILE *out, const struct consumer *c, const struct profile_data *d,
+			  const uint64_t *counters, bool offcpu)
+{
+	char reasons[512] = "";
+
+	for (int r = 1; r < UNWIND_REASON_COUNT; r++)
+		if (c->reasons[r])
+			sysfacts__add_fact(reasons, sizeof(reasons), "%s %" PRIu64,
+					   unwind_reason__name((enum unwind_reason)r), c->reasons[r]);
+	fprintf(out,
+		"asyncbpf profile: pid %u (%s), %s at %u Hz, %.1f s: %" PRIu64 " samples, %" PRIu64
+		" dropped (ring buffer full), %" PRIu64 " failed to unwind, %" PRIu64
+		" unwound partially%s%s%s\n",
+		d->pid, d->process_name ? d->process_name : "?", d->event, d->freq_hz,
+		(double)(d->end_ns - d->start_ns) / 1e9, c->received, counters[PCOUNTER_DROPPED],
+		c->failed, c->partial, reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
+	print_top(out, d, false, 10);
+	if (offcpu)
+		print_top(out, d, true, 10);
+}
+
+/* ---- the command ---- */
+
+static void profile_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start)
+{
+	struct pollfd fds[2] = {
+	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
+	    {.fd = pidfd, .events = POLLIN},
+	};
+
+	while (!exiting) {
+		int n = poll(fds, pidfd >= 0 ? 2 : 1, 100);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		ring_buffer__consume(rb);
+		if (n > 0 && pidfd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			pr_info("profile: the target exited\n");
+			break;
+		}
+		if (duration > 0 && (double)(now_ns() - start) >= duration * 1e9)
+			break;
+	}
+}
+
+static int profile(const struct profile_args *a)
+{
+	struct target_spec spec = {0};
+	struct model m;
+	struct profiler prof = {0};
+	struct profiler_opts popts = {0};
+	struct outputs out = {0};
+	struct consumer *c = NULL;
+	struct profile_data d = {0};
+	struct ring_buffer *rb = NULL;
+	uint64_t counters[PCOUNTER_COUNT] = {0}, start = 0;
+	char err[1024] = "", exe[PATH_MAX], svg[PATH_MAX], comm[64] = "", path[64];
+	pid_t pid = a->pid, child = 0;
+	int pidfd = -1, go_fd = -1, status, r;
+	bool model_loaded = false;
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct rusage ru0, ru1;
+
+	if (a->command) {
+		r = resolve_command(a->command[0], exe, sizeof(exe));
+		if (r) {
+			pr_warn("profile: cannot run '%s': %s\n", a->command[0],
+				r == -ENOENT ? "not found (in PATH)" : strerror(-r));
+			return r == -EACCES ? EXIT_NO_PERMISSION : EXIT_NO_INPUT;
+		}
+		spec.path = exe;
+	} else {
+		/* a pidfd pins the process: a reused PID cannot be mistaken for it */
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd < 0) {
+			r = errno;
+			pr_warn("profile: cannot open process %d: %s\n", (int)pid,
+				r == ESRCH ? "no such process (check the PID with 'ps')"
+					   : strerror(r));
+			return exit_code_from_errno(r);
+		}
+		spec.pid = pid;
+	}
+	/* the model names the polls; without DWARF the analyzer falls back to symbols */
+	status = load_model("profile", &spec, &m);
+	model_loaded = true;
+	if (status)
+		goto out;
+	print_warnings("profile", &m);
+
+	if (a->command) {
+		child = launch_stopped("profile", exe, a->command, &go_fd);
+		if (child < 0) {
+			pr_warn("profile: cannot start %s: %s\n", exe, strerror(-child));
+			status = EXIT_FAILURE_INTERNAL;
+			child = 0;
+			goto out;
+		}
+		pid = child;
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		snprintf(comm, sizeof(comm), "%.63s", strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe);
+	} else {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		sysfacts__read_small_file(path, comm, sizeof(comm));
+	}
+	if (a->svg)
+		snprintf(svg, sizeof(svg), "%s", a->svg);
+	else
+		snprintf(svg, sizeof(svg), "asyncbpf-profile-%d.svg", (int)pid);
+	out.paths[OUT_SVG] = svg;
+	out.paths[OUT_FOLDED] = a->folded;
+	out.paths[OUT_PPROF] = a->pprof;
+	out.paths[OUT_PERFETTO] = a->perfetto;
+	status = open_outputs(&out);
+	if (status)
+		goto out;
+
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->proj = projector__new(&m, true))) {
+		pr_warn("profile: out of memory\n");
+		status = EXIT_FAILURE_INTERNAL;
+		goto out;
+	}
+	c->pid = pid;
+	u64_map__init(&c->threads);
+	u64_map__init(&c->blocked);
+	if (!a->command) {
+		/* read the mappings now, so a failure is reported before sampling */
+		c->unwinder = unwinder__new(pid, &c->unwinder_err, err, sizeof(err));
+		c->last_refresh = now_ns();
+		if (!c->unwinder) {
+			pr_warn("profile: %s\n", err);
+			status = exit_code_from_errno(c->unwinder_err);
+			goto out;
+		}
+	}
+
+	popts.pid = pid;
+	popts.freq_hz = a->freq;
+	popts.stack_size = (uint32_t)a->stack_size;
+	popts.ringbuf_size = a->ringbuf_size;
+	popts.offcpu = a->offcpu;
+	popts.verbose = a->verbose;
+	r = profiler__load(&prof, &popts, err, sizeof(err));
+	if (!r)
+		r = profiler__attach(&prof, &popts, err, sizeof(err));
+	if (r) {
+		pr_warn("profile: %s\n", err);
+		status = r == -EPERM || r == -EACCES ? EXIT_NO_PERMISSION : EXIT_KERNEL;
+		goto out;
+	}
+	rb = ring_buffer__new(profiler__ringbuf_fd(&prof), on_record, c, NULL);
+	if (!rb) {
+		pr_warn("profile: cannot set up the ring buffer consumer: %s\n", strerror(errno));
+		status = EXIT_KERNEL;
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	pr_info("profile: sampling pid %d (%s) with %s at %u Hz on %d CPUs, %" PRIu64
+		" bytes of stack per sample%s; Ctrl-C stops\n",
+		(int)pid, comm, prof.event, a->freq, prof.nr_attached, a->stack_size,
+		a->offcpu ? ", off-CPU too" : "");
+	getrusage(RUSAGE_SELF, &ru0);
+	start = now_ns();
+	if (go_fd >= 0) {
+		if (write(go_fd, "g", 1) != 1)
+			pr_warn("profile: cannot start the command: %s\n", strerror(errno));
+		close(go_fd);
+		go_fd = -1;
+	}
+	profile_loop(rb, pidfd, a->duration, start);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	profiler__detach(&prof);
+	ring_buffer__consume(rb); /* what arrived before the events were gone */
+	getrusage(RUSAGE_SELF, &ru1);
+	if (profiler__read_counters(&prof, counters))
+		pr_warn("profile: cannot read the BPF counters\n");
+
+	d.pid = (uint32_t)pid;
+	d.process_name = comm[0] ? comm : NULL;
+	d.event = prof.event;
+	d.freq_hz = a->freq;
+	d.period_ns = 1000000000ull / a->freq;
+	d.start_ns = start;
+	d.end_ns = now_ns();
+	d.dropped = counters[PCOUNTER_DROPPED];
+	d.unwind_failed = c->failed;
+	d.threads = c->names;
+	d.nthreads = c->nr_names;
+	projector__fill(c->proj, &d);
+	if (c->error)
+		pr_warn("profile: out of memory: some samples are missing from the outputs\n");
+	if (c->bad_records)
+		pr_warn("profile: %" PRIu64 " malformed ring buffer records ignored\n",
+			c->bad_records);
+	if (!c->unwinder && c->received)
+		pr_warn("profile: could not read the target's mappings, nothing was unwound: %s\n",
+			c->err);
+	if (counters[PCOUNTER_SAMPLES] + counters[PCOUNTER_DROPPED] <
+	    c->received + c->offcpu_records)
+		pr_warn("profile: accounting mismatch: BPF emitted %" PRIu64 " records, %" PRIu64
+			" arrived\n",
+			counters[PCOUNTER_SAMPLES], c->received + c->offcpu_records);
+	status = write_outputs(&out, &d);
+	print_summary(a->command ? stderr : stdout, c, &d, counters, a->offcpu);
+	if (counters[PCOUNTER_DROPPED])
+		pr_warn("profile: WARNING: %" PRIu64 " samples were DROPPED (ring buffer full: "
+			"--ringbuf-size, or a lower -F)\n",
+			counters[PCOUNTER_DROPPED]);
+	{
+		double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+				      ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+			     (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+				      ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+				 1e6;
+		uint64_t pcs = 0, refreshes = 0;
+
+		if (c->unwinder)
+			unwinder__stats(c->unwinder, &pcs, &refreshes);
+		/* one line a benchmark can parse (bench/profile.sh) */
+		pr_debug("profile: stats samples=%" PRIu64 " cpu_s=%.6f unwind_cpu_s=%.6f "
+			 "unwind_per_s=%.0f cached_pcs=%" PRIu64 " refreshes=%" PRIu64 "\n",
+			 c->received + c->offcpu_records, cpu, (double)c->unwind_cpu_ns / 1e9,
+			 c->unwind_cpu_ns ? (double)(c->received + c->offcpu_records) * 1e9 /
+						(double)c->unwind_cpu_ns
+					  : 0.0,
+			 pcs, refreshes);
+	}
+	if (child) {
+		int child_status;
+
+		if (exiting || a->duration > 0)
+			pr_info("profile: profiling stopped; waiting for %s (pid %d) to exit\n",
+				exe, (int)child);
+		child_status = wait_child(child);
+		child = 0;
+		if (status == EXIT_OK)
+			status = child_status;
+	}
+out:
+	if (go_fd >= 0)
+		close(go_fd); /* EOF: the child exits without running the command */
+	if (child)
+		wait_child(child);
+	ring_buffer__free(rb);
+	profiler__free(&prof);
+	free_outputs(&out);
+	if (c) {
+		consumer__free(c);
+		free(c);
+	}
+	if (model_loaded)
+		model__free(&m);
+	if (pidfd >= 0)
+		close(pidfd);
+	return status;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_args a = {0};
+	int r = parse_args(argc, argv, &a);
+
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	if (!privileged()) {
+		explain_privilege("profile");
+		return EXIT_NO_PERMISSION;
+	}
+	return profile(&a);
+}
