@@ -48,7 +48,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .PHONY: all clean deps test unit check-env demo fixtures san fuzz fuzz-long bench-analyze \
-	format format-check vmlinux
+	format format-check vmlinux bench-profile
 
 all: check-env $(OUTPUT)/asyncbpf
 
@@ -129,6 +129,9 @@ demo: deps all
 
 bench-analyze: all fixtures
 	bench/analyze.sh
+
+bench-profile: all fixtures
+	bench/profile.sh
 
 format:
 	clang-format -i user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c

@@ -80,6 +80,7 @@ struct profile_args {
 	const char *svg, *folded, *pprof, *perfetto;
 	uint64_t stack_size, ringbuf_size;
 	bool offcpu, verbose;
+	uint32_t replay_rounds; /* --bench-replay N (bench/profile.sh) */
 };
 
 static int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -115,6 +116,7 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	    {"stack-size", required_argument, NULL, 'S'},
 	    {"ringbuf-size", required_argument, NULL, 'R'},
 	    {"off-cpu", no_argument, NULL, 'O'},
+	    {"bench-replay", required_argument, NULL, 'B'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -177,6 +179,16 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 			}
 			break;
 		case 'O': a->offcpu = true; break;
+		case 'B':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || *optarg == '-' || v < 1 || v > 1000) {
+				pr_warn("profile: --bench-replay takes 1 to 1000 rounds, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			a->replay_rounds = (uint32_t)v;
+			break;
 		case 'v':
 			a->verbose = true;
 			log_verbosity = 2;
@@ -235,6 +247,8 @@ struct consumer {
 	size_t nr_names, cap_names;
 	struct u64_map blocked;	     /* off-CPU: tid -> stack of its last switch-out */
 	int error;		     /* first -ENOMEM */
+	void **kept;		     /* --bench-replay: copies of the last on-CPU records */
+	size_t *kept_size, nr_kept, keep;
 	struct unwind_result result; /* large: kept here, not on the stack */
 };
 
@@ -338,6 +352,17 @@ static int on_record(void *ctx, void *data, size_t size)
 		s.weight = 0; /* interned now; its time arrives with the wake-up */
 	} else {
 		c->received++;
+		if (c->keep) {
+			size_t slot = c->nr_kept < c->keep ? c->nr_kept++ : c->received % c->keep;
+			void *copy = malloc(size);
+
+			if (copy) {
+				memcpy(copy, data, size);
+				free(c->kept[slot]);
+				c->kept[slot] = copy;
+				c->kept_size[slot] = size;
+			}
+		}
 		c->reasons[c->unwinder ? c->result.reason : UNWIND_OTHER]++;
 		if (!n)
 			c->failed++;
@@ -356,6 +381,10 @@ static int on_record(void *ctx, void *data, size_t size)
 
 static void consumer__free(struct consumer *c)
 {
+	for (size_t i = 0; i < c->nr_kept; i++)
+		free(c->kept[i]);
+	free(c->kept);
+	free(c->kept_size);
 	unwinder__free(c->unwinder);
 	projector__free(c->proj);
 	for (size_t i = 0; i < c->nr_names; i++)
@@ -363,6 +392,38 @@ static void consumer__free(struct consumer *c)
 	free(c->names);
 	u64_map__free(&c->threads);
 	u64_map__free(&c->blocked);
+}
+
+/*
+ * --bench-replay N: unwind and project the kept records N more times with warm
+ * caches, timed on this thread's CPU clock: unwinding throughput on one core, the
+ * number bench/profile.sh reports. The replayed samples go to a scratch projector.
+ */
+static void bench_replay(struct consumer *c, const struct model *m, uint32_t rounds)
+{
+	struct projector *scratch = projector__new(m, false);
+	struct projected_sample s = {.weight = 1};
+	uint64_t t0, n = 0;
+
+	if (!scratch || !c->unwinder || !c->nr_kept) {
+		pr_warn("profile: nothing to replay\n");
+		projector__free(scratch);
+		return;
+	}
+	t0 = thread_cpu_ns();
+	for (uint32_t r = 0; r < rounds; r++)
+		for (size_t i = 0; i < c->nr_kept; i++) {
+			const struct profile_sample *rec = c->kept[i];
+			uint32_t k = unwinder__unwind(c->unwinder, rec, (const uint8_t *)(rec + 1),
+						      &c->result);
+
+			projector__add(scratch, c->result.frames, k, &s);
+			n++;
+		}
+	t0 = thread_cpu_ns() - t0;
+	fprintf(stderr, "asyncbpf: profile: replay unwound=%" PRIu64 " cpu_s=%.6f per_s=%.0f\n", n,
+		(double)t0 / 1e9, t0 ? (double)n * 1e9 / (double)t0 : 0.0);
+	projector__free(scratch);
 }
 
 /* ---- outputs ---- */
@@ -611,6 +672,13 @@ static int profile(const struct profile_args *a)
 		goto out;
 	}
 	c->pid = pid;
+	if (a->replay_rounds) {
+		c->keep = 2000;
+		c->kept = calloc(c->keep, sizeof(*c->kept));
+		c->kept_size = calloc(c->keep, sizeof(*c->kept_size));
+		if (!c->kept || !c->kept_size)
+			c->keep = 0;
+	}
 	u64_map__init(&c->threads);
 	u64_map__init(&c->blocked);
 	if (!a->command) {
@@ -717,6 +785,8 @@ static int profile(const struct profile_args *a)
 					  : 0.0,
 			 pcs, refreshes);
 	}
+	if (a->replay_rounds)
+		bench_replay(c, &m, a->replay_rounds);
 	if (child) {
 		int child_status;
 
