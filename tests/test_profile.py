@@ -297,3 +297,27 @@ def test_usage_errors():
         assert proc.returncode == util.EXIT_USAGE, util.describe(proc)
     proc = util.run_asyncbpf("profile", "--help")
     assert proc.returncode == 0 and "--folded" in proc.stdout
+
+
+@needs_root
+def test_off_cpu_time_is_kept_apart(sampling, tmp_path):
+    """tokio_ct's main task sleeps 3 ms in load and 2 ms in store for each of its 10
+    keys, one after another (its source): the thread is parked for at least ~50 ms,
+    and that time must show up off-CPU, in nanoseconds, not among on-CPU samples."""
+    if sampling["tp_btf"]["status"] != "ok":
+        pytest.skip(f"tp_btf unavailable, no off-CPU profiling: {sampling['tp_btf']['detail']}")
+    src = source_of("tokio_ct")
+    assert "sleep(Duration::from_millis(3))" in src and "sleep(Duration::from_millis(2))" in src
+    on, off = tmp_path / "on.folded", tmp_path / "off.folded"
+    start = time.monotonic()
+    proc = util.run_asyncbpf("profile", "--off-cpu", "--folded", on, "--folded-offcpu", off,
+                             "-o", tmp_path / "o.svg", "--", util.fixture_binary("debug", "tokio_ct"), timeout=120)
+    wall = time.monotonic() - start
+    assert proc.returncode == 0, util.describe(proc)
+    blocked_ns = sum(w for _, w in parse_folded(off))
+    assert blocked_ns >= 25_000_000, f"only {blocked_ns} ns blocked:\n{util.describe(proc)}"
+    assert blocked_ns <= 2 * wall * 1e9 * os.cpu_count(), blocked_ns
+    # on-CPU weights are sample counts: at 99 Hz a sub-second run has a handful
+    on_samples = sum(w for _, w in parse_folded(on)) if on.stat().st_size else 0
+    assert on_samples <= 99 * wall * os.cpu_count() + 5, on_samples
+    assert "Top async stacks, off-CPU" in proc.stderr

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "outfile.h"
 #include "profile_export.h"
+#include "profile_consumer.h"
 #include "profile_project.h"
 #include "profiler.h"
 #include "sysfacts.h"
@@ -52,7 +53,9 @@ static const char profile_usage[] =
     "      --perfetto F       also write the samples per thread as a Perfetto trace\n"
     "      --stack-size N     bytes of user stack copied per sample, K suffix (default 8K,\n"
     "                         max 64K); deeper stacks are cut short (counted)\n"
-    "      --off-cpu          also record where threads block, and for how long\n"
+    "      --off-cpu          also record where threads block, and for how long (kept\n"
+    "                         apart from on-CPU samples in every output)\n"
+    "      --folded-offcpu F  with --off-cpu: folded off-CPU stacks, weight = ns blocked\n"
     "      --ringbuf-size N   ring buffer bytes, K/M suffixes (default 16M)\n"
     "  -v, --verbose          libbpf's log, unwinding statistics\n"
     "\n"
@@ -77,7 +80,7 @@ struct profile_args {
 	char **command;
 	uint32_t freq;
 	double duration;
-	const char *svg, *folded, *pprof, *perfetto;
+	const char *svg, *folded, *folded_offcpu, *pprof, *perfetto;
 	uint64_t stack_size, ringbuf_size;
 	bool offcpu, verbose;
 	uint32_t replay_rounds; /* --bench-replay N (bench/profile.sh) */
@@ -111,6 +114,7 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	    {"output", required_argument, NULL, 'o'},
 	    {"svg", required_argument, NULL, 'o'},
 	    {"folded", required_argument, NULL, 'f'},
+	    {"folded-offcpu", required_argument, NULL, 'Z'},
 	    {"pprof", required_argument, NULL, 'P'},
 	    {"perfetto", required_argument, NULL, 'T'},
 	    {"stack-size", required_argument, NULL, 'S'},
@@ -161,6 +165,7 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 			break;
 		case 'o': a->svg = optarg; break;
 		case 'f': a->folded = optarg; break;
+		case 'Z': a->folded_offcpu = optarg; break;
 		case 'P': a->pprof = optarg; break;
 		case 'T': a->perfetto = optarg; break;
 		case 'S':
@@ -202,6 +207,10 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 			argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (a->folded_offcpu && !a->offcpu) {
+		pr_warn("profile: --folded-offcpu needs --off-cpu\n");
+		return EXIT_USAGE;
+	}
 	if (a->command && !a->command[0]) {
 		pr_warn("profile: nothing after '--': name the command to launch\n");
 		return EXIT_USAGE;
@@ -213,222 +222,10 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	return EXIT_OK;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- the consumer: records → unwound, projected samples ---- */
-
-#define REFRESH_INTERVAL_NS 200000000ull /* re-read the mappings at most this often */
-
-struct consumer {
-	pid_t pid;
-	char err[512];
-	struct unwinder *unwinder;
-	int unwinder_err;
-	struct projector *proj;
-	uint64_t received, offcpu_records, bad_records, failed, partial, unknown_waits;
-	uint64_t reasons[UNWIND_REASON_COUNT];
-	uint64_t unwind_cpu_ns, last_refresh;
-	struct u64_map threads;	     /* tid -> index in names */
-	struct pthread_name *names;
-	size_t nr_names, cap_names;
-	struct u64_map blocked;	     /* off-CPU: tid -> stack of its last switch-out */
-	int error;		     /* first -ENOMEM */
-	void **kept;		     /* --bench-replay: copies of the last on-CPU records */
-	size_t *kept_size, nr_kept, keep;
-	struct unwind_result result; /* large: kept here, not on the stack */
-};
-
-static void note_thread(struct consumer *c, uint32_t tid)
-{
-	char path[64], comm[64] = "";
-	uint64_t v;
-
-	if (u64_map__get(&c->threads, tid, &v))
-		return;
-	if (c->nr_names == c->cap_names) {
-		size_t cap = c->cap_names ? c->cap_names * 2 : 16;
-		struct pthread_name *n = realloc(c->names, cap * sizeof(*n));
-
-		if (!n)
-			return;
-		c->names = n;
-		c->cap_names = cap;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)c->pid, tid);
-	if (sysfacts__read_small_file(path, comm, sizeof(comm)))
-		snprintf(comm, sizeof(comm), "tid %u", tid);
-	c->names[c->nr_names].tid = tid;
-	if (!(c->names[c->nr_names].name = strdup(comm)))
-		return;
-	if (u64_map__set(&c->threads, tid, c->nr_names)) {
-		free((void *)c->names[c->nr_names].name);
-		return;
-	}
-	c->nr_names++;
-}
-
-static uint32_t unwind_sample(struct consumer *c, const struct profile_sample *rec,
-			      const uint8_t *stack)
-{
-	uint64_t t0 = thread_cpu_ns(), now;
-	uint32_t n;
-
-	/* launch mode: the mappings are only worth reading once the command runs */
-	if (!c->unwinder) {
-		c->unwinder = unwinder__new(c->pid, &c->unwinder_err, c->err, sizeof(c->err));
-		c->last_refresh = now_ns();
-		if (!c->unwinder)
-			return 0;
-	}
-	n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
-	if (c->result.reason == UNWIND_PC_OUTSIDE &&
-	    (now = now_ns()) - c->last_refresh > REFRESH_INTERVAL_NS) {
-		/* a dlopen or an exec since the mappings were read */
-		c->last_refresh = now;
-		if (!unwinder__refresh(c->unwinder))
-			n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
-	}
-	c->unwind_cpu_ns += thread_cpu_ns() - t0;
-	return n;
-}
-
-static int on_record(void *ctx, void *data, size_t size)
-{
-	struct consumer *c = ctx;
-	const struct profile_sample *rec = data;
-	const uint8_t *stack = (const uint8_t *)data + sizeof(*rec);
-	struct projected_sample s;
-	uint64_t v;
-	int64_t st;
-	uint32_t n;
-
-	if (size < sizeof(*rec) || rec->stack_size > size - sizeof(*rec) ||
-	    (rec->type != RECORD_PROFILE_SAMPLE && rec->type != RECORD_PROFILE_OFFCPU &&
-	     rec->type != RECORD_PROFILE_WAKE)) {
-		c->bad_records++;
-		return 0;
-	}
-	s = (struct projected_sample){.time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid,
-				      .weight = rec->weight};
-	if (rec->type == RECORD_PROFILE_WAKE) {
-		if (!u64_map__get(&c->blocked, rec->tid, &v)) {
-			c->unknown_waits++;
-			return 0;
-		}
-		s.offcpu = true;
-		if (projector__add_weight(c->proj, (uint32_t)v, &s))
-			c->error = -ENOMEM;
-		return 0;
-	}
-	note_thread(c, rec->tid);
-	n = unwind_sample(c, rec, stack);
-	if (log_verbosity >= 2 && c->received < 3) { /* what the first samples unwound to */
-		pr_debug("profile: sample of tid %u: %u frames (%s)\n", rec->tid, n,
-			 unwind_reason__name(c->result.reason));
-		for (uint32_t i = 0; i < n; i++)
-			pr_debug("  #%u %#" PRIx64 " %s%s %s:%u\n", i, c->result.frames[i]->pc,
-				 c->result.frames[i]->name,
-				 c->result.frames[i]->inlined ? " (inlined)" : "",
-				 c->result.frames[i]->file ? c->result.frames[i]->file : "?",
-				 c->result.frames[i]->line);
-	}
-	if (rec->type == RECORD_PROFILE_OFFCPU) {
-		c->offcpu_records++;
-		s.offcpu = true;
-		s.weight = 0; /* interned now; its time arrives with the wake-up */
-	} else {
-		c->received++;
-		if (c->keep) {
-			size_t slot = c->nr_kept < c->keep ? c->nr_kept++ : c->received % c->keep;
-			void *copy = malloc(size);
-
-			if (copy) {
-				memcpy(copy, data, size);
-				free(c->kept[slot]);
-				c->kept[slot] = copy;
-				c->kept_size[slot] = size;
-			}
-		}
-		c->reasons[c->unwinder ? c->result.reason : UNWIND_OTHER]++;
-		if (!n)
-			c->failed++;
-		else if (c->result.reason != UNWIND_COMPLETE)
-			c->partial++;
-	}
-	st = projector__add(c->proj, c->result.frames, n, &s);
-	if (st < 0) {
-		c->error = -ENOMEM;
-		return 0;
-	}
-	if (s.offcpu && u64_map__set(&c->blocked, rec->tid, (uint64_t)st))
-		c->error = -ENOMEM;
-	return 0;
-}
-
-static void consumer__free(struct consumer *c)
-{
-	for (size_t i = 0; i < c->nr_kept; i++)
-		free(c->kept[i]);
-	free(c->kept);
-	free(c->kept_size);
-	unwinder__free(c->unwinder);
-	projector__free(c->proj);
-	for (size_t i = 0; i < c->nr_names; i++)
-		free((void *)c->names[i].name);
-	free(c->names);
-	u64_map__free(&c->threads);
-	u64_map__free(&c->blocked);
-}
-
-/*
- * --bench-replay N: unwind and project the kept records N more times with warm
- * caches, timed on this thread's CPU clock: unwinding throughput on one core, the
- * number bench/profile.sh reports. The replayed samples go to a scratch projector.
- */
-static void bench_replay(struct consumer *c, const struct model *m, uint32_t rounds)
-{
-	struct projector *scratch = projector__new(m, false);
-	struct projected_sample s = {.weight = 1};
-	uint64_t t0, n = 0;
-
-	if (!scratch || !c->unwinder || !c->nr_kept) {
-		pr_warn("profile: nothing to replay\n");
-		projector__free(scratch);
-		return;
-	}
-	t0 = thread_cpu_ns();
-	for (uint32_t r = 0; r < rounds; r++)
-		for (size_t i = 0; i < c->nr_kept; i++) {
-			const struct profile_sample *rec = c->kept[i];
-			uint32_t k = unwinder__unwind(c->unwinder, rec, (const uint8_t *)(rec + 1),
-						      &c->result);
-
-			projector__add(scratch, c->result.frames, k, &s);
-			n++;
-		}
-	t0 = thread_cpu_ns() - t0;
-	fprintf(stderr, "asyncbpf: profile: replay unwound=%" PRIu64 " cpu_s=%.6f per_s=%.0f\n", n,
-		(double)t0 / 1e9, t0 ? (double)n * 1e9 / (double)t0 : 0.0);
-	projector__free(scratch);
-}
 
 /* ---- outputs ---- */
 
-enum { OUT_SVG, OUT_FOLDED, OUT_PPROF, OUT_PERFETTO, OUT_COUNT };
+enum { OUT_SVG, OUT_FOLDED, OUT_FOLDED_OFFCPU, OUT_PPROF, OUT_PERFETTO, OUT_COUNT };
 
 struct outputs {
 	struct outfile files[OUT_COUNT];
@@ -455,7 +252,8 @@ static int open_outputs(struct outputs *o)
 static int write_outputs(struct outputs *o, const struct profile_data *d)
 {
 	static const char *const what[OUT_COUNT] = {"SVG flame graph", "folded stacks",
-						    "pprof profile", "Perfetto trace"};
+						    "folded off-CPU stacks", "pprof profile",
+						    "Perfetto trace"};
 	char err[512], title[256];
 	int status = EXIT_OK;
 
@@ -469,6 +267,7 @@ static int write_outputs(struct outputs *o, const struct profile_data *d)
 		switch (i) {
 		case OUT_SVG: r = flamegraph_svg__write(o->files[i].f, d, title); break;
 		case OUT_FOLDED: r = folded__write(o->files[i].f, d, 0); break;
+		case OUT_FOLDED_OFFCPU: r = folded__write(o->files[i].f, d, 1); break;
 		case OUT_PPROF: r = pprof__write(o->files[i].f, d); break;
 		default: r = perfetto_profile__write(o->files[i].f, d); break;
 		}
@@ -564,6 +363,11 @@ static void print_summary(FILE *out, const struct consumer *c, const struct prof
 		d->pid, d->process_name ? d->process_name : "?", d->event, d->freq_hz,
 		(double)(d->end_ns - d->start_ns) / 1e9, c->received, counters[PCOUNTER_DROPPED],
 		c->failed, c->partial, reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
+	if (offcpu)
+		fprintf(out,
+			"off-CPU: %" PRIu64 " times a thread blocked, %" PRIu64
+			" wake-ups whose block was not recorded\n",
+			c->offcpu_records, c->unknown_waits);
 	print_top(out, d, false, 10);
 	if (offcpu)
 		print_top(out, d, true, 10);
@@ -659,6 +463,7 @@ static int profile(const struct profile_args *a)
 		snprintf(svg, sizeof(svg), "asyncbpf-profile-%d.svg", (int)pid);
 	out.paths[OUT_SVG] = svg;
 	out.paths[OUT_FOLDED] = a->folded;
+	out.paths[OUT_FOLDED_OFFCPU] = a->folded_offcpu;
 	out.paths[OUT_PPROF] = a->pprof;
 	out.paths[OUT_PERFETTO] = a->perfetto;
 	status = open_outputs(&out);
@@ -706,7 +511,7 @@ static int profile(const struct profile_args *a)
 		status = r == -EPERM || r == -EACCES ? EXIT_NO_PERMISSION : EXIT_KERNEL;
 		goto out;
 	}
-	rb = ring_buffer__new(profiler__ringbuf_fd(&prof), on_record, c, NULL);
+	rb = ring_buffer__new(profiler__ringbuf_fd(&prof), consumer__handle, c, NULL);
 	if (!rb) {
 		pr_warn("profile: cannot set up the ring buffer consumer: %s\n", strerror(errno));
 		status = EXIT_KERNEL;
@@ -786,7 +591,7 @@ static int profile(const struct profile_args *a)
 			 pcs, refreshes);
 	}
 	if (a->replay_rounds)
-		bench_replay(c, &m, a->replay_rounds);
+		consumer__bench_replay(c, &m, a->replay_rounds);
 	if (child) {
 		int child_status;
 

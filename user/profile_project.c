@@ -440,6 +440,8 @@ int64_t projector__add(struct projector *p, const struct uframe *const *frames, 
 	st = intern_stack(p, p->tmp, k, s->offcpu);
 	if (st < 0)
 		return st;
+	if (s->intern_only)
+		return st;
 	if (add_sample(p, (uint32_t)st, s))
 		return -ENOMEM;
 	return st;

@@ -30,6 +30,8 @@ struct projected_sample {
 	uint32_t pid, tid;
 	uint64_t weight; /* on-CPU 1, off-CPU ns */
 	bool offcpu;
+	bool intern_only; /* off-CPU switch-out: intern the stack, count nothing yet (its
+			   * time arrives with the wake-up, projector__add_weight) */
 };
 
 /*

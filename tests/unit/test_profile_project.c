@@ -136,10 +136,14 @@ int main(void)
 
 	/* off-CPU stacks are kept apart, and weighted by time */
 	{
-		struct projected_sample off = {.weight = 0, .offcpu = true};
+		struct projected_sample off = {.weight = 0, .offcpu = true, .intern_only = true};
 		int64_t o = projector__add(p, hot, 8, &off);
 
 		CHECK(o >= 0 && o != a);
+		projector__fill(p, &d);
+		CHECK_EQ_U64(d.nsamples, 5);
+		CHECK_EQ_U64(d.stacks[o].samples, 0);
+		off.intern_only = false;
 		off.weight = 5000;
 		CHECK(projector__add_weight(p, (uint32_t)o, &off) == 0);
 		CHECK(projector__add_weight(p, 999, &off) < 0);
@@ -163,6 +167,7 @@ int main(void)
 		CHECK(folded__write(f, &d, 1) == 0);
 		fclose(f);
 		CHECK_STR(text, "[runtime];demo::task;demo::middle;demo::leaf;demo::spin 5000\n");
+		CHECK_EQ_U64(d.stacks[d.nstacks - 1].samples, 1);
 		free(text);
 	}
 
