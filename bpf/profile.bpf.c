@@ -26,19 +26,6 @@ const volatile __u32 offcpu_enabled;
 
 #define PAGE 4096u
 
-struct scratch {
-	struct profile_sample hdr;
-	__u8 stack[PROFILE_STACK_MAX + PAGE]; /* slack: the verifier sees chunk <= PAGE */
-};
-
-/* One per CPU, indexed by CPU: a per-CPU array's values are capped at 32 KiB. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* set to the number of possible CPUs before load */
-	__type(key, __u32);
-	__type(value, struct scratch);
-} profile_scratch SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20); /* resized by user space before load */
@@ -72,12 +59,12 @@ static __always_inline void count(__u32 which)
  * happen at a page boundary, so the copy stops at the first unreadable page (the
  * top of a thread's stack) instead of failing whole. Returns the bytes copied.
  */
-static __always_inline __u32 copy_stack(struct scratch *s, __u64 sp, __u32 want, __u32 *flags)
+static __always_inline __u32 copy_stack(__u8 *to, __u64 sp, __u64 want, __u32 *flags)
 {
-	__u32 off = 0;
+	__u64 off = 0; /* 64-bit: no zero-extension copies that lose the verifier's bounds */
 
 	for (int i = 0; i < PROFILE_STACK_MAX / PAGE + 1; i++) {
-		__u32 chunk, room;
+		__u64 chunk, room;
 
 		if (off >= want)
 			break;
@@ -87,14 +74,13 @@ static __always_inline __u32 copy_stack(struct scratch *s, __u64 sp, __u32 want,
 			chunk = room;
 		if (chunk > PAGE)
 			chunk = PAGE;
-		off &= PROFILE_STACK_MAX - 1;
-		if (bpf_probe_read_user(&s->stack[off], chunk, (void *)(sp + off))) {
+		if (bpf_probe_read_user(to + off, chunk, (void *)(sp + off))) {
 			*flags |= PROFILE_F_STACK_FAULT;
 			break;
 		}
 		off += chunk;
 	}
-	return off;
+	return (__u32)off;
 }
 
 /* Registers of user space as it was when it entered the kernel or was interrupted. */
@@ -127,36 +113,40 @@ static __always_inline int user_regs(struct task_struct *task, __u64 *regs)
 	return 0;
 }
 
+/*
+ * One record: header + `stack_size` bytes reserved in the ring buffer (stack_size is
+ * read-only data, a constant to the verifier), the stack copied straight into it:
+ * no scratch buffer, no second copy. The verifier cannot relate a chunk's offset to
+ * its length (off < want, chunk <= PAGE, separately), so a PAGE of slack follows;
+ * bytes past hdr.stack_size are not meaningful.
+ */
 static __always_inline int emit(struct task_struct *task, __u32 type, __u64 weight)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), size, flags = 0;
-	struct scratch *s = bpf_map_lookup_elem(&profile_scratch, &cpu);
+	struct profile_sample *r;
+	__u32 flags = 0, size = 0;
 
-	if (!s)
-		return 0;
-	s->hdr.type = type;
-	s->hdr.pid = task->tgid;
-	s->hdr.tid = task->pid;
-	s->hdr.cpu = cpu;
-	s->hdr.time_ns = bpf_ktime_get_ns();
-	s->hdr.weight = weight;
-	size = 0;
-	if (user_regs(task, s->hdr.regs)) {
-		flags |= PROFILE_F_KERNEL_THREAD;
-		count(PCOUNTER_NO_REGS);
-	} else {
-		size = copy_stack(s, s->hdr.regs[PROFILE_REG_SP], stack_size, &flags);
-		if (flags & PROFILE_F_STACK_FAULT)
-			count(PCOUNTER_STACK_FAULT);
-	}
-	s->hdr.flags = flags;
-	s->hdr.stack_size = size;
-	if (size > PROFILE_STACK_MAX)
-		size = PROFILE_STACK_MAX;
-	if (bpf_ringbuf_output(&profile_events, s, sizeof(struct profile_sample) + size, 0)) {
+	r = bpf_ringbuf_reserve(&profile_events, sizeof(*r) + stack_size + PAGE, 0);
+	if (!r) {
 		count(PCOUNTER_DROPPED);
 		return 0;
 	}
+	r->type = type;
+	r->pid = task->tgid;
+	r->tid = task->pid;
+	r->cpu = bpf_get_smp_processor_id();
+	r->time_ns = bpf_ktime_get_ns();
+	r->weight = weight;
+	if (user_regs(task, r->regs)) {
+		flags |= PROFILE_F_KERNEL_THREAD;
+		count(PCOUNTER_NO_REGS);
+	} else {
+		size = copy_stack((__u8 *)(r + 1), r->regs[PROFILE_REG_SP], stack_size, &flags);
+		if (flags & PROFILE_F_STACK_FAULT)
+			count(PCOUNTER_STACK_FAULT);
+	}
+	r->flags = flags;
+	r->stack_size = size;
+	bpf_ringbuf_submit(r, 0);
 	count(PCOUNTER_SAMPLES);
 	return 0;
 }

@@ -504,6 +504,8 @@ static int profile(const struct profile_args *a)
 	popts.offcpu = a->offcpu;
 	popts.verbose = a->verbose;
 	r = profiler__load(&prof, &popts, err, sizeof(err));
+	if (!r && a->replay_rounds && profiler__enable_run_stats(&prof))
+		pr_warn("profile: cannot enable BPF run-time statistics\n");
 	if (!r)
 		r = profiler__attach(&prof, &popts, err, sizeof(err));
 	if (r) {
@@ -571,25 +573,6 @@ static int profile(const struct profile_args *a)
 		pr_warn("profile: WARNING: %" PRIu64 " samples were DROPPED (ring buffer full: "
 			"--ringbuf-size, or a lower -F)\n",
 			counters[PCOUNTER_DROPPED]);
-	{
-		double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
-				      ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-			     (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
-				      ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
-				 1e6;
-		uint64_t pcs = 0, refreshes = 0;
-
-		if (c->unwinder)
-			unwinder__stats(c->unwinder, &pcs, &refreshes);
-		/* one line a benchmark can parse (bench/profile.sh) */
-		pr_debug("profile: stats samples=%" PRIu64 " cpu_s=%.6f unwind_cpu_s=%.6f "
-			 "unwind_per_s=%.0f cached_pcs=%" PRIu64 " refreshes=%" PRIu64 "\n",
-			 c->received + c->offcpu_records, cpu, (double)c->unwind_cpu_ns / 1e9,
-			 c->unwind_cpu_ns ? (double)(c->received + c->offcpu_records) * 1e9 /
-						(double)c->unwind_cpu_ns
-					  : 0.0,
-			 pcs, refreshes);
-	}
 	if (a->replay_rounds)
 		consumer__bench_replay(c, &m, a->replay_rounds);
 	if (child) {
@@ -602,6 +585,31 @@ static int profile(const struct profile_args *a)
 		child = 0;
 		if (status == EXIT_OK)
 			status = child_status;
+	}
+	if (a->verbose || a->replay_rounds) {
+		/* one line a benchmark can parse (bench/profile.sh) */
+		struct rusage self, kids;
+		uint64_t pcs = 0, refreshes = 0, run_ns = 0, run_cnt = 0;
+		double phase = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+					ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+			       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+					ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+
+		getrusage(RUSAGE_SELF, &self);
+		getrusage(RUSAGE_CHILDREN, &kids);
+		if (c->unwinder)
+			unwinder__stats(c->unwinder, &pcs, &refreshes);
+		profiler__run_stats(&prof, &run_ns, &run_cnt);
+		fprintf(stderr,
+			"asyncbpf: profile: stats samples=%" PRIu64 " cpu_s=%.6f self_cpu_s=%.6f "
+			"target_cpu_s=%.6f unwind_cpu_s=%.6f cached_pcs=%" PRIu64
+			" refreshes=%" PRIu64 " bpf_run_ns=%" PRIu64 " bpf_run_cnt=%" PRIu64 "\n",
+			c->received + c->offcpu_records, phase,
+			(double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+			    (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6,
+			(double)(kids.ru_utime.tv_sec + kids.ru_stime.tv_sec) +
+			    (double)(kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1e6,
+			(double)c->unwind_cpu_ns / 1e9, pcs, refreshes, run_ns, run_cnt);
 	}
 out:
 	if (go_fd >= 0)

@@ -54,11 +54,6 @@ int profiler__load(struct profiler *p, const struct profiler_opts *o, char *err,
 	r = bpf_map__set_max_entries(skel->maps.profile_events,
 				     round_pow2(o->ringbuf_size ? o->ringbuf_size
 								: PROFILE_DEFAULT_RINGBUF));
-	if (!r)
-		r = bpf_map__set_max_entries(skel->maps.profile_scratch,
-					     (__u32)(libbpf_num_possible_cpus() > 0
-							 ? libbpf_num_possible_cpus()
-							 : 1));
 	if (r) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
 		return r;
@@ -198,6 +193,30 @@ int profiler__read_counters(const struct profiler *p, uint64_t *counters)
 	return 0;
 }
 
+int profiler__enable_run_stats(struct profiler *p)
+{
+	int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	if (fd < 0)
+		return -errno;
+	p->stats_fd = fd;
+	return 0;
+}
+
+int profiler__run_stats(const struct profiler *p, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (!p->skel || bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.profile_sample), &info,
+					       &len))
+		return -errno ? -errno : -EINVAL;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
 void profiler__detach(struct profiler *p)
 {
 	bpf_link__destroy(p->offcpu_link);
@@ -220,5 +239,7 @@ void profiler__free(struct profiler *p)
 	free(p->links);
 	free(p->perf_fds);
 	profile_bpf__destroy(p->skel);
+	if (p->stats_fd > 0)
+		close(p->stats_fd);
 	memset(p, 0, sizeof(*p));
 }

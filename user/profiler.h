@@ -30,6 +30,7 @@ struct profiler {
 	int nr_cpus;
 	int nr_attached;
 	const char *event; /* "cycles" or "cpu-clock" */
+	int stats_fd;      /* BPF_ENABLE_STATS while held, or -1/0 */
 };
 
 struct profiler_opts {
@@ -49,6 +50,13 @@ int profiler__attach(struct profiler *p, const struct profiler_opts *o, char *er
 int profiler__ringbuf_fd(const struct profiler *p);
 /* Sum the per-CPU counters into counters[PCOUNTER_COUNT]. 0 or -errno. */
 int profiler__read_counters(const struct profiler *p, uint64_t *counters);
+/*
+ * Kernel run-time statistics of the sampling program (BPF_ENABLE_STATS, for
+ * bench/profile.sh): enable before attaching; read sums over every CPU and every
+ * process the program ran for (it filters the target's TGID itself). 0 or -errno.
+ */
+int profiler__enable_run_stats(struct profiler *p);
+int profiler__run_stats(const struct profiler *p, uint64_t *run_ns, uint64_t *run_cnt);
 /* Destroy the links and close the events (idempotent). */
 void profiler__detach(struct profiler *p);
 void profiler__free(struct profiler *p);
