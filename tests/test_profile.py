@@ -149,16 +149,17 @@ def test_pid_mode_hot_handwritten(sampling, tmp_path, profile):
 @needs_root
 def test_target_exit_ends_the_profile(sampling, tmp_path):
     """-p mode without --duration: the target's exit ends profiling (pidfd)."""
-    target = subprocess.Popen(hot_command("debug", "handwritten", 1000), stdout=subprocess.DEVNULL)
+    # long enough that the sanitizer build has attached well before it ends
+    target = subprocess.Popen(hot_command("debug", "handwritten", 3000), stdout=subprocess.DEVNULL)
     time.sleep(0.2)
     start = time.monotonic()
     proc = util.run_asyncbpf("profile", "-p", target.pid, "--folded", tmp_path / "e.folded",
                              "-o", tmp_path / "e.svg", timeout=120)
     target.wait(timeout=30)
     assert proc.returncode == 0, util.describe(proc)
-    assert time.monotonic() - start < 30
-    assert "the target exited" in proc.stderr
-    assert parse_folded(tmp_path / "e.folded")
+    assert time.monotonic() - start < 60
+    assert "the target exited" in proc.stderr, util.describe(proc)
+    assert parse_folded(tmp_path / "e.folded"), util.describe(proc)
 
 
 def link_ids_of(pid):
