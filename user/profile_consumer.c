@@ -103,13 +103,15 @@ int consumer__handle(void *ctx, void *data, size_t size)
 	s = (struct projected_sample){.time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid,
 				      .weight = rec->weight};
 	if (rec->type == RECORD_PROFILE_WAKE) {
-		if (!u64_map__get(&c->blocked, rec->tid, &v)) {
+		/* UINT64_MAX: this block's stack was used already (its record was lost) */
+		if (!u64_map__get(&c->blocked, rec->tid, &v) || v == UINT64_MAX) {
 			c->unknown_waits++;
 			return 0;
 		}
 		s.offcpu = true;
 		if (projector__add_weight(c->proj, (uint32_t)v, &s))
 			c->error = -ENOMEM;
+		u64_map__set(&c->blocked, rec->tid, UINT64_MAX);
 		return 0;
 	}
 	note_thread(c, rec->tid);
