@@ -322,3 +322,31 @@ def test_off_cpu_time_is_kept_apart(sampling, tmp_path):
     on_samples = sum(w for _, w in parse_folded(on)) if on.stat().st_size else 0
     assert on_samples <= 99 * wall * os.cpu_count() + 5, on_samples
     assert "Top async stacks, off-CPU" in proc.stderr
+
+
+@needs_root
+def test_exporters_write_parsable_files_or_say_they_are_missing(sampling, tmp_path):
+    """The SVG, pprof and Perfetto writers come from profile_export.h; a build without
+    one says so and leaves no file. Written files must parse: the SVG as XML, pprof
+    and Perfetto as protobuf (`protoc --decode_raw`)."""
+    paths = {"SVG flame graph": tmp_path / "p.svg", "pprof profile": tmp_path / "p.pb",
+             "Perfetto trace": tmp_path / "p.pftrace"}
+    proc = util.run_asyncbpf("profile", "-o", paths["SVG flame graph"], "--pprof", paths["pprof profile"],
+                             "--perfetto", paths["Perfetto trace"], "--",
+                             *hot_command("release", "handwritten", 1000), timeout=120)
+    assert proc.returncode == 0, util.describe(proc)
+    for what, path in paths.items():
+        if f"built without the {what} writer" in proc.stderr:
+            assert not path.exists(), f"{path} written although its writer is missing"
+            continue
+        assert path.exists() and path.stat().st_size > 0, f"{what} {path} missing:\n{util.describe(proc)}"
+        if what == "SVG flame graph":
+            import xml.etree.ElementTree as ET
+            root = ET.parse(path).getroot()
+            assert root.tag.endswith("svg"), root.tag
+            assert "hot_leaf" in path.read_text(encoding="utf-8")
+        else:
+            util.need_tool("protoc")
+            dec = subprocess.run(["protoc", "--decode_raw"], input=path.read_bytes(), capture_output=True, timeout=60)
+            assert dec.returncode == 0 and dec.stdout, dec.stderr.decode("utf-8", "replace")
+            assert b"hot_leaf" in path.read_bytes()

@@ -171,6 +171,32 @@ int main(void)
 		free(text);
 	}
 
+	/* folded text: ';' inside a name, inlined leaf functions, equal lines merged */
+	{
+		static const struct uframe arr = {.name = "demo::sum<[u8; 4]>", .linkage = "_ZN4demo3sumE",
+						  .inlined = true, .module = "/bin/demo"};
+		static const struct uframe arr2 = {.name = "demo::sum<[u8; 4]>", .linkage = "_ZN4demo3sumE",
+						   .inlined = true, .module = "/bin/other"};
+		const struct uframe *a1[] = {&arr, &leaf, &middle, &task};
+		const struct uframe *a2[] = {&arr2, &leaf, &middle, &task};
+		struct projector *q = must(projector__new(&m, false));
+		struct profile_data dq = {0};
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f;
+
+		CHECK(projector__add(q, a1, 4, &s) >= 0);
+		CHECK(projector__add(q, a2, 4, &s) >= 0); /* another module: another stack */
+		projector__fill(q, &dq);
+		CHECK_EQ_U64(dq.nstacks, 2);
+		f = must(open_memstream(&text, &len));
+		CHECK(folded__write(f, &dq, 0) == 0);
+		fclose(f);
+		CHECK_STR(text, "[runtime];demo::task;demo::middle;demo::leaf;demo::sum<[u8, 4]>_[i] 2\n");
+		free(text);
+		projector__free(q);
+	}
+
 	/* no model: everything is outside a poll */
 	{
 		struct projector *q = must(projector__new(NULL, false));
