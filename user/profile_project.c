@@ -44,6 +44,7 @@ struct projector {
 	size_t nr_samples, cap_samples;
 	const struct pframe *runtime, *not_in_poll, *unknown;
 	const struct pframe *tmp[UNWIND_MAX_LOGICAL + 2];
+	struct uinfo info[UNWIND_MAX_LOGICAL]; /* copies: uinfos[] moves when it grows */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -404,20 +405,23 @@ int projector__add_weight(struct projector *p, uint32_t stack, const struct proj
 int64_t projector__add(struct projector *p, const struct uframe *const *frames, uint32_t n,
 		       const struct projected_sample *s)
 {
-	const struct uinfo *info[UNWIND_MAX_LOGICAL];
+	struct uinfo *info = p->info;
 	int64_t outer = -1, inner = -1, root = -1, st;
 	uint32_t k = 0;
 
 	if (n > UNWIND_MAX_LOGICAL)
 		n = UNWIND_MAX_LOGICAL;
 	for (uint32_t i = 0; i < n; i++) {
-		if (!(info[i] = classify(p, frames[i])))
+		const struct uinfo *u = classify(p, frames[i]);
+
+		if (!u)
 			return -ENOMEM;
-		if (info[i]->future) {
+		info[i] = *u;
+		if (info[i].future) {
 			if (inner < 0)
 				inner = i;
 			outer = i;
-			if (!info[i]->runtime)
+			if (!info[i].runtime)
 				root = i;
 		}
 	}
@@ -426,16 +430,16 @@ int64_t projector__add(struct projector *p, const struct uframe *const *frames, 
 	} else if (outer < 0) {
 		p->tmp[k++] = p->not_in_poll;
 		for (uint32_t i = n; i-- > 0;)
-			p->tmp[k++] = info[i]->fn;
+			p->tmp[k++] = info[i].fn;
 	} else {
 		if (root < 0)
 			root = outer; /* only runtime futures: show them */
 		p->tmp[k++] = p->runtime;
 		for (int64_t i = root; i >= inner; i--)
-			if (info[i]->future)
-				p->tmp[k++] = info[i]->future;
+			if (info[i].future)
+				p->tmp[k++] = info[i].future;
 		for (int64_t i = inner - 1; i >= 0; i--)
-			p->tmp[k++] = info[i]->fn;
+			p->tmp[k++] = info[i].fn;
 	}
 	st = intern_stack(p, p->tmp, k, s->offcpu);
 	if (st < 0)

@@ -197,6 +197,30 @@ int main(void)
 		projector__free(q);
 	}
 
+	/* one stack of 600 frames never seen before: the frame tables grow mid-stack */
+	{
+		static struct uframe deep[600];
+		static char names_buf[600][32];
+		const struct uframe *st[602];
+		struct projector *q = must(projector__new(&m, false));
+		struct profile_data dq = {0};
+
+		for (int i = 0; i < 600; i++) {
+			snprintf(names_buf[i], sizeof(names_buf[i]), "demo::f%d", i);
+			deep[i] = (struct uframe){.name = names_buf[i], .module = "/bin/demo"};
+			st[i] = &deep[i];
+		}
+		st[600] = &task; /* the task polls all of it */
+		st[601] = &run;
+		CHECK(projector__add(q, st, 602, &s) == 0);
+		projector__fill(q, &dq);
+		CHECK_EQ_U64(dq.stacks[0].nframes, 2 + 600);
+		CHECK_STR(dq.stacks[0].frames[1]->name, "demo::task");
+		CHECK_STR(dq.stacks[0].frames[2]->name, "demo::f599");
+		CHECK_STR(dq.stacks[0].frames[601]->name, "demo::f0");
+		projector__free(q);
+	}
+
 	/* no model: everything is outside a poll */
 	{
 		struct projector *q = must(projector__new(NULL, false));
