@@ -50,8 +50,14 @@ struct check_record {
 
 /* ---- asyncbpf trace (trace.bpf.c): specs, per-thread stacks, records ---- */
 
-/* Frames kept per thread; deeper polls are counted (COUNTER_STACK_OVERFLOW), not traced. */
-#define TRACE_MAX_DEPTH 32
+/*
+ * Frames kept per thread (a power of two); deeper polls are counted
+ * (COUNTER_STACK_OVERFLOW), not traced.
+ */
+#define TRACE_MAX_DEPTH 128
+
+/* poll_stats.hist[i] counts polls lasting [2^i, 2^(i+1)) ns; hist[0] also 0 ns. */
+#define TRACE_HIST_BUCKETS 64
 
 /* What a probe site does: a spec's kind (both for a function that is one tail jump). */
 enum probe_kind {
@@ -72,16 +78,17 @@ enum spec_flags {
 	SPEC_RET_IN_MEMORY = 4,	    /* Poll<T> returned through the buffer rax points to */
 	SPEC_RET_PENDING_VALUE = 8, /* ret_pending_value is the Pending discriminant */
 	SPEC_RET_READY_VALUE = 16,  /* ret_ready_value is the Ready discriminant */
+	SPEC_EXIT_RETURNED = 32,    /* a uretprobe: rsp is rsp at entry + 8 (the ret is done) */
 };
 
 /* One probe site, found by its bpf_cookie (the index in the trace_specs array). */
 struct poll_spec {
-	__u32 poll;   /* index into the model's polls */
-	__u32 future; /* index into the model's futures, ~0 if unknown */
-	__u8 kind;    /* enum probe_kind bits */
+	__u32 poll;	/* index into the model's polls */
+	__u32 future;	/* index into the model's futures, ~0 if unknown */
+	__u8 kind;	/* enum probe_kind bits */
 	__u8 self_kind; /* enum spec_self */
-	__u16 self_reg;	/* DWARF register number */
-	__s32 sp_delta;	/* rsp at the site minus rsp at function entry (<= 0) */
+	__u16 self_reg; /* DWARF register number */
+	__s32 sp_delta; /* rsp at the site minus rsp at function entry (<= 0) */
 	__s32 self_sp_offset;
 	__u32 flags; /* enum spec_flags */
 	__u32 state_offset;
@@ -101,6 +108,7 @@ enum record_result {
 	RESULT_PANICKED = 2,
 	RESULT_UNKNOWN = 3,
 	RESULT_TRUNCATED = 4,
+	RESULT_OPEN = 5, /* still on the stack when tracing stopped (dump_open) */
 };
 
 /* rustc's generator states (ARCHITECTURE.md): 0 Unresumed, 1 Returned, 2 Panicked, 3+k Suspend k */
@@ -151,15 +159,18 @@ struct poll_stats {
 	__u64 dropped;	 /* the ring buffer was full */
 	__u64 truncated; /* of records: frames found stale (unwound) */
 	__u64 busy_ns;	 /* sum of end - start over records */
+	__u64 hist[TRACE_HIST_BUCKETS]; /* log2 histogram of end - start over records */
 };
 
 /* Global counters (trace_counters, per CPU). */
 enum trace_counter {
 	COUNTER_HITS,		/* probe hits of the target while ready */
 	COUNTER_STACK_OVERFLOW, /* entries past TRACE_MAX_DEPTH, not traced */
-	COUNTER_UNMATCHED_EXIT, /* exits with no frame at that stack pointer (entry before attach) */
+	COUNTER_UNMATCHED_EXIT, /* exits with no frame at that stack pointer (entry before attach)
+				 */
 	COUNTER_NO_STORAGE,	/* task storage could not be created */
 	COUNTER_BAD_SPEC,	/* a cookie out of range */
+	COUNTER_DROPPED,	/* records lost to a full ring buffer (all poll fns) */
 	COUNTER_COUNT,
 };
 

@@ -25,6 +25,8 @@ const volatile __u64 wakeup_bytes = 0;
 
 /* Set by user space once every probe is attached: half-attached sets stay silent. */
 __u32 trace_ready = 0;
+/* execs of the target seen (on_exec); user space stops tracing on one it did not start */
+__u32 exec_count = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -141,6 +143,42 @@ static __always_inline __u64 read_user_uint(__u64 addr, __u32 size)
 	return v;
 }
 
+/*
+ * floor(log2(v)), 0 for v <= 1: the histogram bucket of a duration. Branch-free
+ * ((c - v) >> 63 is v > c for v < 2^63): branches here would multiply the
+ * verifier's paths by the number of buckets.
+ */
+static __always_inline __u64 gt_bit(__u64 v, __u64 c)
+{
+	__u64 d = c - v;
+
+	opaque(d); /* else clang turns it back into a compare and branch */
+	return d >> 63;
+}
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u64 r, shift;
+
+	v &= ~(1ULL << 63);
+	r = gt_bit(v, 0xffffffffULL) << 5;
+	v >>= r;
+	shift = gt_bit(v, 0xffff) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = gt_bit(v, 0xff) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = gt_bit(v, 0xf) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = gt_bit(v, 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1) & 1;
+	return (__u32)r;
+}
+
 /* Emit frames[index] as completed with `result`; counts records, emitted, dropped. */
 static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now, __u8 result,
 				 __s32 await_index, __u64 state_after, __u64 pid_tgid)
@@ -156,8 +194,11 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	poll = f->poll;
 	stats = bpf_map_lookup_elem(&trace_stats, &poll);
 	if (stats) {
+		__u32 bucket = log2_u64(now - f->start_ns) & (TRACE_HIST_BUCKETS - 1);
+
 		__sync_fetch_and_add(&stats->records, 1);
 		__sync_fetch_and_add(&stats->busy_ns, now - f->start_ns);
+		__sync_fetch_and_add(&stats->hist[bucket], 1);
 		if (result == RESULT_TRUNCATED)
 			__sync_fetch_and_add(&stats->truncated, 1);
 	}
@@ -165,6 +206,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	if (!r) {
 		if (stats)
 			__sync_fetch_and_add(&stats->dropped, 1);
+		count(COUNTER_DROPPED);
 		return;
 	}
 	r->type = RECORD_POLL;
@@ -198,27 +240,53 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 				  : BPF_RB_FORCE_WAKEUP);
 }
 
+struct pop_ctx {
+	struct thread_stack *st;
+	__u64 sp, now, pid_tgid;
+	__u32 depth;
+	__u8 inclusive; /* also pop a frame whose sp equals sp */
+	__u8 all;	/* pop everything (dump_open), as RESULT_OPEN */
+};
+
+static long pop_one(__u64 i, void *data)
+{
+	struct pop_ctx *c = data;
+	struct thread_stack *st = c->st;
+	struct poll_frame *f;
+	__u32 top;
+
+	if (c->depth == 0 || !st)
+		return 1;
+	top = (c->depth - 1) & (TRACE_MAX_DEPTH - 1);
+	f = &st->frames[top];
+	if (!c->all && (f->sp > c->sp || (!c->inclusive && f->sp == c->sp)))
+		return 1;
+	emit(st, top, c->now, c->all ? RESULT_OPEN : RESULT_TRUNCATED, -1, f->state, c->pid_tgid);
+	c->depth--;
+	return 0;
+}
+
 /*
  * Emit and pop the frames on top whose entry stack pointer is below `sp` (strictly,
- * or also equal with `inclusive`): an unwind skipped their exits. Returns the new depth.
+ * or also equal with `inclusive`): an unwind skipped their exits. Returns the new
+ * depth. bpf_loop keeps the verifier's work independent of TRACE_MAX_DEPTH.
  */
 static __always_inline __u32 pop_stale(struct thread_stack *st, __u32 depth, __u64 sp,
 				       int inclusive, __u64 now, __u64 pid_tgid)
 {
-	for (int i = 0; i < TRACE_MAX_DEPTH; i++) {
-		struct poll_frame *f;
-		__u32 top;
+	struct pop_ctx c = {
+	    .st = st,
+	    .sp = sp,
+	    .now = now,
+	    .pid_tgid = pid_tgid,
+	    .depth = depth,
+	    .inclusive = inclusive,
+	};
 
-		if (depth == 0)
-			break;
-		top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
-		f = &st->frames[top];
-		if (f->sp > sp || (!inclusive && f->sp == sp))
-			break;
-		emit(st, top, now, RESULT_TRUNCATED, -1, f->state, pid_tgid);
-		depth--;
-	}
-	return depth;
+	if (depth == 0 || st->frames[(depth - 1) & (TRACE_MAX_DEPTH - 1)].sp > sp)
+		return depth; /* the usual case: nothing stale, no loop */
+	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
+	return c.depth;
 }
 
 static __always_inline void poll_entry(struct pt_regs *ctx, const struct poll_spec *spec,
@@ -307,7 +375,8 @@ static __always_inline void poll_exit(struct pt_regs *ctx, const struct poll_spe
 {
 	struct thread_stack *st;
 	struct poll_frame *f;
-	__u64 sp = ctx->sp, state = 0;
+	/* a `ret`/tail-jump probe sees rsp at entry; a uretprobe, after the ret popped it */
+	__u64 sp = ctx->sp - ((spec->flags & SPEC_EXIT_RETURNED) ? 8 : 0), state = 0;
 	__u32 depth, top;
 	__s32 await_index = -1;
 	__u8 result;
@@ -376,5 +445,45 @@ int poll_probe(struct pt_regs *ctx)
 		poll_entry(ctx, spec, index, now, pid_tgid);
 	if (spec->kind & PROBE_EXIT)
 		poll_exit(ctx, spec, now, pid_tgid);
+	return 0;
+}
+
+/*
+ * At stop, after the probes are detached: every frame still on a target thread's
+ * stack (a poll running, or blocked, when tracing stopped) is emitted innermost
+ * first as RESULT_OPEN, ending now. Run by reading a task iterator scoped to the
+ * target (user space: tracer__dump_open).
+ */
+SEC("iter/task")
+int dump_open(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct thread_stack *st;
+	struct pop_ctx c = {};
+
+	if (!task || task->tgid != target_tgid)
+		return 0;
+	st = bpf_task_storage_get(&trace_stacks, task, 0, 0);
+	if (!st)
+		return 0;
+	c.st = st;
+	c.now = bpf_ktime_get_ns();
+	c.pid_tgid = ((__u64)task->tgid << 32) | (__u32)task->pid;
+	c.depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth;
+	c.all = 1;
+	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
+	st->depth = c.depth;
+	return 0;
+}
+
+/*
+ * The target replaced its image: its new code has no probes (or, the same file
+ * again, probes on a process whose async stacks are gone). User space stops.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (p->tgid == target_tgid)
+		__sync_fetch_and_add(&exec_count, 1);
 	return 0;
 }

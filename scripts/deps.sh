@@ -10,7 +10,9 @@ PACKAGES=(
 	libbpf-dev libelf-dev libdw-dev zlib1g-dev libcjson-dev libcapstone-dev libiberty-dev
 	# tests and tools the tests compare against
 	python3 python3-pytest binutils elfutils protobuf-compiler graphviz bpftrace
-	linux-perf libxml2-utils time file
+	linux-perf libxml2-utils time file procps util-linux
+	# the SVG flame graph's script, run in jsdom (tests/test_profile_writers.py)
+	nodejs node-jsdom
 	# Rust fixtures, built offline from Debian's crates
 	librust-tokio-dev librust-async-std-dev librust-smol-dev librust-futures-dev
 )

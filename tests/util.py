@@ -97,12 +97,13 @@ def have_tool(name):
 
 
 def need_tool(name):
-    """Skip (saying why) when a ground-truth tool is not installed: the only skips
-    the suite allows besides missing kernel features (docs/testing.md)."""
+    """Fail (saying why) when a ground-truth tool is not installed: `make deps`
+    installs every one of them, so a missing tool is a broken setup, not a reason
+    to skip (docs/testing.md)."""
     import pytest
 
     if not have_tool(name):
-        pytest.skip(f"{name} is not installed ('make deps' installs it)")
+        pytest.fail(f"{name} is not installed: run 'make deps' as root")
 
 
 def require_file(path, what, how):

@@ -122,18 +122,6 @@ static const struct poll_fn *poll_of(const struct chrome_trace *w, uint32_t poll
 	return poll < w->m->nr_polls ? &w->m->polls[poll] : NULL;
 }
 
-static const char *result_name(enum poll_result r)
-{
-	switch (r) {
-	case POLL_READY: return "ready";
-	case POLL_PENDING: return "pending";
-	case POLL_PANICKED: return "panicked";
-	case POLL_TRUNCATED: return "truncated";
-	case POLL_UNKNOWN: break;
-	}
-	return "unknown";
-}
-
 static void arg_state(struct chrome_trace *w, const char *key, const struct future *f,
 		      uint64_t discr)
 {
@@ -175,7 +163,7 @@ static void write_poll(struct chrome_trace *w, const struct trace_poll *p, uint3
 	json_us(w->out, dur);
 	fputs(",\"args\":{\"future\":", w->out);
 	write_json_string(w->out, f && f->path ? f->path : pf && pf->name ? pf->name : "(unknown)");
-	fprintf(w->out, ",\"result\":\"%s\"", result_name(p->result));
+	fprintf(w->out, ",\"result\":\"%s\"", poll_result__name(p->result));
 	if (p->result == POLL_PENDING && f && p->await_index >= 0) {
 		for (uint32_t i = 0; i < f->nr_states; i++) {
 			const struct future_state *s = &f->states[i];

@@ -24,6 +24,7 @@
 #include "exitcodes.h"
 #include "hashmap.h"
 #include "launch.h"
+#include "privilege.h"
 #include "log.h"
 #include "outfile.h"
 #include "profile_export.h"
@@ -416,7 +417,7 @@ static int profile(const struct profile_args *a)
 	struct rusage ru0, ru1;
 
 	if (a->command) {
-		r = resolve_command(a->command[0], exe, sizeof(exe));
+		r = launch__resolve(a->command[0], exe, sizeof(exe));
 		if (r) {
 			pr_warn("profile: cannot run '%s': %s\n", a->command[0],
 				r == -ENOENT ? "not found (in PATH)" : strerror(-r));
@@ -443,7 +444,7 @@ static int profile(const struct profile_args *a)
 	print_warnings("profile", &m);
 
 	if (a->command) {
-		child = launch_stopped("profile", exe, a->command, &go_fd);
+		child = launch__start_stopped("profile", exe, a->command, &go_fd);
 		if (child < 0) {
 			pr_warn("profile: cannot start %s: %s\n", exe, strerror(-child));
 			status = EXIT_FAILURE_INTERNAL;
@@ -527,12 +528,8 @@ static int profile(const struct profile_args *a)
 		a->offcpu ? ", off-CPU too" : "");
 	getrusage(RUSAGE_SELF, &ru0);
 	start = now_ns();
-	if (go_fd >= 0) {
-		if (write(go_fd, "g", 1) != 1)
-			pr_warn("profile: cannot start the command: %s\n", strerror(errno));
-		close(go_fd);
-		go_fd = -1;
-	}
+	if (go_fd >= 0 && (r = launch__go(&go_fd)))
+		pr_warn("profile: cannot start the command: %s\n", strerror(-r));
 	profile_loop(rb, pidfd, a->duration, start);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -581,7 +578,7 @@ static int profile(const struct profile_args *a)
 		if (exiting || a->duration > 0)
 			pr_info("profile: profiling stopped; waiting for %s (pid %d) to exit\n",
 				exe, (int)child);
-		child_status = wait_child(child);
+		child_status = launch__wait(child);
 		child = 0;
 		if (status == EXIT_OK)
 			status = child_status;
@@ -615,7 +612,7 @@ out:
 	if (go_fd >= 0)
 		close(go_fd); /* EOF: the child exits without running the command */
 	if (child)
-		wait_child(child);
+		launch__wait(child);
 	ring_buffer__free(rb);
 	profiler__free(&prof);
 	free_outputs(&out);
@@ -637,8 +634,8 @@ int cmd_profile(int argc, char **argv)
 
 	if (r)
 		return r < 0 ? EXIT_OK : r;
-	if (!privileged()) {
-		explain_privilege("profile");
+	if (!privilege__bpf_ok()) {
+		privilege__explain("profile");
 		return EXIT_NO_PERMISSION;
 	}
 	return profile(&a);

@@ -28,42 +28,12 @@
 #include "launch.h"
 #include "log.h"
 #include "outfile.h"
+#include "panic_strategy.h"
+#include "privilege.h"
 #include "selection.h"
 #include "sysfacts.h"
+#include "trace_args.h"
 #include "tracer.h"
-
-static const char trace_usage[] =
-    "Usage: asyncbpf trace -p PID [PATTERN...] [OPTIONS]\n"
-    "       asyncbpf trace [PATTERN...] [OPTIONS] -- CMD [ARGS...]\n"
-    "       asyncbpf -p PID                  (trace with the defaults)\n"
-    "\n"
-    "Trace every poll of the selected futures of a running Rust program (or of CMD,\n"
-    "started stopped before it runs and traced until it exits). Without patterns or a\n"
-    "whitelist the selection is your own crates' futures (docs/selection.md).\n"
-    "\n"
-    "  -p, --pid PID          trace a running process\n"
-    "  PATTERN                glob on Rust paths: 'demo::*', '*::handler'\n"
-    "  -e, --expand DIR       grow the selection along the await graph: up, down, both\n"
-    "  -w, --whitelist F      select from a whitelist file (asyncbpf list -o F)\n"
-    "      --all-crates       default selection is every crate's futures\n"
-    "  -o, --output F         Perfetto trace (default asyncbpf-PID.pftrace)\n"
-    "      --chrome F         also write Chrome trace JSON\n"
-    "      --folded F         also write async stacks weighted by busy time (flamegraph)\n"
-    "      --dot F            also write the await graph seen, with counts (Graphviz)\n"
-    "      --summary-json F   also write the summary as JSON\n"
-    "      --records F        also write every poll as a JSON line (raw records)\n"
-    "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
-    "      --ringbuf-size N   ring buffer bytes, K/M/G suffixes (default 16M)\n"
-    "  -v, --verbose          all warnings and libbpf's log\n"
-    "\n"
-    "Exit status: 0 traced; in launch mode CMD's own status (128+N if killed by\n"
-    "signal N); 2 usage; 3 no such process or command; 4 not privileged; 6 nothing\n"
-    "selected; 7 a kernel feature is missing; 8 an output could not be written.\n"
-    "\n"
-    "Examples:\n"
-    "  sudo asyncbpf -p \"$(pidof server)\"\n"
-    "  sudo asyncbpf trace -p 4242 'server::handlers::*' --expand down -o h.pftrace\n"
-    "  sudo asyncbpf trace --chrome run.json -- target/debug/server --port 8080\n";
 
 static volatile sig_atomic_t exiting;
 
@@ -73,142 +43,100 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
-struct trace_args {
-	pid_t pid;
-	char **command; /* launch mode: argv of CMD, NULL-terminated */
-	char **patterns;
-	int nr_patterns;
-	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;
-	enum expand_dir expand;
-	bool all_crates, verbose;
-	double duration;
-	uint64_t ringbuf_size;
-};
-
-static int parse_size(const char *s, uint64_t *out)
+/* The exit mode (docs/tracing.md, "Exit modes"): true for uretprobes. */
+static bool choose_exits(const struct trace_args *a, const char *path)
 {
-	char *end;
-	unsigned long long v;
+	char why[256];
+	enum panic_strategy ps = panic_strategy__detect(path, why, sizeof(why));
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
+	switch (a->exits) {
+	case EXITS_RET: return false;
+	case EXITS_URETPROBE:
+		if (ps != PANIC_STRATEGY_ABORT)
+			pr_warn(
+			    "trace: WARNING: --exits=uretprobe on %s, which may unwind on panic "
+			    "(%s): a panic unwinding through a traced poll will abort it "
+			    "(\"failed to initiate panic\"); --exits=ret is safe\n",
+			    path, why);
+		return true;
+	case EXITS_AUTO: break;
 	}
-	if (*end || v < 4096 || v > (1ull << 30))
-		return -1;
-	*out = v;
-	return 0;
+	if (ps == PANIC_STRATEGY_ABORT) {
+		pr_info("trace: %s cannot unwind: %s; exits use uretprobes (--exits=ret to "
+			"probe every `ret` instead)\n",
+			path, why);
+		return true;
+	}
+	pr_debug("trace: %s: %s; exits are probed on `ret` instructions\n", path, why);
+	return false;
 }
 
-static int parse_args(int argc, char **argv, struct trace_args *a)
+/* One line per poll fn that is not (fully) probed: 10 unless -v, then the counts. */
+static void report_plan_problems(const struct trace_plan *plan, const struct model *m)
 {
-	static const struct option opts[] = {
-	    {"pid", required_argument, NULL, 'p'},
-	    {"expand", required_argument, NULL, 'e'},
-	    {"whitelist", required_argument, NULL, 'w'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"chrome", required_argument, NULL, 'C'},
-	    {"summary-json", required_argument, NULL, 'S'},
-	    {"records", required_argument, NULL, 'r'},
-	    {"folded", required_argument, NULL, 'F'},
-	    {"dot", required_argument, NULL, 'D'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"ringbuf-size", required_argument, NULL, 'R'},
-	    {"all-crates", no_argument, NULL, 'a'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	int c, r, nopt = argc;
-	char *end;
+	uint32_t shown = 0;
 
-	/* everything after "--" is the command: getopt must not permute it */
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--")) {
-			nopt = i;
-			a->command = &argv[i + 1];
-			break;
-		}
-	optind = 1;
-	while ((c = getopt_long(nopt, argv, "p:e:w:o:d:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if ((r = parse_pid("trace", optarg, &a->pid)))
-				return r;
-			break;
-		case 'e':
-			if (!strcmp(optarg, "up"))
-				a->expand = EXPAND_UP;
-			else if (!strcmp(optarg, "down"))
-				a->expand = EXPAND_DOWN;
-			else if (!strcmp(optarg, "both"))
-				a->expand = EXPAND_BOTH;
-			else {
-				pr_warn("trace: --expand takes up, down or both, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'w': a->whitelist = optarg; break;
-		case 'o': a->output = optarg; break;
-		case 'C': a->chrome = optarg; break;
-		case 'S': a->summary_json = optarg; break;
-		case 'r': a->records = optarg; break;
-		case 'F': a->folded = optarg; break;
-		case 'D': a->dot = optarg; break;
-		case 'd':
-			errno = 0;
-			a->duration = strtod(optarg, &end);
-			if (errno || *end || !(a->duration > 0) || a->duration > 1e9) {
-				pr_warn("trace: --duration takes positive seconds, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'R':
-			if (parse_size(optarg, &a->ringbuf_size)) {
-				pr_warn("trace: --ringbuf-size takes 4K to 1G bytes, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'a': a->all_crates = true; break;
-		case 'v':
-			a->verbose = true;
-			log_verbosity = 2;
-			break;
-		case 'h': fputs(trace_usage, stdout); return -1;
-		default: fputs(trace_usage, stderr); return EXIT_USAGE;
-		}
+	for (uint32_t i = 0; i < plan->nr_problems; i++) {
+		const struct plan_problem *p = &plan->problems[i];
+
+		if (shown++ >= 10 && log_verbosity < 2)
+			continue;
+		pr_warn("trace: %s (file offset 0x%" PRIx64 "): %s\n", m->polls[p->poll].name,
+			p->file_offset, plan_problem__describe(p->kind));
 	}
-	a->patterns = &argv[optind];
-	a->nr_patterns = nopt - optind;
-	if (a->command && !a->command[0]) {
-		pr_warn("trace: nothing after '--': name the command to launch\n");
-		return EXIT_USAGE;
+	if (shown > 10 && log_verbosity < 2)
+		pr_warn("trace: ... and %u more such sites (-v lists them all)\n", shown - 10);
+	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused ||
+	    plan->nr_unprobeable_exits)
+		pr_warn("trace: skipped %u poll functions without probeable exits and %u without "
+			"an entry site; %u exits cannot be probed; refused %u sites outside their "
+			"function\n",
+			plan->nr_no_exit, plan->nr_no_entry, plan->nr_unprobeable_exits,
+			plan->nr_refused);
+}
+
+/* A target in a container: say which pid it knows itself by (outputs use host pids). */
+static void report_pid_namespace(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *first, *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		first = strchr(line, '\t');
+		last = strrchr(line, '\t');
+		if (first && last != first)
+			pr_info("trace: pid %d is pid %s in its PID namespace; outputs use host "
+				"pids\n",
+				(int)pid, last + 1);
+		break;
 	}
-	if (!a->pid == !a->command) {
-		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
+	fclose(f);
+}
+
+/* Is the file held by fd still the executable of process pid? */
+static bool same_executable(int fd, pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static void attach_progress(uint32_t done, uint32_t total)
+{
+	fprintf(stderr, "\rasyncbpf: trace: attaching %u/%u probes...", done, total);
+	if (done + 1000 >= total)
+		fputc('\n', stderr);
 }
 
 static int select_futures(const struct trace_args *a, const struct model *m, struct selection *s)
@@ -430,41 +358,79 @@ static int write_summary_json(const char *path, struct trace_summary *s,
 	return EXIT_OK;
 }
 
-/* Poll the ring buffer (its epoll fd) and the target's pidfd until told to stop. */
-static void trace_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start,
-		       const struct trace_summary *sum)
+/* Why trace_loop returned. */
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_EXIT, STOP_EXEC, STOP_ERROR };
+
+/* The live status line (a terminal only): rates over the last second, drops loudly. */
+static void print_status(const struct tracer *t, const struct trace_summary *sum, uint64_t now,
+			 uint64_t start, uint64_t *last_ns, uint64_t *last_records,
+			 uint64_t *last_hits)
+{
+	__u64 c[COUNTER_COUNT];
+	double dt = (double)(now - *last_ns) / 1e9;
+
+	if (tracer__read_counters(t, c))
+		return;
+	fprintf(stderr,
+		"\r\033[Kasyncbpf: %.0f s  %" PRIu64 " polls  %.0f polls/s  %.0f probe hits/s  "
+		"%" PRIu64 " probes  %s%" PRIu64 " dropped%s",
+		(double)(now - start) / 1e9, sum->records,
+		(double)(sum->records - *last_records) / dt, (double)(c[COUNTER_HITS] - *last_hits) / dt,
+		t->probes_attached, c[COUNTER_DROPPED] ? "\033[1m" : "", (uint64_t)c[COUNTER_DROPPED],
+		c[COUNTER_DROPPED] ? "\033[0m" : "");
+	*last_ns = now;
+	*last_records = sum->records;
+	*last_hits = c[COUNTER_HITS];
+}
+
+/*
+ * Poll the ring buffer (its epoll fd) and the target's pidfd until told to stop:
+ * a signal, --duration, the target's exit, or an exec it did beyond `execs_expected`
+ * (launch mode: the launch itself).
+ */
+static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double duration,
+				   uint64_t start, const struct trace_summary *sum,
+				   const struct tracer *t, uint32_t execs_expected)
 {
 	struct pollfd fds[2] = {
 	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
 	    {.fd = pidfd, .events = POLLIN},
 	};
 	bool tty = isatty(STDERR_FILENO) && log_verbosity >= 1;
-	uint64_t last_status = start, last_records = 0;
+	uint64_t last_status = start, last_records = 0, last_hits = 0;
+	enum stop_reason why = STOP_SIGNAL;
+	bool printed = false;
 
 	while (!exiting) {
 		int n = poll(fds, 2, 100);
 
-		if (n < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR) {
+			why = STOP_ERROR;
 			break;
+		}
 		/* NO_WAKEUP records only show up by polling: consume every round */
 		ring_buffer__consume(rb);
 		if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			pr_info("trace: the target exited\n");
+			why = STOP_EXIT;
+			break;
+		}
+		if (tracer__exec_count(t) > execs_expected) {
+			why = STOP_EXEC;
 			break;
 		}
 		uint64_t now = now_ns();
-		if (duration > 0 && (double)(now - start) >= duration * 1e9)
+		if (duration > 0 && (double)(now - start) >= duration * 1e9) {
+			why = STOP_DURATION;
 			break;
+		}
 		if (tty && now - last_status >= 1000000000ull) {
-			fprintf(stderr, "\rasyncbpf: %" PRIu64 " polls, %.0f/s   ", sum->records,
-				(double)(sum->records - last_records) * 1e9 /
-				    (double)(now - last_status));
-			last_status = now;
-			last_records = sum->records;
+			print_status(t, sum, now, start, &last_status, &last_records, &last_hits);
+			printed = true;
 		}
 	}
-	if (tty && last_records)
+	if (tty && printed)
 		fputc('\n', stderr);
+	return why;
 }
 
 static int trace(const struct trace_args *a)
@@ -484,14 +450,16 @@ static int trace(const struct trace_args *a)
 	__u64 counters[COUNTER_COUNT] = {0};
 	char err[1024] = "", exe[PATH_MAX], proc_exe[64], output[PATH_MAX];
 	pid_t pid = a->pid, child = 0;
-	int pidfd = -1, go_fd = -1, status, r;
-	uint64_t start, attach_ns, detach_ns;
-	bool model_loaded = false;
+	int pidfd = -1, go_fd = -1, exe_fd = -1, status, r;
+	uint64_t start, load_ns, attach_ns, detach_ns;
+	bool model_loaded = false, uretprobes;
+	enum stop_reason why;
 	struct sigaction sa = {.sa_handler = on_signal};
 
 	t.multi_fd = -1;
+	t.multi_ret_fd = -1;
 	if (a->command) {
-		r = resolve_command(a->command[0], exe, sizeof(exe));
+		r = launch__resolve(a->command[0], exe, sizeof(exe));
 		if (r) {
 			pr_warn("trace: cannot run '%s': %s\n", a->command[0],
 				r == -ENOENT ? "not found (in PATH)" : strerror(-r));
@@ -508,36 +476,56 @@ static int trace(const struct trace_args *a)
 			return exit_code_from_errno(r);
 		}
 		spec.pid = pid;
+		report_pid_namespace(pid);
+		/* hold the executable: probes go on the file that was analyzed */
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
+		exe_fd = open(proc_exe, O_RDONLY | O_CLOEXEC);
 	}
 
 	status = load_model("trace", &spec, &m);
 	model_loaded = true;
 	if (status)
 		goto out;
+	if (!a->command && (exe_fd < 0 || !same_executable(exe_fd, pid))) {
+		pr_warn("trace: process %d executed another program while it was being analyzed: "
+			"run asyncbpf again\n",
+			(int)pid);
+		status = EXIT_NO_INPUT;
+		goto out;
+	}
 	print_warnings("trace", &m);
 	status = select_futures(a, &m, &sel);
 	if (status)
 		goto out;
-	r = trace_plan__build(&plan, &m, &sel, err, sizeof(err));
+	uretprobes = choose_exits(a, m.path);
+	r = trace_plan__build(&plan, &m, &sel, uretprobes, err, sizeof(err));
 	if (r) {
 		pr_warn("trace: %s\n", err);
 		status = r == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;
 		goto out;
 	}
-	pr_info("trace: %u poll functions: %u entry and %u exit probes (exits on `ret` and tail "
-		"jumps, single-stepped; no uretprobes)\n",
-		plan.nr_polls, plan.nr_entries, plan.nr_exits);
-	if (plan.nr_unprobeable_exits)
-		pr_warn("trace: %u exit sites the kernel cannot probe: polls leaving through them "
-			"show up as truncated\n",
-			plan.nr_unprobeable_exits);
-	if (plan.nr_no_exit || plan.nr_no_entry || plan.nr_refused)
-		pr_warn("trace: skipped %u poll functions without probeable exits, %u without an "
-			"entry site; refused %u sites outside their function\n",
-			plan.nr_no_exit, plan.nr_no_entry, plan.nr_refused);
-
+	if (a->max_probes && plan.nr > a->max_probes) {
+		pr_warn(
+		    "trace: the selection needs %u probes, more than the limit of %lu: narrow it "
+		    "(patterns, --whitelist) or raise the limit with --max-probes %u (0: no "
+		    "limit); every probe hit costs the target a trap\n",
+		    plan.nr, a->max_probes, plan.nr);
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if (uretprobes)
+		pr_info("trace: %u poll functions: %u entry probes and %u uretprobes (exit mode "
+			"uretprobe: returns through the uprobe trampoline, cheaper than a "
+			"single-stepped `ret`)\n",
+			plan.nr_polls, plan.nr_entries, plan.nr_exits);
+	else
+		pr_info("trace: %u poll functions: %u entry and %u exit probes (exit mode ret: "
+			"probes on `ret` and tail jumps, single-stepped, the expensive class; safe "
+			"with panics; no uretprobes)\n",
+			plan.nr_polls, plan.nr_entries, plan.nr_exits);
+	report_plan_problems(&plan, &m);
 	if (a->command) {
-		child = launch_stopped("trace", exe, a->command, &go_fd);
+		child = launch__start_stopped("trace", exe, a->command, &go_fd);
 		if (child < 0) {
 			pr_warn("trace: cannot start %s: %s\n", exe, strerror(-child));
 			status = EXIT_FAILURE_INTERNAL;
@@ -548,11 +536,14 @@ static int trace(const struct trace_args *a)
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		topts.path = exe;
 	} else {
-		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
+		/* the analyzed file, even if the process execs before we attach */
+		snprintf(proc_exe, sizeof(proc_exe), "/proc/self/fd/%d", exe_fd);
 		topts.path = proc_exe;
 	}
 	topts.pid = pid;
 	topts.ringbuf_size = a->ringbuf_size;
+	topts.attach = a->attach;
+	topts.progress = isatty(STDERR_FILENO) ? attach_progress : NULL;
 	topts.verbose = a->verbose;
 	if (a->output)
 		snprintf(output, sizeof(output), "%s", a->output);
@@ -572,8 +563,9 @@ static int trace(const struct trace_args *a)
 	consumer.folded = out.folded;
 	consumer.dot = out.dot;
 
-	attach_ns = now_ns();
+	load_ns = now_ns();
 	r = tracer__load(&t, &plan, &m, &topts, err, sizeof(err));
+	attach_ns = now_ns();
 	if (!r)
 		r = tracer__attach(&t, &plan, &topts, err, sizeof(err));
 	if (r) {
@@ -592,19 +584,32 @@ static int trace(const struct trace_args *a)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	tracer__set_ready(&t, true);
-	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s; "
-		"Ctrl-C stops\n",
+	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s "
+		"(BPF load and verification %.1f ms); Ctrl-C stops\n",
 		t.probes_attached, topts.path, (int)pid, (double)(now_ns() - attach_ns) / 1e6,
-		t.multi ? "one uprobe_multi link" : "perf-event links");
-	if (go_fd >= 0) {
-		if (write(go_fd, "g", 1) != 1)
-			pr_warn("trace: cannot start the command: %s\n", strerror(errno));
-		close(go_fd);
-		go_fd = -1;
-	}
+		t.multi ? (t.multi_ret_fd >= 0 ? "two uprobe_multi links" : "one uprobe_multi link")
+			: "perf-event links",
+		(double)(attach_ns - load_ns) / 1e6);
+	if (go_fd >= 0 && (r = launch__go(&go_fd)))
+		pr_warn("trace: cannot start the command: %s\n", strerror(-r));
 
 	start = now_ns();
-	trace_loop(rb, pidfd, a->duration, start, &sum);
+	/* an exec before on_exec was attached is seen here */
+	if (!a->command && !same_executable(exe_fd, pid))
+		why = STOP_EXEC;
+	else
+		why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0);
+	switch (why) {
+	case STOP_EXIT: pr_info("trace: the target exited\n"); break;
+	case STOP_EXEC:
+		pr_info("trace: the target (pid %d) executed another program: its new image is "
+			"not traced; stopping\n",
+			(int)pid);
+		break;
+	case STOP_ERROR: pr_warn("trace: waiting for events failed: %s\n", strerror(errno)); break;
+	case STOP_SIGNAL:
+	case STOP_DURATION: break;
+	}
 	/* a second Ctrl-C from here on ends asyncbpf at once (the kernel drops the links) */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -613,6 +618,9 @@ static int trace(const struct trace_args *a)
 	tracer__detach(&t);
 	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", t.probes_attached,
 		(double)(now_ns() - detach_ns) / 1e6);
+	/* polls still running (or blocked) at this moment: emitted as "running" */
+	if (tracer__dump_open(&t, pid, err, sizeof(err)))
+		pr_warn("trace: polls still running at stop are not reported: %s\n", err);
 	ring_buffer__consume(rb); /* what arrived before the links were gone */
 
 	stats = calloc(t.nr_polls, sizeof(*stats));
@@ -622,6 +630,8 @@ static int trace(const struct trace_args *a)
 			totals.totals.truncated += stats[p].truncated;
 			totals.bpf_records += stats[p].records;
 		}
+		if (trace_summary__set_bpf_stats(&sum, stats, t.nr_polls))
+			pr_warn("trace: out of memory: the summary ignores the BPF histograms\n");
 	} else {
 		pr_warn("trace: cannot read the BPF statistics\n");
 	}
@@ -651,12 +661,12 @@ static int trace(const struct trace_args *a)
 	if (child) {
 		int child_status;
 
-		if (!exiting && a->duration <= 0)
+		if (why == STOP_EXIT)
 			pr_debug("trace: collecting %s's exit status\n", exe);
 		else
 			pr_info("trace: tracing stopped; waiting for %s (pid %d) to exit\n", exe,
 				(int)child);
-		child_status = wait_child(child);
+		child_status = launch__wait(child);
 		child = 0;
 		/* launch mode answers with the command's status unless our outputs failed */
 		if (status == EXIT_OK)
@@ -666,7 +676,7 @@ out:
 	if (go_fd >= 0)
 		close(go_fd); /* EOF: the child exits without running the command */
 	if (child)
-		wait_child(child);
+		launch__wait(child);
 	ring_buffer__free(rb);
 	tracer__free(&t);
 	free(stats);
@@ -680,18 +690,20 @@ out:
 		model__free(&m);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (exe_fd >= 0)
+		close(exe_fd);
 	return status;
 }
 
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_args a = {0};
-	int r = parse_args(argc, argv, &a);
+	int r = trace_args__parse(argc, argv, &a);
 
 	if (r)
 		return r < 0 ? EXIT_OK : r;
-	if (!privileged()) {
-		explain_privilege("trace");
+	if (!privilege__bpf_ok()) {
+		privilege__explain("trace");
 		return EXIT_NO_PERMISSION;
 	}
 	return trace(&a);

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Privileges and launch mode, shared by trace and profile (launch.h). */
-#include "launch.h"
-
+/* Launch mode: start a command blocked before exec, let it go, wait (launch.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,36 +10,10 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
-#include "log.h"
-#include "sysfacts.h"
+#include "launch.h"
 
-bool privileged(void)
-{
-	return sysfacts__in_initial_user_namespace() &&
-	       (sysfacts__has_capability(CAP_SYS_ADMIN) ||
-		(sysfacts__has_capability(CAP_BPF) && sysfacts__has_capability(CAP_PERFMON)));
-}
-
-void explain_privilege(const char *cmd)
-{
-	char missing[256] = "";
-
-	if (!sysfacts__has_capability(CAP_BPF))
-		sysfacts__add_fact(missing, sizeof(missing), "CAP_BPF");
-	if (!sysfacts__has_capability(CAP_PERFMON))
-		sysfacts__add_fact(missing, sizeof(missing), "CAP_PERFMON");
-	if (!sysfacts__has_capability(CAP_SYS_ADMIN))
-		sysfacts__add_fact(missing, sizeof(missing), "CAP_SYS_ADMIN");
-	pr_warn("%s: needs root, or CAP_BPF+CAP_PERFMON (CAP_SYS_ADMIN too for perf-event "
-		"uprobes on kernels without uprobe_multi); running as uid %u without %s%s: run "
-		"it with sudo\n",
-		cmd, (unsigned)getuid(), missing,
-		sysfacts__in_initial_user_namespace()
-		    ? ""
-		    : ", in a user namespace whose capabilities do not grant BPF");
-}
-
-int resolve_command(const char *name, char *out, size_t len)
+/* execvp's PATH search, done before the fork so the model is of the file we exec. */
+int launch__resolve(const char *name, char *out, size_t len)
 {
 	const char *path = getenv("PATH");
 	struct stat st;
@@ -68,7 +39,8 @@ int resolve_command(const char *name, char *out, size_t len)
 	return -ENOENT;
 }
 
-pid_t launch_stopped(const char *cmd, const char *path, char **argv, int *go_fd)
+/* The child: wait until the parent has attached (or gave up), then exec. */
+pid_t launch__start_stopped(const char *cmd, const char *path, char **argv, int *go_fd)
 {
 	int fds[2];
 	pid_t pid;
@@ -92,7 +64,7 @@ pid_t launch_stopped(const char *cmd, const char *path, char **argv, int *go_fd)
 			n = read(fds[0], &go, 1);
 		while (n < 0 && errno == EINTR);
 		if (n != 1 || go != 'g')
-			_exit(127); /* the parent failed: never run the command unobserved */
+			_exit(127); /* the tracer failed: never run the command untraced */
 		close(fds[0]);
 		execv(path, argv);
 		fprintf(stderr, "asyncbpf: %s: cannot execute %s: %s\n", cmd, path,
@@ -104,7 +76,7 @@ pid_t launch_stopped(const char *cmd, const char *path, char **argv, int *go_fd)
 	return pid;
 }
 
-int wait_child(pid_t child)
+int launch__wait(pid_t child)
 {
 	int st;
 
@@ -116,4 +88,17 @@ int wait_child(pid_t child)
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return EXIT_FAILURE_INTERNAL;
+}
+
+int launch__go(int *go_fd)
+{
+	int r = 0;
+
+	if (*go_fd < 0)
+		return -EBADF;
+	if (write(*go_fd, "g", 1) != 1)
+		r = -errno;
+	close(*go_fd);
+	*go_fd = -1;
+	return r;
 }

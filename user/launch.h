@@ -1,31 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the commands that attach BPF to a process share (trace, profile): the
- * privilege check with its explanation, and launch mode: resolve CMD like execvp,
- * start it blocked before exec until the caller has attached, collect its status.
- * Moved here from cmd_trace.c so both commands use one copy.
+ * Launch mode of trace and profile: the command is resolved through PATH before the
+ * fork (so the model is of the file we exec), started as a child blocked before
+ * exec until the tracer has attached, and waited for.
  */
 #ifndef ASYNCBPF_LAUNCH_H
 #define ASYNCBPF_LAUNCH_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-/* root, or CAP_BPF+CAP_PERFMON, in the initial user namespace. */
-bool privileged(void);
-/* Say (prefixed with cmd) what is missing and what to do. */
-void explain_privilege(const char *cmd);
-
-/* execvp's PATH search, done before the fork so the model is of the file we exec. */
-int resolve_command(const char *name, char *out, size_t len);
+/* execvp's PATH search. 0, or -ENOENT, -EACCES, -ENAMETOOLONG. */
+int launch__resolve(const char *name, char *out, size_t len);
 /*
- * Fork; the child waits on a pipe until the parent writes "g" to *go_fd (then execs
- * path with argv) or closes it (then exits 127 without running anything). Returns
- * the child's pid or -errno. cmd prefixes the child's exec failure message.
+ * Fork a child that waits on a pipe and execs path with argv only after
+ * launch__go(); if go_fd is closed instead, it exits 127 without running anything
+ * (never untraced by accident). Returns the child's pid, or -errno.
  */
-pid_t launch_stopped(const char *cmd, const char *path, char **argv, int *go_fd);
-/* Wait for the child: its exit status, 128+N when killed by signal N. */
-int wait_child(pid_t child);
+pid_t launch__start_stopped(const char *cmd, const char *path, char **argv, int *go_fd);
+/* Let the child exec. 0 or -errno; closes *go_fd. */
+int launch__go(int *go_fd);
+/* The child's exit status, 128+N when killed by signal N, 1 on error. */
+int launch__wait(pid_t child);
 
 #endif

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Perfetto native trace writer. Debian ships no Perfetto library, so the protobuf is
- * encoded here (varints, fixed64, length-delimited). Each field number is written
- * where it is used, with its message and field from Perfetto's protos/perfetto/trace/
+ * encoded here (protobuf.h: varints, fixed64, length-delimited). Each field number is
+ * written where it is used, with its message and field from Perfetto's protos/perfetto/trace/
  * (trace.proto, trace_packet.proto, clock_snapshot.proto, interned_data/,
  * track_event/: track_event, track_descriptor, process_descriptor, thread_descriptor,
  * debug_annotation). Layout and semantics: docs/trace-formats.md.
@@ -14,7 +14,7 @@
  * equal timestamps cannot mis-nest however a reader orders ties.
  */
 #include "perfetto.h"
-#include "text.h"
+#include "protobuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -38,12 +38,7 @@
 #define ANNOTATION_STRING  6 /* string_value */
 #define ANNOTATION_POINTER 7 /* pointer_value: shown in hex */
 
-#define WIRE_VARINT  0
-#define WIRE_FIXED64 1
-#define WIRE_LEN     2
-
 #define SEQUENCE_ID    1 /* TracePacket.trusted_packet_sequence_id: ours; 0 is invalid */
-#define PB_MAX_NESTING 8
 #define NAME_MAX_LEN   1024
 
 /* DebugAnnotationName iid = position + 1, all interned by the first packet */
@@ -68,113 +63,6 @@ enum annotation {
 	ANN_PROBES_FAILED,
 	ANN_DURATION_NS,
 };
-
-/* ---- protobuf encoding into a growable buffer ---- */
-
-struct pb {
-	uint8_t *data;
-	size_t len, cap;
-	size_t open[PB_MAX_NESTING]; /* where each open message's content starts */
-	int depth;
-	bool oom;
-};
-
-static void pb_bytes(struct pb *b, const void *p, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 512;
-		while (cap < b->len + n)
-			cap *= 2;
-		uint8_t *d = realloc(b->data, cap);
-		if (!d) {
-			b->oom = true;
-			return;
-		}
-		b->data = d;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-}
-
-static size_t varint_encode(uint64_t v, uint8_t out[10])
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		out[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	out[n++] = (uint8_t)v;
-	return n;
-}
-
-static void pb_varint(struct pb *b, uint64_t v)
-{
-	uint8_t tmp[10];
-
-	pb_bytes(b, tmp, varint_encode(v, tmp));
-}
-
-static void pb_uint(struct pb *b, uint32_t field, uint64_t v)
-{
-	pb_varint(b, (uint64_t)field << 3 | WIRE_VARINT);
-	pb_varint(b, v);
-}
-
-static void pb_fixed64(struct pb *b, uint32_t field, uint64_t v)
-{
-	uint8_t le[8];
-
-	for (int i = 0; i < 8; i++)
-		le[i] = (uint8_t)(v >> (8 * i));
-	pb_varint(b, (uint64_t)field << 3 | WIRE_FIXED64);
-	pb_bytes(b, le, sizeof(le));
-}
-
-/* Opens a length-delimited field; pb_end() inserts the length once it is known. */
-static void pb_begin(struct pb *b, uint32_t field)
-{
-	pb_varint(b, (uint64_t)field << 3 | WIRE_LEN);
-	if (b->depth >= PB_MAX_NESTING) /* our messages nest 4 deep at most */
-		b->oom = true;
-	else
-		b->open[b->depth++] = b->len;
-}
-
-static void pb_end(struct pb *b)
-{
-	uint8_t tmp[10];
-
-	if (b->depth <= 0 || b->oom)
-		return;
-	size_t start = b->open[--b->depth], content = b->len - start;
-	size_t n = varint_encode(content, tmp);
-	pb_bytes(b, tmp, n); /* room for the length, then shift the content up */
-	if (b->oom)
-		return;
-	memmove(b->data + start + n, b->data + start, content);
-	memcpy(b->data + start, tmp, n);
-}
-
-/*
- * A `string` field: names come from the traced binary, and protobuf strings must be
- * UTF-8, so every byte that is not part of a well-formed sequence becomes U+FFFD.
- */
-static void pb_string(struct pb *b, uint32_t field, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t n = strlen((const char *)s);
-
-	pb_begin(b, field);
-	for (size_t i = 0, len; i < n; i += len ? len : 1) {
-		len = utf8__sequence_length(s + i, n - i);
-		pb_bytes(b, len ? (const void *)(s + i) : "\xef\xbf\xbd", len ? len : 3);
-	}
-	pb_end(b);
-}
 
 /* ---- the writer ---- */
 
@@ -256,30 +144,29 @@ static void packet_begin(struct perfetto_writer *w, bool needs_incremental_state
 {
 	uint32_t flags = needs_incremental_state ? SEQ_NEEDS_INCREMENTAL_STATE : 0;
 
-	w->pkt.len = 0;
-	w->pkt.depth = 0;
-	pb_uint(&w->pkt, 10, SEQUENCE_ID); /* trusted_packet_sequence_id */
+	pb__reset(&w->pkt);
+	pb__uint(&w->pkt, 10, SEQUENCE_ID); /* trusted_packet_sequence_id */
 	if (!w->first_packet_written) {
 		/* nothing on this sequence refers to state from before this packet */
-		pb_uint(&w->pkt, 87, 1); /* first_packet_on_sequence */
+		pb__uint(&w->pkt, 87, 1); /* first_packet_on_sequence */
 		flags |= SEQ_INCREMENTAL_STATE_CLEARED;
 		w->first_packet_written = true;
 	}
 	if (flags)
-		pb_uint(&w->pkt, 13, flags); /* sequence_flags */
+		pb__uint(&w->pkt, 13, flags); /* sequence_flags */
 }
 
 static void packet_timestamp(struct perfetto_writer *w, uint64_t ts)
 {
-	pb_uint(&w->pkt, 8, ts);		       /* timestamp */
-	pb_uint(&w->pkt, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
+	pb__uint(&w->pkt, 8, ts);		       /* timestamp */
+	pb__uint(&w->pkt, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
 }
 
 /* Writes the packet as one `Trace.packet` (trace.proto: field 1). */
 static void packet_end(struct perfetto_writer *w)
 {
-	uint8_t hdr[11] = {1 << 3 | WIRE_LEN};
-	size_t n = 1 + varint_encode(w->pkt.len, hdr + 1);
+	uint8_t hdr[11] = {1 << 3 | PB_WIRE_LEN};
+	size_t n = 1 + pb__varint_encode(w->pkt.len, hdr + 1);
 
 	if (w->pkt.oom) {
 		w->pkt.oom = false;
@@ -296,16 +183,14 @@ static uint64_t ns_of(const struct timespec *t)
 }
 
 /*
- * The first packet: makes CLOCK_MONOTONIC (bpf_ktime_get_ns) the trace clock, relates
- * it to BOOTTIME, and interns every debug annotation name ahead of use.
+ * TracePacket.clock_snapshot (6); clock_snapshot.proto: ClockSnapshot. Makes
+ * CLOCK_MONOTONIC (bpf_ktime_get_ns) the trace clock and relates it to BOOTTIME.
  */
-static void write_first_packet(struct perfetto_writer *w)
+void perfetto__clock_snapshot(struct pb *b)
 {
 	struct timespec mono1, boot, mono2;
-	struct pb *b = &w->pkt;
 
-	packet_begin(w, false);
-	pb_begin(b, 6); /* TracePacket.clock_snapshot; clock_snapshot.proto: ClockSnapshot */
+	pb__begin(b, 6);
 	/* BOOTTIME read between two MONOTONIC reads: the pair is off by half the gap */
 	if (!clock_gettime(CLOCK_MONOTONIC, &mono1) && !clock_gettime(CLOCK_BOOTTIME, &boot) &&
 	    !clock_gettime(CLOCK_MONOTONIC, &mono2)) {
@@ -313,22 +198,31 @@ static void write_first_packet(struct perfetto_writer *w)
 		uint64_t ids[2] = {BUILTIN_CLOCK_BOOTTIME, BUILTIN_CLOCK_MONOTONIC};
 		uint64_t values[2] = {ns_of(&boot), m1 + (m2 - m1) / 2};
 		for (int i = 0; i < 2; i++) {
-			pb_begin(b, 1);		  /* clocks: ClockSnapshot.Clock */
-			pb_uint(b, 1, ids[i]);	  /* clock_id */
-			pb_uint(b, 2, values[i]); /* timestamp */
-			pb_end(b);
+			pb__begin(b, 1);	   /* clocks: ClockSnapshot.Clock */
+			pb__uint(b, 1, ids[i]);	   /* clock_id */
+			pb__uint(b, 2, values[i]); /* timestamp */
+			pb__end(b);
 		}
 	}
-	pb_uint(b, 2, BUILTIN_CLOCK_MONOTONIC); /* primary_trace_clock: times shown as given */
-	pb_end(b);
-	pb_begin(b, 12); /* TracePacket.interned_data; interned_data.proto: InternedData */
+	pb__uint(b, 2, BUILTIN_CLOCK_MONOTONIC); /* primary_trace_clock: times shown as given */
+	pb__end(b);
+}
+
+/* The first packet: the clock snapshot, and every debug annotation name interned. */
+static void write_first_packet(struct perfetto_writer *w)
+{
+	struct pb *b = &w->pkt;
+
+	packet_begin(w, false);
+	perfetto__clock_snapshot(b);
+	pb__begin(b, 12); /* TracePacket.interned_data; interned_data.proto: InternedData */
 	for (size_t i = 0; i < sizeof(annotation_names) / sizeof(annotation_names[0]); i++) {
-		pb_begin(b, 3);	      /* debug_annotation_names: DebugAnnotationName */
-		pb_uint(b, 1, i + 1); /* iid */
-		pb_string(b, 2, annotation_names[i]); /* name */
-		pb_end(b);
+		pb__begin(b, 3);	      /* debug_annotation_names: DebugAnnotationName */
+		pb__uint(b, 1, i + 1); /* iid */
+		pb__string(b, 2, annotation_names[i]); /* name */
+		pb__end(b);
 	}
-	pb_end(b);
+	pb__end(b);
 	packet_end(w);
 }
 
@@ -343,22 +237,22 @@ static void declare_track(struct perfetto_writer *w, uint64_t uuid, uint64_t par
 	struct pb *b = &w->pkt;
 
 	packet_begin(w, false);
-	pb_begin(b, 60);
-	pb_uint(b, 1, uuid); /* uuid */
+	pb__begin(b, 60);
+	pb__uint(b, 1, uuid); /* uuid */
 	if (parent)
-		pb_uint(b, 5, parent); /* parent_uuid */
+		pb__uint(b, 5, parent); /* parent_uuid */
 	if (descriptor) {
-		pb_begin(b, descriptor);
-		pb_uint(b, 1, pid); /* ProcessDescriptor.pid, ThreadDescriptor.pid */
+		pb__begin(b, descriptor);
+		pb__uint(b, 1, pid); /* ProcessDescriptor.pid, ThreadDescriptor.pid */
 		if (descriptor == 4)
-			pb_uint(b, 2, tid); /* ThreadDescriptor.tid */
+			pb__uint(b, 2, tid); /* ThreadDescriptor.tid */
 		if (name) /* ThreadDescriptor.thread_name, ProcessDescriptor.process_name */
-			pb_string(b, descriptor == 4 ? 5 : 6, name);
-		pb_end(b);
+			pb__string(b, descriptor == 4 ? 5 : 6, name);
+		pb__end(b);
 	} else {
-		pb_string(b, 2, name); /* name */
+		pb__string(b, 2, name); /* name */
 	}
-	pb_end(b);
+	pb__end(b);
 	packet_end(w);
 }
 
@@ -506,29 +400,17 @@ static void assign_flow(struct perfetto_writer *w, struct pending_poll *pp, uint
 	}
 }
 
-static const char *result_name(enum poll_result r)
-{
-	switch (r) {
-	case POLL_READY: return "ready";
-	case POLL_PENDING: return "pending";
-	case POLL_PANICKED: return "panicked";
-	case POLL_TRUNCATED: return "truncated";
-	case POLL_UNKNOWN: break;
-	}
-	return "unknown";
-}
-
 /* TrackEvent.debug_annotations (4); debug_annotation.proto: DebugAnnotation */
 static void annotation(struct pb *b, enum annotation a, uint32_t field, uint64_t value,
 		       const char *string)
 {
-	pb_begin(b, 4);
-	pb_uint(b, 1, a); /* name_iid */
+	pb__begin(b, 4);
+	pb__uint(b, 1, a); /* name_iid */
 	if (field == ANNOTATION_STRING)
-		pb_string(b, field, string);
+		pb__string(b, field, string);
 	else
-		pb_uint(b, field, value);
-	pb_end(b);
+		pb__uint(b, field, value);
+	pb__end(b);
 }
 
 static void annotation_state(struct pb *b, enum annotation a, const struct future *f,
@@ -572,24 +454,24 @@ static void write_begin(struct perfetto_writer *w, const struct pending_poll *pp
 	packet_begin(w, true);
 	packet_timestamp(w, p->start_ns);
 	if (fresh) {
-		pb_begin(b, 12);    /* TracePacket.interned_data: InternedData */
-		pb_begin(b, 2);	    /* event_names: EventName (track_event.proto) */
-		pb_uint(b, 1, iid); /* iid */
-		pb_string(b, 2, event_name(w, p->future, p->poll)); /* name */
-		pb_end(b);
-		pb_end(b);
+		pb__begin(b, 12);    /* TracePacket.interned_data: InternedData */
+		pb__begin(b, 2);	    /* event_names: EventName (track_event.proto) */
+		pb__uint(b, 1, iid); /* iid */
+		pb__string(b, 2, event_name(w, p->future, p->poll)); /* name */
+		pb__end(b);
+		pb__end(b);
 	}
-	pb_begin(b, 11);
-	pb_uint(b, 9, TYPE_SLICE_BEGIN); /* type */
-	pb_uint(b, 11, track);		 /* track_uuid */
-	pb_uint(b, 10, iid);		 /* name_iid */
+	pb__begin(b, 11);
+	pb__uint(b, 9, TYPE_SLICE_BEGIN); /* type */
+	pb__uint(b, 11, track);		 /* track_uuid */
+	pb__uint(b, 10, iid);		 /* name_iid */
 	if (with_flow && pp->flow_id)	 /* terminating_flow_ids, flow_ids: repeated fixed64 */
-		pb_fixed64(b, pp->flow_terminates ? 48 : 47, pp->flow_id);
+		pb__fixed64(b, pp->flow_terminates ? 48 : 47, pp->flow_id);
 	annotation(b, ANN_FUTURE, ANNOTATION_STRING, 0,
 		   f && f->path	    ? f->path
 		   : pf && pf->name ? pf->name
 				    : "(unknown)");
-	annotation(b, ANN_RESULT, ANNOTATION_STRING, 0, result_name(p->result));
+	annotation(b, ANN_RESULT, ANNOTATION_STRING, 0, poll_result__name(p->result));
 	for (uint32_t i = 0; p->result == POLL_PENDING && f && i < f->nr_states; i++) {
 		const struct future_state *s = &f->states[i];
 		if (s->kind != STATE_SUSPEND || p->await_index < 0 ||
@@ -606,7 +488,7 @@ static void write_begin(struct perfetto_writer *w, const struct pending_poll *pp
 		annotation_state(b, ANN_STATE_AFTER, f, p->state_after);
 	}
 	annotation(b, ANN_DEPTH, ANNOTATION_UINT, p->depth, NULL);
-	pb_end(b);
+	pb__end(b);
 	packet_end(w);
 }
 
@@ -619,10 +501,10 @@ static void write_slice_end(struct perfetto_writer *w, const struct thread_state
 	for (int i = 0; i < 2; i++) {
 		packet_begin(w, false);
 		packet_timestamp(w, pp->end);
-		pb_begin(b, 11);			      /* TracePacket.track_event */
-		pb_uint(b, 9, TYPE_SLICE_END);		      /* type */
-		pb_uint(b, 11, i ? pp->task_track : t->uuid); /* track_uuid */
-		pb_end(b);
+		pb__begin(b, 11);			      /* TracePacket.track_event */
+		pb__uint(b, 9, TYPE_SLICE_END);		      /* type */
+		pb__uint(b, 11, i ? pp->task_track : t->uuid); /* track_uuid */
+		pb__end(b);
 		packet_end(w);
 	}
 	if (pp->end > w->max_ts)
@@ -767,17 +649,17 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 		snprintf(name, sizeof(name), "asyncbpf totals");
 	packet_begin(w, true);
 	packet_timestamp(w, w->max_ts);
-	pb_begin(b, 11);		      /* TracePacket.track_event: TrackEvent */
-	pb_uint(b, 9, TYPE_INSTANT);	      /* type */
-	pb_uint(b, 11, process_uuid(w->pid)); /* track_uuid */
-	pb_string(b, 23, name);		      /* name */
+	pb__begin(b, 11);		      /* TracePacket.track_event: TrackEvent */
+	pb__uint(b, 9, TYPE_INSTANT);	      /* type */
+	pb__uint(b, 11, process_uuid(w->pid)); /* track_uuid */
+	pb__string(b, 23, name);		      /* name */
 	annotation(b, ANN_POLLS, ANNOTATION_UINT, t->polls, NULL);
 	annotation(b, ANN_DROPPED, ANNOTATION_UINT, t->dropped, NULL);
 	annotation(b, ANN_TRUNCATED, ANNOTATION_UINT, t->truncated, NULL);
 	annotation(b, ANN_PROBES_ATTACHED, ANNOTATION_UINT, t->probes_attached, NULL);
 	annotation(b, ANN_PROBES_FAILED, ANNOTATION_UINT, t->probes_failed, NULL);
 	annotation(b, ANN_DURATION_NS, ANNOTATION_UINT, t->duration_ns, NULL);
-	pb_end(b);
+	pb__end(b);
 	packet_end(w);
 
 	if (fflush(w->out) || ferror(w->out))
@@ -795,7 +677,7 @@ void perfetto_writer__free(struct perfetto_writer *w)
 	free(w->stack);
 	free(w->future_name_iid);
 	free(w->poll_name_iid);
-	free(w->pkt.data);
+	pb__free(&w->pkt);
 	u64_map__free(&w->thread_index);
 	u64_map__free(&w->tasks);
 	u64_map__free(&w->flows);

@@ -42,4 +42,12 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 /* Frees the writer (NULL-safe); never closes out. */
 void perfetto_writer__free(struct perfetto_writer *w);
 
+struct pb;
+/*
+ * Appends a TracePacket.clock_snapshot that makes CLOCK_MONOTONIC the trace's clock
+ * (times shown as recorded) and relates it to BOOTTIME; for every Perfetto writer's
+ * first packet.
+ */
+void perfetto__clock_snapshot(struct pb *b);
+
 #endif

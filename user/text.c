@@ -139,6 +139,41 @@ void dot__write_text(FILE *out, const char *str, size_t max_bytes)
 	}
 }
 
+void xml__write_text(FILE *out, const char *str, size_t max_bytes)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	size_t n = strlen((const char *)s), i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len = c < 0x80 ? 1 : utf8__sequence_length(s + i, n - i);
+
+		if (i + (len ? len : 1) > max_bytes) {
+			fputs("...", out);
+			return;
+		}
+		if (!len || (len == 3 && c == 0xef && s[i + 1] == 0xbf && s[i + 2] >= 0xbe)) {
+			fputs("\xef\xbf\xbd", out); /* U+FFFD */
+			len = len ? len : 1;
+		} else if (c == '&') {
+			fputs("&amp;", out);
+		} else if (c == '<') {
+			fputs("&lt;", out);
+		} else if (c == '>') {
+			fputs("&gt;", out);
+		} else if (c == '"') {
+			fputs("&quot;", out);
+		} else if (c == '\'') {
+			fputs("&apos;", out);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(out, "\\x%02X", c);
+		} else {
+			fwrite(s + i, 1, len, out);
+		}
+		i += len;
+	}
+}
+
 /* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs". */
 const char *path__short(const char *file)
 {

@@ -22,6 +22,14 @@ void json__write_string(FILE *out, const char *s);
  */
 void dot__write_text(FILE *out, const char *s, size_t max_bytes);
 
+/*
+ * Text for XML content or a quoted attribute value (SVG), at most max_bytes of input
+ * ("..." marks the cut, never inside a UTF-8 sequence): & < > " ' as entities;
+ * control characters, which XML 1.0 cannot hold even as references, shown as \xHH;
+ * bytes that are not UTF-8, and U+FFFE/U+FFFF (not XML characters), as U+FFFD.
+ */
+void xml__write_text(FILE *out, const char *s, size_t max_bytes);
+
 /* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs";
  * "?" for NULL. */
 const char *path__short(const char *file);

@@ -21,7 +21,7 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	if (size < sizeof(r))
 		return -EINVAL;
 	memcpy(&r, data, sizeof(r));
-	if (r.type != RECORD_POLL || r.result > RESULT_TRUNCATED)
+	if (r.type != RECORD_POLL || r.result > RESULT_OPEN)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->start_ns = r.start_ns;

@@ -10,37 +10,56 @@
 #include <stdint.h>
 
 enum poll_result {
-	POLL_READY,     /* __state became Returned (or Poll::Ready from the return layout) */
-	POLL_PENDING,   /* suspended at await_index */
-	POLL_PANICKED,  /* __state became Panicked, or the frame was unwound */
-	POLL_UNKNOWN,   /* no way to tell (hand-written future without a known layout) */
+	POLL_READY,	/* __state became Returned (or Poll::Ready from the return layout) */
+	POLL_PENDING,	/* suspended at await_index */
+	POLL_PANICKED,	/* __state became Panicked, or the frame was unwound */
+	POLL_UNKNOWN,	/* no way to tell (hand-written future without a known layout) */
 	POLL_TRUNCATED, /* the exit was never seen (unwind, longjmp): end time is a bound */
+	POLL_OPEN,	/* still running when tracing stopped: end time is the stop time */
+	POLL_RESULT_COUNT,
 };
+
+/* "ready", "pending", ...: the name every output uses for a result. */
+static inline const char *poll_result__name(enum poll_result r)
+{
+	switch (r) {
+	case POLL_READY: return "ready";
+	case POLL_PENDING: return "pending";
+	case POLL_PANICKED: return "panicked";
+	case POLL_TRUNCATED: return "truncated";
+	case POLL_OPEN: return "running";
+	case POLL_UNKNOWN:
+	case POLL_RESULT_COUNT: break;
+	}
+	return "unknown";
+}
 
 #define TRACE_NO_INDEX UINT32_MAX
 
+/* enum record_result (bpf/asyncbpf.h) has this order: checked where both are known. */
+
 struct trace_poll {
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-	uint32_t pid, tid;         /* host PIDs */
-	uint32_t poll;             /* index into model.polls */
-	uint32_t future;           /* index into model.futures, TRACE_NO_INDEX if unknown */
-	uint64_t self;             /* the pinned future: identifies the instance */
-	uint64_t parent_self;      /* the awaiter's instance, 0 for the outermost frame */
-	uint32_t parent_poll;      /* the awaiter's poll index, TRACE_NO_INDEX if none */
-	uint64_t task_self;        /* outermost traced frame on the thread: the task */
+	uint32_t pid, tid;	   /* host PIDs */
+	uint32_t poll;		   /* index into model.polls */
+	uint32_t future;	   /* index into model.futures, TRACE_NO_INDEX if unknown */
+	uint64_t self;		   /* the pinned future: identifies the instance */
+	uint64_t parent_self;	   /* the awaiter's instance, 0 for the outermost frame */
+	uint32_t parent_poll;	   /* the awaiter's poll index, TRACE_NO_INDEX if none */
+	uint64_t task_self;	   /* outermost traced frame on the thread: the task */
 	uint32_t task_poll;
-	uint16_t depth;            /* 0 for the task's own poll */
+	uint16_t depth; /* 0 for the task's own poll */
 	uint16_t pad;
 	enum poll_result result;
-	int32_t await_index;       /* POLL_PENDING: the Suspend k it stopped at; else -1 */
+	int32_t await_index;		    /* POLL_PENDING: the Suspend k it stopped at; else -1 */
 	uint64_t state_before, state_after; /* raw __state values (0 when no __state) */
 };
 
 /* What every output's metadata reports. */
 struct trace_totals {
-	uint64_t polls;           /* records received */
-	uint64_t dropped;         /* ring buffer reserve failures (BPF side) */
-	uint64_t truncated;       /* frames discarded by stack-pointer matching */
+	uint64_t polls;	    /* records received */
+	uint64_t dropped;   /* ring buffer reserve failures (BPF side) */
+	uint64_t truncated; /* frames discarded by stack-pointer matching */
 	uint64_t probes_attached, probes_failed;
 	uint64_t duration_ns;
 };

@@ -26,6 +26,7 @@ static int plan_grow(struct trace_plan *plan)
 	struct poll_spec *specs;
 	unsigned long *offsets;
 	__u64 *cookies;
+	bool *returns;
 
 	specs = realloc(plan->specs, cap * sizeof(*specs));
 	if (!specs)
@@ -39,6 +40,10 @@ static int plan_grow(struct trace_plan *plan)
 	if (!cookies)
 		return -ENOMEM;
 	plan->cookies = cookies;
+	returns = realloc(plan->returns, cap * sizeof(*returns));
+	if (!returns)
+		return -ENOMEM;
+	plan->returns = returns;
 	plan->cap = cap;
 	return 0;
 }
@@ -84,18 +89,52 @@ static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t 
 	}
 }
 
-static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset)
+static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
+		    bool ret)
 {
 	if (plan->nr == plan->cap && plan_grow(plan))
 		return -ENOMEM;
 	plan->specs[plan->nr] = *spec;
 	plan->offsets[plan->nr] = (unsigned long)offset;
 	plan->cookies[plan->nr] = plan->nr;
+	plan->returns[plan->nr] = ret;
+	plan->nr_returns += ret;
 	plan->nr++;
 	return 0;
 }
 
-static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll)
+const char *plan_problem__describe(uint32_t kind)
+{
+	switch (kind) {
+	case PLAN_NO_EXIT: return "no exit site the kernel can probe: not traced";
+	case PLAN_NO_ENTRY: return "no entry site the kernel can probe: not traced";
+	case PLAN_UNPROBEABLE_EXIT:
+		return "an exit the kernel cannot probe: polls leaving there end truncated";
+	case PLAN_REFUSED_SITE: return "a probe site outside the function: refused";
+	}
+	return "?";
+}
+
+static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
+			 uint64_t file_offset)
+{
+	struct plan_problem *p;
+
+	if (plan->nr_problems == plan->cap_problems) {
+		uint32_t cap = plan->cap_problems ? plan->cap_problems * 2 : 16;
+
+		p = realloc(plan->problems, cap * sizeof(*p));
+		if (!p)
+			return; /* the counts still say it */
+		plan->problems = p;
+		plan->cap_problems = cap;
+	}
+	plan->problems[plan->nr_problems++] =
+	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
+		     bool uretprobes)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 	struct poll_spec entry;
@@ -115,9 +154,9 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_kind = SPEC_SELF_STACK;
 			entry.self_sp_offset = pf->entry.self_sp_offset;
 		}
-	} else if (!pf->entry.valid && !pf->disasm_error) {
-		/* the analyzer found no probeable instruction at all */
+	} else if (!pf->entry.valid && !pf->disasm_error) {		/* the analyzer found no probeable instruction at all */
 		plan->nr_no_entry++;
+		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
 		return 0;
 	} else {
 		/* first instruction: self in the ABI's argument register */
@@ -125,21 +164,36 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		entry.self_kind = SPEC_SELF_REG;
 		entry.self_reg = pf->self_arg_reg;
 	}
-	if (pf->disasm_error || !pf->nr_exits) {
-		/* no exit sites: polls would never end */
+	if (uretprobes) {
+		/* one uretprobe at the function's start: it fires after the `ret` */
+		struct poll_spec exit;
+
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		exit.flags |= SPEC_EXIT_RETURNED;
+		if (plan_add(plan, &exit, pf->file_offset, true) ||
+		    plan_add(plan, &entry, entry_offset, false))
+			return -ENOMEM;
+		plan->nr_entries++;
+		plan->nr_exits++;
+		plan->nr_polls++;
+		return 0;
+	}
+	if (pf->disasm_error || !pf->nr_exits) {		/* no exit sites: polls would never end */
 		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	for (uint32_t i = 0; i < pf->nr_exits; i++) {
 		const struct exit_site *x = &pf->exits[i];
-		struct poll_spec exit;
-
-		if (!x->probeable) {
+		struct poll_spec exit;		if (!x->probeable) {
 			plan->nr_unprobeable_exits++;
+			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
 			continue;
 		}
 		if (!inside(pf, x->file_offset)) {
 			plan->nr_refused++;
+			plan_problem(plan, poll, PLAN_REFUSED_SITE, x->file_offset);
 			continue;
 		}
 		if (x->file_offset == entry_offset) {
@@ -149,18 +203,18 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		}
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
-		if (plan_add(plan, &exit, x->file_offset))
+		if (plan_add(plan, &exit, x->file_offset, false))
 			return -ENOMEM;
 		exits++;
-	}
-	if (!exits && !shared) {
+	}	if (!exits && !shared) {
 		plan->nr = first;
 		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	if (shared)
 		entry.kind |= PROBE_EXIT;
-	if (plan_add(plan, &entry, entry_offset))
+	if (plan_add(plan, &entry, entry_offset, false))
 		return -ENOMEM;
 	plan->nr_entries++;
 	plan->nr_exits += exits + shared;
@@ -169,7 +223,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 }
 
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      char *err, size_t errlen)
+		      bool uretprobes, char *err, size_t errlen)
 {
 	memset(plan, 0, sizeof(*plan));
 	for (uint32_t p = 0; p < m->nr_polls; p++) {
@@ -178,7 +232,7 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 		if (pf->inlined_only || pf->future < 0 || (uint32_t)pf->future >= s->nr ||
 		    !s->futures[pf->future] || !pf->size)
 			continue;
-		if (plan_poll(plan, m, p)) {
+		if (plan_poll(plan, m, p, uretprobes)) {
 			snprintf(err, errlen, "out of memory building the probe plan");
 			return -ENOMEM;
 		}
@@ -197,7 +251,8 @@ void trace_plan__free(struct trace_plan *plan)
 {
 	free(plan->specs);
 	free(plan->offsets);
-	free(plan->cookies);
+	free(plan->cookies);	free(plan->returns);
+	free(plan->problems);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -278,11 +333,14 @@ int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct m
 
 	memset(t, 0, sizeof(*t));
 	t->multi_fd = -1;
+	t->multi_ret_fd = -1;
 	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
+	if (o->attach == ATTACH_PERF)
+		return load_skeleton(t, plan, o, false, err, errlen);
 	r = load_skeleton(t, plan, o, true, err, errlen);
-	if (r) {
+	if (r && o->attach == ATTACH_AUTO) {
 		/* kernels before 6.6 refuse the attach type: perf-event uprobes instead */
 		pr_info("trace: %s; retrying for perf-event uprobes\n", err);
 		r = load_skeleton(t, plan, o, false, err, errlen);
@@ -299,8 +357,11 @@ static int attach_perf(struct tracer *t, const struct trace_plan *plan, const st
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < plan->nr; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = plan->cookies[i]);
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = plan->cookies[i],
+			    .retprobe = plan->returns[i]);
 
+		if (o->progress && i && i % 1000 == 0)
+			o->progress(i, plan->nr);
 		t->links[i] = bpf_program__attach_uprobe_opts(t->skel->progs.poll_probe, o->pid,
 							      o->path, plan->offsets[i], &opts);
 		if (!t->links[i]) {
@@ -317,23 +378,75 @@ static int attach_perf(struct tracer *t, const struct trace_plan *plan, const st
 	return 0;
 }
 
-int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
-		   char *err, size_t errlen)
+/* The plan's probes of one kind (uretprobes or not) through one uprobe_multi link. */
+static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
+			     const struct tracer_opts *o, bool ret)
 {
-	int fd, r;
+	uint32_t n = ret ? plan->nr_returns : plan->nr - plan->nr_returns, k = 0;
+	unsigned long *offsets;
+	__u64 *cookies;
+	int fd;
+
+	if (!n)
+		return -ENODATA;
+	offsets = calloc(n, sizeof(*offsets));
+	cookies = calloc(n, sizeof(*cookies));
+	if (!offsets || !cookies) {
+		free(offsets);
+		free(cookies);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < plan->nr; i++)
+		if (plan->returns[i] == ret) {
+			offsets[k] = plan->offsets[i];
+			cookies[k++] = plan->cookies[i];
+		}
+	fd = uprobe_multi__attach(bpf_program__fd(t->skel->progs.poll_probe), o->path, offsets,
+				  cookies, n, o->pid, ret);
+	free(offsets);
+	free(cookies);
+	return fd;
+}
+
+/* Watch the target's execs (tp_btf): without it, an exec is noticed only at its exit. */
+static void attach_exec(struct tracer *t)
+{
+	if (t->exec_link)
+		return;
+	t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
+	if (!t->exec_link)
+		pr_warn("trace: cannot watch the target's execs (tp_btf/sched_process_exec: %s): "
+			"tracing will not stop when it runs another program\n",
+			strerror(errno));
+}
+
+static int attach_probes(struct tracer *t, const struct trace_plan *plan,
+			 const struct tracer_opts *o, char *err, size_t errlen)
+{
+	int fd = -ENODATA, r;
 
 	if (t->multi) {
-		fd = uprobe_multi__attach(bpf_program__fd(t->skel->progs.poll_probe), o->path,
-					  plan->offsets, plan->cookies, plan->nr, o->pid, false);
-		if (fd >= 0) {
+		if (plan->nr_returns) {
+			fd = attach_multi_kind(t, plan, o, true);
+			if (fd >= 0)
+				t->multi_ret_fd = fd;
+		}
+		if (fd >= 0 || fd == -ENODATA)
+			fd = attach_multi_kind(t, plan, o, false);
+		if (fd >= 0 || (fd == -ENODATA && t->multi_ret_fd >= 0)) {
 			t->multi_fd = fd;
 			t->probes_attached = plan->nr;
 			return 0;
 		}
+		if (t->multi_ret_fd >= 0) {
+			close(t->multi_ret_fd);
+			t->multi_ret_fd = -1;
+		}
 		snprintf(err, errlen,
 			 "BPF_LINK_CREATE(BPF_TRACE_UPROBE_MULTI) of %u probes in %s failed: %s",
 			 plan->nr, o->path, strerror(-fd));
-		if (fd == -ESRCH || fd == -ENOENT || fd == -EACCES || fd == -EPERM)
+		if (fd == -ESRCH || fd == -ENOENT || fd == -EACCES || fd == -EPERM ||
+		    o->attach == ATTACH_MULTI)
 			return fd; /* the target or the file is gone, or not allowed: no fallback */
 		pr_warn("trace: %s; falling back to perf-event uprobes\n", err);
 		/* the program was loaded for uprobe_multi: perf-event links need a reload */
@@ -341,10 +454,32 @@ int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct
 		if (r)
 			return r;
 	}
-	pr_warn("trace: uprobe_multi is unavailable: attaching %u probes with one perf-event "
-		"link each (slow: detaching takes ~0.1 s per probe here)\n",
-		plan->nr);
+	if (o->attach == ATTACH_PERF)
+		pr_info("trace: --attach=perf: attaching %u probes with one perf-event link each "
+			"(slow: detaching takes ~0.1 s per probe here)\n",
+			plan->nr);
+	else
+		pr_warn("trace: uprobe_multi is unavailable: attaching %u probes with one "
+			"perf-event link each (slow: detaching takes ~0.1 s per probe here)\n",
+			plan->nr);
 	return attach_perf(t, plan, o, err, errlen);
+}
+
+int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		   char *err, size_t errlen)
+{
+	int r = attach_probes(t, plan, o, err, errlen);
+
+	if (!r)
+		attach_exec(t);
+	return r;
+}
+
+uint32_t tracer__exec_count(const struct tracer *t)
+{
+	if (!t->skel || !t->skel->bss)
+		return 0;
+	return __atomic_load_n(&t->skel->bss->exec_count, __ATOMIC_RELAXED);
 }
 
 void tracer__set_ready(struct tracer *t, bool ready)
@@ -360,16 +495,80 @@ void tracer__detach(struct tracer *t)
 		close(t->multi_fd);
 		t->multi_fd = -1;
 	}
+	if (t->multi_ret_fd >= 0) {
+		close(t->multi_ret_fd);
+		t->multi_ret_fd = -1;
+	}
 	for (uint32_t i = t->nr_links; i > 0; i--)
 		bpf_link__destroy(t->links[i - 1]);
+	bpf_link__destroy(t->exec_link);
+	t->exec_link = NULL;
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;
 }
 
+int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	union bpf_iter_link_info info = {0};
+	struct bpf_link *link;
+	char buf[64];
+	ssize_t n;
+	int fd, r = 0;
+
+	info.task.pid = (__u32)pid; /* only the target's threads */
+	opts.link_info = &info;
+	opts.link_info_len = sizeof(info);
+	link = bpf_program__attach_iter(t->skel->progs.dump_open, &opts);
+	if (!link) {
+		r = -errno;
+		snprintf(err, errlen, "attaching the task iterator failed: %s", strerror(-r));
+		return r;
+	}
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "creating the task iterator failed: %s", strerror(-r));
+	} else {
+		/* the program prints nothing: reading runs it over every thread */
+		while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+			;
+		if (n < 0) {
+			r = -errno;
+			snprintf(err, errlen, "reading the task iterator failed: %s", strerror(-r));
+		}
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	return r;
+}
+
 int tracer__ringbuf_fd(const struct tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.trace_events);
+}
+
+int tracer__read_counters(const struct tracer *t, __u64 *counters)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *values;
+	__u32 zero = 0;
+	int r = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values))
+		r = -errno;
+	for (int c = 0; !r && c < ncpu; c++)
+		for (int k = 0; k < COUNTER_COUNT; k++)
+			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
+	free(values);
+	return r;
 }
 
 int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters)
@@ -401,6 +600,8 @@ int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *
 			stats[p].dropped += percpu[c].dropped;
 			stats[p].truncated += percpu[c].truncated;
 			stats[p].busy_ns += percpu[c].busy_ns;
+			for (int b = 0; b < TRACE_HIST_BUCKETS; b++)
+				stats[p].hist[b] += percpu[c].hist[b];
 		}
 	}
 	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));

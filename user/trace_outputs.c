@@ -348,8 +348,8 @@ void trace_folded__free(struct trace_folded *f)
 
 struct dot_node {
 	uint64_t polls;
-	uint64_t counts[POLL_TRUNCATED + 1]; /* by enum poll_result */
-	bool task;			     /* polled at depth 0 */
+	uint64_t counts[POLL_RESULT_COUNT]; /* by enum poll_result */
+	bool task;			    /* polled at depth 0 */
 };
 
 struct dot_edge {
@@ -393,7 +393,7 @@ int trace_dot__add(struct trace_dot *d, const struct trace_poll *p)
 	uint64_t key, index;
 
 	n->polls++;
-	if ((unsigned)p->result <= POLL_TRUNCATED)
+	if ((unsigned)p->result < POLL_RESULT_COUNT)
 		n->counts[p->result]++;
 	if (p->depth == 0)
 		n->task = true;
@@ -425,9 +425,10 @@ static void write_node_id(FILE *out, const struct model *m, uint32_t frame)
 static void write_dot_node(FILE *out, const struct model *m, uint32_t frame,
 			   const struct dot_node *n)
 {
-	static const char *const extra[POLL_TRUNCATED + 1] = {[POLL_PANICKED] = "panicked",
-							      [POLL_UNKNOWN] = "unknown",
-							      [POLL_TRUNCATED] = "truncated"};
+	static const char *const extra[POLL_RESULT_COUNT] = {[POLL_PANICKED] = "panicked",
+							     [POLL_UNKNOWN] = "unknown",
+							     [POLL_TRUNCATED] = "truncated",
+							     [POLL_OPEN] = "running at stop"};
 	char name[LABEL_MAX_BYTES * 2];
 	const char *file = NULL, *path = NULL;
 	uint32_t line = 0;
@@ -454,7 +455,7 @@ static void write_dot_node(FILE *out, const struct model *m, uint32_t frame,
 	}
 	fprintf(out, "\\npolls %" PRIu64 ", ready %" PRIu64 ", pending %" PRIu64, n->polls,
 		n->counts[POLL_READY], n->counts[POLL_PENDING]);
-	for (int r = POLL_PANICKED; r <= POLL_TRUNCATED; r++)
+	for (int r = POLL_PANICKED; r < POLL_RESULT_COUNT; r++)
 		if (n->counts[r])
 			fprintf(out, ", %s %" PRIu64, extra[r], n->counts[r]);
 	fputs("\", tooltip=\"", out);

@@ -1,24 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The end-of-run summary: per traced poll function (one per future type), counts by
- * result, busy time and poll-duration percentiles from the records; the run's totals,
- * with drops and truncated frames said loudly. Text table and JSON (docs/tracing.md).
+ * The end-of-run summary (trace_summary.h, docs/tracing.md "Summary"): per traced
+ * poll function (one per future type) counts by result, busy time, poll-duration and
+ * lifetime percentiles; the futures still pending at the end; the busiest tasks; the
+ * run's totals, with every loss said loudly. Poll fns whose records were dropped take
+ * busy time and percentiles from the BPF side's exact counters and log2 histogram.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
-#include "tracer.h"
+#include "trace_summary.h"
 
 int trace_summary__init(struct trace_summary *s, const struct model *m)
 {
 	memset(s, 0, sizeof(*s));
 	s->m = m;
+	instance_table__init(&s->instances, TRACE_SUMMARY_MAX_INSTANCES);
+	task_table__init(&s->tasks, TRACE_SUMMARY_MAX_TASKS);
 	s->polls = calloc(m->nr_polls ? m->nr_polls : 1, sizeof(*s->polls));
 	return s->polls ? 0 : -ENOMEM;
+}
+
+void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks)
+{
+	s->instances.max = max_instances;
+	s->tasks.max = max_tasks;
+}
+
+int u64_vec__push(struct u64_vec *v, uint64_t x)
+{
+	if (v->nr == v->cap) {
+		uint64_t cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *n = realloc(v->v, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		v->v = n;
+		v->cap = cap;
+	}
+	v->v[v->nr++] = x;
+	return 0;
 }
 
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
@@ -31,27 +54,36 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 		s->first_ns = p->start_ns;
 	if (p->end_ns > s->last_ns)
 		s->last_ns = p->end_ns;
-	if (p->poll >= s->m->nr_polls) {
+	if (p->poll >= s->m->nr_polls || (unsigned)p->result >= POLL_RESULT_COUNT) {
 		s->bad_records++;
 		return;
 	}
 	ps = &s->polls[p->poll];
 	ps->polls++;
-	if ((unsigned)p->result <= POLL_TRUNCATED)
-		ps->counts[p->result]++;
+	ps->counts[p->result]++;
 	ps->busy_ns += d;
-	if (ps->nr_durations == ps->cap_durations) {
-		uint64_t cap = ps->cap_durations ? ps->cap_durations * 2 : 64;
-		uint64_t *n = realloc(ps->durations, cap * sizeof(*n));
+	if (u64_vec__push(&ps->durations, d))
+		s->oom = true;
+	instance_table__add(s, p);
+	task_table__add(s, p);
+}
 
-		if (!n) {
-			s->oom = true;
-			return;
-		}
-		ps->durations = n;
-		ps->cap_durations = cap;
-	}
-	ps->durations[ps->nr_durations++] = d;
+int trace_summary__set_bpf_stats(struct trace_summary *s, const struct poll_stats *stats,
+				 uint32_t nr)
+{
+	struct poll_stats *copy;
+
+	if (nr > s->m->nr_polls)
+		nr = s->m->nr_polls;
+	copy = calloc(nr ? nr : 1, sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	if (nr)
+		memcpy(copy, stats, nr * sizeof(*copy));
+	free(s->bpf);
+	s->bpf = copy;
+	s->nr_bpf = nr;
+	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -61,56 +93,116 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Nearest-rank percentile of sorted values. */
-static uint64_t percentile(const uint64_t *v, uint64_t n, unsigned pct)
+static void u64_vec__sort(struct u64_vec *v)
+{
+	if (v->nr)
+		qsort(v->v, v->nr, sizeof(*v->v), cmp_u64);
+}
+
+uint64_t summary__percentile(const uint64_t *sorted, uint64_t n, unsigned pct)
 {
 	uint64_t rank;
 
 	if (!n)
 		return 0;
 	rank = (n * pct + 99) / 100;
-	return v[rank ? rank - 1 : 0];
+	return sorted[rank ? rank - 1 : 0];
 }
 
-struct row {
-	uint32_t poll;
-	uint64_t p50, p99, max;
-};
-
-static int cmp_row_busy(const void *a, const void *b, void *ctx)
+uint64_t summary__bucket_low(unsigned i)
 {
-	const struct trace_summary *s = ctx;
-	uint64_t x = s->polls[((const struct row *)a)->poll].busy_ns;
-	uint64_t y = s->polls[((const struct row *)b)->poll].busy_ns;
-
-	return x > y ? -1 : x < y;
+	return i ? 1ull << i : 0;
 }
 
-/* Rows of the polls that have records, busiest first; NULL on ENOMEM. */
-static struct row *rows(struct trace_summary *s, uint32_t *nr)
+uint64_t summary__bucket_high(unsigned i)
 {
-	struct row *r = calloc(s->m->nr_polls ? s->m->nr_polls : 1, sizeof(*r));
+	return i + 1 >= 64 ? UINT64_MAX : 1ull << (i + 1);
+}
+
+uint64_t summary__hist_percentile(const __u64 *hist, unsigned pct)
+{
+	uint64_t n = 0, rank, seen = 0;
+
+	for (unsigned i = 0; i < TRACE_HIST_BUCKETS; i++)
+		n += hist[i];
+	if (!n)
+		return 0;
+	rank = (n * pct + 99) / 100;
+	if (!rank)
+		rank = 1;
+	for (unsigned i = 0; i < TRACE_HIST_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen >= rank)
+			return summary__bucket_high(i);
+	}
+	return UINT64_MAX; /* not reached */
+}
+
+/* The highest non-empty bucket's upper bound. */
+static uint64_t hist_max(const __u64 *hist)
+{
+	for (unsigned i = TRACE_HIST_BUCKETS; i-- > 0;)
+		if (hist[i])
+			return summary__bucket_high(i);
+	return 0;
+}
+
+static void row_fill(struct trace_summary *s, uint32_t poll, struct summary_row *r)
+{
+	struct poll_summary *ps = &s->polls[poll];
+	const struct poll_stats *bs = poll < s->nr_bpf ? &s->bpf[poll] : NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->poll = poll;
+	u64_vec__sort(&ps->durations);
+	u64_vec__sort(&ps->lifetimes);
+	r->busy_ns = ps->busy_ns;
+	r->p50 = summary__percentile(ps->durations.v, ps->durations.nr, 50);
+	r->p99 = summary__percentile(ps->durations.v, ps->durations.nr, 99);
+	r->max = ps->durations.nr ? ps->durations.v[ps->durations.nr - 1] : 0;
+	r->life_p50 = summary__percentile(ps->lifetimes.v, ps->lifetimes.nr, 50);
+	r->life_p99 = summary__percentile(ps->lifetimes.v, ps->lifetimes.nr, 99);
+	r->life_max = ps->lifetimes.nr ? ps->lifetimes.v[ps->lifetimes.nr - 1] : 0;
+	if (bs && bs->dropped) {
+		/* the records miss polls: the BPF side saw every one of them */
+		r->dropped = bs->dropped;
+		r->from_histogram = true;
+		r->busy_ns = bs->busy_ns;
+		r->p50 = summary__hist_percentile(bs->hist, 50);
+		r->p99 = summary__hist_percentile(bs->hist, 99);
+		r->max = hist_max(bs->hist);
+	}
+}
+
+static int cmp_row_busy(const void *a, const void *b)
+{
+	const struct summary_row *x = a, *y = b;
+
+	if (x->busy_ns != y->busy_ns)
+		return x->busy_ns > y->busy_ns ? -1 : 1;
+	return x->poll < y->poll ? -1 : x->poll > y->poll;
+}
+
+static bool poll_seen(const struct trace_summary *s, uint32_t poll)
+{
+	return s->polls[poll].polls || (poll < s->nr_bpf && s->bpf[poll].records);
+}
+
+struct summary_row *trace_summary__rows(struct trace_summary *s, uint32_t *nr)
+{
+	struct summary_row *r = calloc(s->m->nr_polls ? s->m->nr_polls : 1, sizeof(*r));
 
 	*nr = 0;
 	if (!r)
 		return NULL;
-	for (uint32_t p = 0; p < s->m->nr_polls; p++) {
-		struct poll_summary *ps = &s->polls[p];
-
-		if (!ps->polls)
-			continue;
-		qsort(ps->durations, ps->nr_durations, sizeof(*ps->durations), cmp_u64);
-		r[*nr].poll = p;
-		r[*nr].p50 = percentile(ps->durations, ps->nr_durations, 50);
-		r[*nr].p99 = percentile(ps->durations, ps->nr_durations, 99);
-		r[*nr].max = ps->nr_durations ? ps->durations[ps->nr_durations - 1] : 0;
-		(*nr)++;
-	}
-	qsort_r(r, *nr, sizeof(*r), cmp_row_busy, s);
+	for (uint32_t p = 0; p < s->m->nr_polls; p++)
+		if (poll_seen(s, p))
+			row_fill(s, p, &r[(*nr)++]);
+	qsort(r, *nr, sizeof(*r), cmp_row_busy);
 	return r;
 }
 
-static void poll_name(const struct model *m, uint32_t poll, char *buf, size_t len)
+void summary__poll_name(const struct model *m, uint32_t poll, char *buf, size_t len)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 
@@ -120,139 +212,58 @@ static void poll_name(const struct model *m, uint32_t poll, char *buf, size_t le
 		snprintf(buf, len, "%s", pf->name ? pf->name : "(unknown poll)");
 }
 
-static void print_us(FILE *out, uint64_t ns)
+const char *summary__await_site(const struct model *m, uint32_t poll, int32_t await_index,
+				uint32_t *line)
 {
-	fprintf(out, " %10.1f", (double)ns / 1e3);
-}
+	int32_t fi = m->polls[poll].future;
+	const struct future *f;
 
-void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
-{
-	const struct trace_totals *tt = &t->totals;
-	uint32_t nr;
-	struct row *r = rows(s, &nr);
-	char name[256];
-
-	fprintf(out, "%8s %8s %8s %8s %8s %8s %10s %10s %10s %10s  %s\n", "POLLS", "READY",
-		"PENDING", "PANICKED", "TRUNC", "UNKNOWN", "BUSY_MS", "P50_US", "P99_US", "MAX_US",
-		"FUTURE");
-	for (uint32_t i = 0; r && i < nr; i++) {
-		const struct poll_summary *ps = &s->polls[r[i].poll];
-
-		poll_name(s->m, r[i].poll, name, sizeof(name));
-		fprintf(out,
-			"%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-			" %10.3f",
-			ps->polls, ps->counts[POLL_READY], ps->counts[POLL_PENDING],
-			ps->counts[POLL_PANICKED], ps->counts[POLL_TRUNCATED],
-			ps->counts[POLL_UNKNOWN], (double)ps->busy_ns / 1e6);
-		print_us(out, r[i].p50);
-		print_us(out, r[i].p99);
-		print_us(out, r[i].max);
-		fprintf(out, "  %s\n", name);
+	if (fi < 0 || (uint32_t)fi >= m->nr_futures)
+		return NULL;
+	f = &m->futures[fi];
+	if (await_index < 0) {
+		*line = f->line;
+		return f->file; /* no await point: where the future is declared */
 	}
-	if (!nr)
-		fprintf(out, "(no poll completed)\n");
-	fprintf(out,
-		"\nrecords %" PRIu64 ", dropped %" PRIu64 ", truncated %" PRIu64
-		", probes attached %" PRIu64 ", unprobeable exits %" PRIu64
-		", unmatched exits %" PRIu64 ", duration %.3f s\n",
-		tt->polls, tt->dropped, tt->truncated, tt->probes_attached, t->unprobeable_exits,
-		t->unmatched_exits, (double)tt->duration_ns / 1e9);
-	if (tt->dropped)
-		fprintf(out,
-			"WARNING: %" PRIu64 " records DROPPED (ring buffer full): the trace has "
-			"holes; raise --ringbuf-size\n",
-			tt->dropped);
-	if (t->stack_overflow)
-		fprintf(out,
-			"WARNING: %" PRIu64 " polls nested deeper than %d traced frames were not "
-			"traced\n",
-			t->stack_overflow, TRACE_MAX_DEPTH);
-	if (s->bad_records)
-		fprintf(out, "WARNING: %" PRIu64 " malformed records ignored\n", s->bad_records);
-	if (s->oom)
-		fprintf(out, "WARNING: out of memory: percentiles use part of the polls\n");
-	free(r);
-}
+	for (uint32_t i = 0; i < f->nr_states; i++) {
+		const struct future_state *st = &f->states[i];
 
-int trace_summary__write_json(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
-{
-	cJSON *root = cJSON_CreateObject(), *arr, *o, *tot;
-	uint32_t nr;
-	struct row *r = rows(s, &nr);
-	char name[1024], *text;
-	int ret = 0;
-
-	if (!root || !r) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	cJSON_AddStringToObject(root, "schema", "asyncbpf-trace-summary/1");
-	arr = cJSON_AddArrayToObject(root, "futures");
-	for (uint32_t i = 0; arr && i < nr; i++) {
-		const struct poll_summary *ps = &s->polls[r[i].poll];
-		const struct poll_fn *pf = &s->m->polls[r[i].poll];
-		const struct future *f = pf->future >= 0 ? &s->m->futures[pf->future] : NULL;
-
-		o = cJSON_CreateObject();
-		if (!o || !cJSON_AddItemToArray(arr, o)) {
-			cJSON_Delete(o);
-			ret = -ENOMEM;
-			goto out;
+		if (st->kind == STATE_SUSPEND && st->suspend_index == (uint32_t)await_index &&
+		    st->file) {
+			*line = st->line;
+			return st->file;
 		}
-		poll_name(s->m, r[i].poll, name, sizeof(name));
-		cJSON_AddStringToObject(o, "name", name);
-		if (f && f->path)
-			cJSON_AddStringToObject(o, "path", f->path);
-		else
-			cJSON_AddNullToObject(o, "path");
-		cJSON_AddStringToObject(o, "kind", f ? future_kind__name(f->kind) : "unknown");
-		cJSON_AddNumberToObject(o, "poll", r[i].poll);
-		cJSON_AddNumberToObject(o, "polls", (double)ps->polls);
-		cJSON_AddNumberToObject(o, "ready", (double)ps->counts[POLL_READY]);
-		cJSON_AddNumberToObject(o, "pending", (double)ps->counts[POLL_PENDING]);
-		cJSON_AddNumberToObject(o, "panicked", (double)ps->counts[POLL_PANICKED]);
-		cJSON_AddNumberToObject(o, "truncated", (double)ps->counts[POLL_TRUNCATED]);
-		cJSON_AddNumberToObject(o, "unknown", (double)ps->counts[POLL_UNKNOWN]);
-		cJSON_AddNumberToObject(o, "busy_ns", (double)ps->busy_ns);
-		cJSON_AddNumberToObject(o, "p50_ns", (double)r[i].p50);
-		cJSON_AddNumberToObject(o, "p99_ns", (double)r[i].p99);
-		cJSON_AddNumberToObject(o, "max_ns", (double)r[i].max);
 	}
-	tot = cJSON_AddObjectToObject(root, "totals");
-	if (tot) {
-		cJSON_AddNumberToObject(tot, "records", (double)t->totals.polls);
-		cJSON_AddNumberToObject(tot, "dropped", (double)t->totals.dropped);
-		cJSON_AddNumberToObject(tot, "truncated", (double)t->totals.truncated);
-		cJSON_AddNumberToObject(tot, "probes_attached", (double)t->totals.probes_attached);
-		cJSON_AddNumberToObject(tot, "probes_failed", (double)t->totals.probes_failed);
-		cJSON_AddNumberToObject(tot, "unprobeable_exits", (double)t->unprobeable_exits);
-		cJSON_AddNumberToObject(tot, "unmatched_exits", (double)t->unmatched_exits);
-		cJSON_AddNumberToObject(tot, "stack_overflow", (double)t->stack_overflow);
-		cJSON_AddNumberToObject(tot, "no_storage", (double)t->no_storage);
-		cJSON_AddNumberToObject(tot, "bpf_records", (double)t->bpf_records);
-		cJSON_AddNumberToObject(tot, "probe_hits", (double)t->hits);
-		cJSON_AddNumberToObject(tot, "malformed_records", (double)s->bad_records);
-		cJSON_AddNumberToObject(tot, "duration_ns", (double)t->totals.duration_ns);
+	for (uint32_t i = 0; i < m->nr_edges; i++) {
+		const struct await_edge *e = &m->edges[i];
+
+		if (e->from == fi && e->await_index == (uint32_t)await_index && e->file) {
+			*line = e->line;
+			return e->file;
+		}
 	}
-	text = cJSON_Print(root);
-	if (!text) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (fprintf(out, "%s\n", text) < 0)
-		ret = -EIO;
-	cJSON_free(text);
-out:
-	cJSON_Delete(root);
-	free(r);
-	return ret;
+	return NULL;
+}
+
+uint64_t trace_summary__running(const struct trace_summary *s)
+{
+	uint64_t n = 0;
+
+	for (uint32_t p = 0; p < s->m->nr_polls; p++)
+		n += s->polls[p].counts[POLL_OPEN];
+	return n;
 }
 
 void trace_summary__free(struct trace_summary *s)
 {
-	for (uint32_t p = 0; s->polls && p < s->m->nr_polls; p++)
-		free(s->polls[p].durations);
+	for (uint32_t p = 0; s->polls && p < s->m->nr_polls; p++) {
+		free(s->polls[p].durations.v);
+		free(s->polls[p].lifetimes.v);
+	}
 	free(s->polls);
 	s->polls = NULL;
+	free(s->bpf);
+	s->bpf = NULL;
+	instance_table__free(&s->instances);
+	task_table__free(&s->tasks);
 }

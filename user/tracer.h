@@ -21,21 +21,49 @@
 #include "selection.h"
 #include "trace_event.h"
 #include "trace_outputs.h"
+#include "trace_summary.h"
 
 /* ---- probe plan (pure: unit-testable without root) ---- */
+
+/* How exits are seen (docs/tracing.md, "Exit modes"). */
+enum exits_mode {
+	EXITS_AUTO,	 /* uretprobe when the binary cannot unwind (panic=abort), else ret */
+	EXITS_RET,	 /* a probe on every `ret` and tail jump: single-stepped, unwind-safe */
+	EXITS_URETPROBE, /* one uretprobe per poll fn: cheaper; aborts unwinding panics */
+};
 
 struct trace_plan {
 	struct poll_spec *specs; /* specs[i] is found by cookie i */
 	unsigned long *offsets;	 /* file offset of probe i */
 	__u64 *cookies;		 /* i, for BPF_LINK_CREATE */
+	bool *returns;		 /* probe i is a uretprobe (attached through its own link) */
 	uint32_t nr, cap;
+	uint32_t nr_returns;	       /* uretprobes among them */
 	uint32_t nr_polls;	       /* traced poll functions */
 	uint32_t nr_entries, nr_exits; /* probe sites of each kind */
 	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
-	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
-	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
+	uint32_t nr_problems, cap_problems;
 };
+
+/* Why a selected poll fn is not (fully) probed: reported per symbol. */
+enum plan_problem_kind {
+	PLAN_NO_EXIT,	       /* no probeable exit site: skipped */
+	PLAN_NO_ENTRY,	       /* no probeable entry site: skipped */
+	PLAN_UNPROBEABLE_EXIT, /* an exit the kernel refuses: polls leaving there end truncated */
+	PLAN_REFUSED_SITE,     /* a site outside the function: not probed */
+};
+
+struct plan_problem {
+	uint32_t poll; /* model index */
+	uint32_t kind; /* enum plan_problem_kind */
+	uint64_t file_offset;
+};
+
+/* "no probeable exit", ...: for messages. */
+const char *plan_problem__describe(uint32_t kind);
 
 /*
  * One entry probe per selected future's out-of-line poll fns (the analyzer's entry
@@ -44,7 +72,7 @@ struct trace_plan {
  * -ENOMEM, or -ENOENT when nothing selected can be probed (err says why).
  */
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      char *err, size_t errlen);
+		      bool uretprobes, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
 
 /* ---- BPF lifecycle ---- */
@@ -58,15 +86,26 @@ struct bpf_link;
 struct tracer {
 	struct trace_bpf *skel;
 	int multi_fd;		 /* the uprobe_multi link, or -1 */
+	int multi_ret_fd;	 /* the uprobe_multi link of the uretprobes, or -1 */
 	struct bpf_link **links; /* fallback: one perf-event link per probe */
+	struct bpf_link *exec_link; /* on_exec, NULL when exec cannot be watched */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
 	bool multi; /* attached through uprobe_multi */
 };
 
+enum attach_mode {
+	ATTACH_AUTO,  /* uprobe_multi, else perf-event links (saying so) */
+	ATTACH_MULTI, /* uprobe_multi only */
+	ATTACH_PERF,  /* one perf-event link per probe (old kernels; forced for tests) */
+};
+
 struct tracer_opts {
-	pid_t pid;	  /* target tgid (probes are filtered on it, in the link and in BPF) */
+	pid_t pid; /* target tgid (probes are filtered on it, in the link and in BPF) */
+	enum attach_mode attach;
+	/* called every ~1000 probes while attaching perf-event links (may be NULL) */
+	void (*progress)(uint32_t done, uint32_t total);
 	const char *path; /* the executable to probe: /proc/PID/exe or the launched file */
 	uint64_t ringbuf_size;
 	bool verbose; /* libbpf's log on stderr */
@@ -85,6 +124,15 @@ int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct
 void tracer__set_ready(struct tracer *t, bool ready);
 /* Clear ready and destroy every link (idempotent). */
 void tracer__detach(struct tracer *t);
+/*
+ * After detach: emit every frame still on the target's thread stacks as a
+ * RESULT_OPEN record (a task iterator scoped to pid). 0 or -errno (err filled).
+ */
+int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen);
+/* Execs of the target since attach (on_exec; 0 when they cannot be watched). */
+uint32_t tracer__exec_count(const struct tracer *t);
+/* The global counters (COUNTER_*), summed over CPUs; cheap enough for a status line. */
+int tracer__read_counters(const struct tracer *t, __u64 *counters);
 /* File descriptor of the ring buffer map. */
 int tracer__ringbuf_fd(const struct tracer *t);
 /*
@@ -94,35 +142,7 @@ int tracer__ringbuf_fd(const struct tracer *t);
 int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters);
 void tracer__free(struct tracer *t);
 
-/* ---- summary (per poll function of the model) ---- */
-
-struct poll_summary {
-	uint64_t counts[POLL_TRUNCATED + 1]; /* by enum poll_result */
-	uint64_t polls;
-	uint64_t busy_ns;
-	uint64_t *durations; /* every poll's duration, for percentiles */
-	uint64_t nr_durations, cap_durations;
-};
-
-struct trace_summary {
-	const struct model *m;
-	struct poll_summary *polls; /* indexed like m->polls */
-	uint64_t records, bad_records, first_ns, last_ns;
-	bool oom; /* a duration could not be stored: percentiles are approximate */
-};
-
-int trace_summary__init(struct trace_summary *s, const struct model *m);
-void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
-/* Extra numbers printed with the totals (from the BPF side). */
-struct trace_run_totals {
-	struct trace_totals totals;
-	uint64_t unprobeable_exits, unmatched_exits, stack_overflow, no_storage, bpf_records;
-	uint64_t hits;
-};
-void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out);
-/* The summary as JSON (docs/tracing.md). 0 or -errno. */
-int trace_summary__write_json(struct trace_summary *s, const struct trace_run_totals *t, FILE *out);
-void trace_summary__free(struct trace_summary *s);
+/* ---- summary: trace_summary.h ---- */
 
 /* ---- consumer ---- */
 

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Protobuf wire-format encoding by hand: see protobuf.h for why. */
+#include "protobuf.h"
+#include "text.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pb__reset(struct pb *b)
+{
+	b->len = 0;
+	b->depth = 0;
+}
+
+void pb__free(struct pb *b)
+{
+	free(b->data);
+	*b = (struct pb){0};
+}
+
+void pb__bytes(struct pb *b, const void *p, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 512;
+		while (cap < b->len + n)
+			cap *= 2;
+		uint8_t *d = realloc(b->data, cap);
+		if (!d) {
+			b->oom = true;
+			return;
+		}
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+size_t pb__varint_encode(uint64_t v, uint8_t out[10])
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+void pb__varint(struct pb *b, uint64_t v)
+{
+	uint8_t tmp[10];
+
+	pb__bytes(b, tmp, pb__varint_encode(v, tmp));
+}
+
+void pb__uint(struct pb *b, uint32_t field, uint64_t v)
+{
+	pb__varint(b, (uint64_t)field << 3 | PB_WIRE_VARINT);
+	pb__varint(b, v);
+}
+
+void pb__fixed64(struct pb *b, uint32_t field, uint64_t v)
+{
+	uint8_t le[8];
+
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	pb__varint(b, (uint64_t)field << 3 | PB_WIRE_FIXED64);
+	pb__bytes(b, le, sizeof(le));
+}
+
+void pb__begin(struct pb *b, uint32_t field)
+{
+	pb__varint(b, (uint64_t)field << 3 | PB_WIRE_LEN);
+	if (b->depth >= PB_MAX_NESTING)
+		b->oom = true;
+	else
+		b->open[b->depth++] = b->len;
+}
+
+void pb__end(struct pb *b)
+{
+	uint8_t tmp[10];
+
+	if (b->depth <= 0 || b->oom)
+		return;
+	size_t start = b->open[--b->depth], content = b->len - start;
+	size_t n = pb__varint_encode(content, tmp);
+	pb__bytes(b, tmp, n); /* room for the length, then shift the content up */
+	if (b->oom)
+		return;
+	memmove(b->data + start + n, b->data + start, content);
+	memcpy(b->data + start, tmp, n);
+}
+
+void pb__string(struct pb *b, uint32_t field, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	size_t n = strlen((const char *)s);
+
+	pb__begin(b, field);
+	for (size_t i = 0, len; i < n; i += len ? len : 1) {
+		len = utf8__sequence_length(s + i, n - i);
+		pb__bytes(b, len ? (const void *)(s + i) : "\xef\xbf\xbd", len ? len : 3);
+	}
+	pb__end(b);
+}
+
+int pb__flush(struct pb *b, FILE *out)
+{
+	int err = 0;
+
+	if (b->oom)
+		err = -ENOMEM;
+	else if (b->len && fwrite(b->data, 1, b->len, out) != b->len)
+		err = -EIO;
+	pb__reset(b);
+	return err;
+}
