@@ -21,7 +21,7 @@ void pb__free(struct pb *b)
 
 void pb__bytes(struct pb *b, const void *p, size_t n)
 {
-	if (b->oom)
+	if (b->oom || !n) /* nothing to copy; p may be NULL (an empty buffer's data) */
 		return;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 512;
