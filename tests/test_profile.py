@@ -350,3 +350,18 @@ def test_exporters_write_parsable_files_or_say_they_are_missing(sampling, tmp_pa
             dec = subprocess.run(["protoc", "--decode_raw"], input=path.read_bytes(), capture_output=True, timeout=60)
             assert dec.returncode == 0 and dec.stdout, dec.stderr.decode("utf-8", "replace")
             assert b"hot_leaf" in path.read_bytes()
+
+
+@needs_root
+def test_exec_stops_profiling(sampling, tmp_path):
+    """Launch a shell that execs the hot fixture after a moment: the model is the
+    shell's, so profiling stops at the exec (like the tracer) and says so; asyncbpf
+    still waits for the program and answers with its status."""
+    hot = " ".join(hot_command("debug", "handwritten", 1500))
+    proc = util.run_asyncbpf("profile", "--folded", tmp_path / "x.folded", "-o", tmp_path / "x.svg", "--",
+                             "/bin/sh", "-c", f"i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec {hot}",
+                             timeout=120)
+    assert proc.returncode == 0, util.describe(proc)
+    assert "executed another program: profiling stopped" in proc.stderr, util.describe(proc)
+    assert '"mode":"hot"' in proc.stdout, util.describe(proc)
+    assert (tmp_path / "x.folded").exists()

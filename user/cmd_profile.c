@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -376,7 +377,36 @@ static void print_summary(FILE *out, const struct consumer *c, const struct prof
 
 /* ---- the command ---- */
 
-static void profile_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start)
+/*
+ * The program the model describes, to notice an exec: its device and inode, and
+ * whether /proc/PID/exe has been seen to be it (launch mode: not before the child's
+ * own exec).
+ */
+struct exe_watch {
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
+	bool seen;
+};
+
+/* True when the target, once seen running the analyzed file, now runs another. */
+static bool exec_happened(struct exe_watch *w)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)w->pid);
+	if (stat(path, &st))
+		return false; /* exiting: the pidfd says so */
+	if (st.st_dev == w->dev && st.st_ino == w->ino) {
+		w->seen = true;
+		return false;
+	}
+	return w->seen;
+}
+
+static void profile_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start,
+			 struct exe_watch *exe)
 {
 	struct pollfd fds[2] = {
 	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
@@ -395,6 +425,13 @@ static void profile_loop(struct ring_buffer *rb, int pidfd, double duration, uin
 		}
 		if (duration > 0 && (double)(now_ns() - start) >= duration * 1e9)
 			break;
+		if (exec_happened(exe)) {
+			/* like the tracer: the model is the old program's, its polls are gone */
+			pr_warn("profile: the target (pid %d) executed another program: profiling "
+				"stopped (the samples taken before are kept)\n",
+				(int)exe->pid);
+			break;
+		}
 	}
 }
 
@@ -415,6 +452,8 @@ static int profile(const struct profile_args *a)
 	bool model_loaded = false;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct rusage ru0, ru1;
+	struct exe_watch exe_watch = {0};
+	struct stat exe_st;
 
 	if (a->command) {
 		r = launch__resolve(a->command[0], exe, sizeof(exe));
@@ -442,6 +481,13 @@ static int profile(const struct profile_args *a)
 	if (status)
 		goto out;
 	print_warnings("profile", &m);
+	/* the file the model is of: /proc/PID/exe now, or the command to launch */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (!stat(a->command ? exe : path, &exe_st)) {
+		exe_watch.dev = exe_st.st_dev;
+		exe_watch.ino = exe_st.st_ino;
+		exe_watch.seen = !a->command;
+	}
 
 	if (a->command) {
 		child = launch__start_stopped("profile", exe, a->command, &go_fd);
@@ -452,9 +498,11 @@ static int profile(const struct profile_args *a)
 			goto out;
 		}
 		pid = child;
+		exe_watch.pid = pid;
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		snprintf(comm, sizeof(comm), "%.63s", strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe);
 	} else {
+		exe_watch.pid = pid;
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 		sysfacts__read_small_file(path, comm, sizeof(comm));
 	}
@@ -530,7 +578,7 @@ static int profile(const struct profile_args *a)
 	start = now_ns();
 	if (go_fd >= 0 && (r = launch__go(&go_fd)))
 		pr_warn("profile: cannot start the command: %s\n", strerror(-r));
-	profile_loop(rb, pidfd, a->duration, start);
+	profile_loop(rb, pidfd, a->duration, start, &exe_watch);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	profiler__detach(&prof);
