@@ -172,9 +172,10 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 		case 'T': a->perfetto = optarg; break;
 		case 'S':
 			if (parse_bytes(optarg, 64, PROFILE_STACK_MAX, &a->stack_size)) {
-				pr_warn("profile: --stack-size takes 64 to %u bytes (K suffix), not "
-					"'%s'\n",
-					PROFILE_STACK_MAX, optarg);
+				pr_warn(
+				    "profile: --stack-size takes 64 to %u bytes (K suffix), not "
+				    "'%s'\n",
+				    PROFILE_STACK_MAX, optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -190,8 +191,9 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
 			if (errno || *end || *optarg == '-' || v < 1 || v > 1000) {
-				pr_warn("profile: --bench-replay takes 1 to 1000 rounds, not '%s'\n",
-					optarg);
+				pr_warn(
+				    "profile: --bench-replay takes 1 to 1000 rounds, not '%s'\n",
+				    optarg);
 				return EXIT_USAGE;
 			}
 			a->replay_rounds = (uint32_t)v;
@@ -223,7 +225,6 @@ static int parse_args(int argc, char **argv, struct profile_args *a)
 	}
 	return EXIT_OK;
 }
-
 
 /* ---- outputs ---- */
 
@@ -330,15 +331,17 @@ static void print_top(FILE *out, const struct profile_data *d, bool offcpu, size
 		}
 	sort_data = d;
 	qsort(idx, n, sizeof(*idx), by_weight);
-	fprintf(out, "%s (%s):\n", offcpu ? "Top async stacks, off-CPU" : "Top async stacks, on-CPU",
+	fprintf(out, "%s (%s):\n",
+		offcpu ? "Top async stacks, off-CPU" : "Top async stacks, on-CPU",
 		offcpu ? "time blocked" : "samples");
 	for (size_t i = 0; i < n && i < top; i++) {
 		const struct pstack *s = &d->stacks[idx[i]];
 
 		projector__stack_text(s, text, sizeof(text));
 		if (offcpu)
-			fprintf(out, "  %5.1f%% %10.3f ms  %s\n", 100.0 * (double)s->weight / (double)total,
-				(double)s->weight / 1e6, text[0] ? text : s->frames[0]->name);
+			fprintf(out, "  %5.1f%% %10.3f ms  %s\n",
+				100.0 * (double)s->weight / (double)total, (double)s->weight / 1e6,
+				text[0] ? text : s->frames[0]->name);
 		else
 			fprintf(out, "  %5.1f%% %8" PRIu64 "  %s\n",
 				100.0 * (double)s->weight / (double)total, s->weight,
@@ -357,7 +360,8 @@ static void print_summary(FILE *out, const struct consumer *c, const struct prof
 	for (int r = 1; r < UNWIND_REASON_COUNT; r++)
 		if (c->reasons[r])
 			sysfacts__add_fact(reasons, sizeof(reasons), "%s %" PRIu64,
-					   unwind_reason__name((enum unwind_reason)r), c->reasons[r]);
+					   unwind_reason__name((enum unwind_reason)r),
+					   c->reasons[r]);
 	fprintf(out,
 		"asyncbpf profile: pid %u (%s), %s at %u Hz, %.1f s: %" PRIu64 " samples, %" PRIu64
 		" dropped (ring buffer full), %" PRIu64 " failed to unwind, %" PRIu64
@@ -500,7 +504,8 @@ static int profile(const struct profile_args *a)
 		pid = child;
 		exe_watch.pid = pid;
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		snprintf(comm, sizeof(comm), "%.63s", strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe);
+		snprintf(comm, sizeof(comm), "%.63s",
+			 strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe);
 	} else {
 		exe_watch.pid = pid;
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -638,7 +643,8 @@ static int profile(const struct profile_args *a)
 		double phase = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
 					ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
 			       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
-					ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+					ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+				   1e6;
 
 		getrusage(RUSAGE_SELF, &self);
 		getrusage(RUSAGE_CHILDREN, &kids);

@@ -100,8 +100,8 @@ int consumer__handle(void *ctx, void *data, size_t size)
 		c->bad_records++;
 		return 0;
 	}
-	s = (struct projected_sample){.time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid,
-				      .weight = rec->weight};
+	s = (struct projected_sample){
+	    .time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid, .weight = rec->weight};
 	if (rec->type == RECORD_PROFILE_WAKE) {
 		/* UINT64_MAX: this block's stack was used already (its record was lost) */
 		if (!u64_map__get(&c->blocked, rec->tid, &v) || v == UINT64_MAX) {

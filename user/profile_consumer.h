@@ -28,12 +28,12 @@ struct consumer {
 	uint64_t received, offcpu_records, bad_records, failed, partial, unknown_waits;
 	uint64_t reasons[UNWIND_REASON_COUNT];
 	uint64_t unwind_cpu_ns, last_refresh;
-	struct u64_map threads;	     /* tid -> index in names */
+	struct u64_map threads; /* tid -> index in names */
 	struct pthread_name *names;
 	size_t nr_names, cap_names;
-	struct u64_map blocked;	     /* off-CPU: tid -> stack of its last switch-out */
-	int error;		     /* first -ENOMEM */
-	void **kept;		     /* --bench-replay: copies of the last on-CPU records */
+	struct u64_map blocked; /* off-CPU: tid -> stack of its last switch-out */
+	int error;		/* first -ENOMEM */
+	void **kept;		/* --bench-replay: copies of the last on-CPU records */
 	size_t *kept_size, nr_kept, keep;
 	struct unwind_result result; /* large: kept here, not on the stack */
 };

@@ -51,9 +51,9 @@ int profiler__load(struct profiler *p, const struct profiler_opts *o, char *err,
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->stack_size = o->stack_size;
 	skel->rodata->offcpu_enabled = o->offcpu;
-	r = bpf_map__set_max_entries(skel->maps.profile_events,
-				     round_pow2(o->ringbuf_size ? o->ringbuf_size
-								: PROFILE_DEFAULT_RINGBUF));
+	r = bpf_map__set_max_entries(
+	    skel->maps.profile_events,
+	    round_pow2(o->ringbuf_size ? o->ringbuf_size : PROFILE_DEFAULT_RINGBUF));
 	if (r) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
 		return r;
@@ -138,7 +138,8 @@ int profiler__attach(struct profiler *p, const struct profiler_opts *o, char *er
 		p->links[c] = bpf_program__attach_perf_event(p->skel->progs.profile_sample, fd);
 		if (!p->links[c]) {
 			r = -errno;
-			snprintf(err, errlen, "attaching the sampler to the %s event of cpu %d failed: %s",
+			snprintf(err, errlen,
+				 "attaching the sampler to the %s event of cpu %d failed: %s",
 				 p->event, c, strerror(-r));
 			return r;
 		}
@@ -209,8 +210,8 @@ int profiler__run_stats(const struct profiler *p, uint64_t *run_ns, uint64_t *ru
 	__u32 len = sizeof(info);
 
 	memset(&info, 0, sizeof(info));
-	if (!p->skel || bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.profile_sample), &info,
-					       &len))
+	if (!p->skel ||
+	    bpf_obj_get_info_by_fd(bpf_program__fd(p->skel->progs.profile_sample), &info, &len))
 		return -errno ? -errno : -EINVAL;
 	*run_ns = info.run_time_ns;
 	*run_cnt = info.run_cnt;

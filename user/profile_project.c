@@ -12,13 +12,13 @@
 #include "strpool.h"
 
 #define FRAME_CHUNK 1024u
-#define KEY_MASK (~0ull >> 1) /* u64_map keys must not be UINT64_MAX */
+#define KEY_MASK    (~0ull >> 1) /* u64_map keys must not be UINT64_MAX */
 
 /* What one unwound frame is, decided once per uframe (they are unique per pc+level). */
 struct uinfo {
 	const struct pframe *fn;     /* as an ordinary function */
 	const struct pframe *future; /* as a polled future, or NULL */
-	bool runtime;                /* the future is an async runtime's */
+	bool runtime;		     /* the future is an async runtime's */
 };
 
 struct projector {
@@ -29,14 +29,14 @@ struct projector {
 	uint32_t nr_chunks, used_in_last;
 	struct pframe **frames; /* every interned frame, for lookups by hash */
 	size_t nr_frames, cap_frames;
-	struct u64_map frame_index; /* hash (probed) -> frames[] index */
+	struct u64_map frame_index;	     /* hash (probed) -> frames[] index */
 	const struct pframe **future_frames; /* by future index, lazily */
 	const struct pframe **poll_frames;   /* by poll index, for polls without a future */
-	struct u64_map ucache;               /* uframe pointer -> uinfos[] index */
+	struct u64_map ucache;		     /* uframe pointer -> uinfos[] index */
 	struct uinfo *uinfos;
 	size_t nr_uinfos, cap_uinfos;
 	uint32_t *by_linkage, nr_by_linkage; /* poll indices sorted by linkage name */
-	uint32_t *by_name, nr_by_name;       /* ... by demangled name */
+	uint32_t *by_name, nr_by_name;	     /* ... by demangled name */
 	struct pstack *stacks;
 	size_t nr_stacks, cap_stacks;
 	struct u64_map stack_index; /* hash (probed) -> stacks[] index */
@@ -169,9 +169,9 @@ static uint8_t origin_of_class(enum crate_class c)
 /* Where a function's code comes from: its Rust crate, else its library. */
 static uint8_t origin_of_function(const char *name, const char *module)
 {
-	static const char *const system_libs[] = {"/libc.so", "/libc-", "/ld-linux", "[vdso",
-						  "/libm.so", "/libgcc_s", "/libpthread",
-						  "/libstdc++"};
+	static const char *const system_libs[] = {"/libc.so",	 "/libc-",    "/ld-linux",
+						  "[vdso",	 "/libm.so",  "/libgcc_s",
+						  "/libpthread", "/libstdc++"};
 	char crate[128];
 
 	if (strstr(name, "::")) {
@@ -390,8 +390,11 @@ static int add_sample(struct projector *p, uint32_t stack, const struct projecte
 		p->samples = ns;
 		p->cap_samples = cap;
 	}
-	p->samples[p->nr_samples++] = (struct psample){
-	    .time_ns = s->time_ns, .pid = s->pid, .tid = s->tid, .stack = stack, .weight = s->weight};
+	p->samples[p->nr_samples++] = (struct psample){.time_ns = s->time_ns,
+						       .pid = s->pid,
+						       .tid = s->tid,
+						       .stack = stack,
+						       .weight = s->weight};
 	return 0;
 }
 
@@ -476,8 +479,8 @@ int projector__stack_text(const struct pstack *s, char *buf, size_t len)
 		}
 		if (f->kind == PFRAME_RUNTIME)
 			continue;
-		at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s",
-				       at ? " → " : "", f->name);
+		at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? " → " : "",
+				       f->name);
 		if (at >= len)
 			break;
 	}

@@ -15,8 +15,8 @@
 
 #include "profile.h"
 
-#define PROFILE_DEFAULT_FREQ 99
-#define PROFILE_MAX_FREQ 10000
+#define PROFILE_DEFAULT_FREQ	99
+#define PROFILE_MAX_FREQ	10000
 #define PROFILE_DEFAULT_RINGBUF (16u << 20)
 
 struct profile_bpf;
@@ -30,7 +30,7 @@ struct profiler {
 	int nr_cpus;
 	int nr_attached;
 	const char *event; /* "cycles" or "cpu-clock" */
-	int stats_fd;      /* BPF_ENABLE_STATS while held, or -1/0 */
+	int stats_fd;	   /* BPF_ENABLE_STATS while held, or -1/0 */
 };
 
 struct profiler_opts {

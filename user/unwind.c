@@ -25,8 +25,8 @@
 #include "strpool.h"
 #include "target.h"
 
-#define FRAME_CHUNK 4096u  /* uframes per chunk: pointers into chunks never move */
-#define MAX_CHAIN 64u      /* inline levels kept per pc */
+#define FRAME_CHUNK 4096u /* uframes per chunk: pointers into chunks never move */
+#define MAX_CHAIN   64u	  /* inline levels kept per pc */
 /* A failed read this far above sp is taken as "in the stack, past the copy". */
 #define STACK_REACH (8u << 20)
 
@@ -146,18 +146,16 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
-	.next_thread = next_thread,
-	.get_thread = get_thread,
-	.memory_read = memory_read,
-	.set_initial_registers = set_initial_registers,
+    .next_thread = next_thread,
+    .get_thread = get_thread,
+    .memory_read = memory_read,
+    .set_initial_registers = set_initial_registers,
 };
 
 /* Separate debuginfo as target.c finds it (never debuginfod), else none. */
-static char *debuginfo_path_dummy;
 static const Dwfl_Callbacks proc_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = target__find_debuginfo,
-	.debuginfo_path = &debuginfo_path_dummy,
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = target__find_debuginfo,
 };
 
 static int report(struct unwinder *u, char *err, size_t errlen)
@@ -471,7 +469,7 @@ static enum unwind_reason why_stopped(struct unwinder *u, int r)
 		return UNWIND_TOO_DEEP;
 	if (!u->npcs)
 		return dwfl_addrmodule(u->dwfl, u->rec->regs[PROFILE_REG_IP]) ? UNWIND_OTHER
-									   : UNWIND_PC_OUTSIDE;
+									      : UNWIND_PC_OUTSIDE;
 	/* libdwfl ends quietly (0) at a failed read or an unknown pc too; and past a pc in
 	 * no module it goes on by frame-pointer guesses: cut there */
 	for (uint32_t i = 0; i < u->npcs; i++)

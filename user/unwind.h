@@ -19,20 +19,20 @@
 
 /* Why an unwind stopped before the thread's outermost frame (or produced nothing). */
 enum unwind_reason {
-	UNWIND_COMPLETE,      /* reached the outermost frame */
-	UNWIND_NO_REGS,       /* the sample has no user registers (kernel thread, bad record) */
-	UNWIND_PC_OUTSIDE,    /* a pc outside every mapped module (JIT, unmapped, garbage) */
-	UNWIND_NO_CFI,        /* a module without .eh_frame/.debug_frame for that pc */
-	UNWIND_STACK_SHORT,   /* the caller's frame lies beyond the copied stack (--stack-size) */
-	UNWIND_TOO_DEEP,      /* UNWIND_MAX_FRAMES physical frames */
-	UNWIND_OTHER,         /* anything else libdwfl refused */
+	UNWIND_COMPLETE,    /* reached the outermost frame */
+	UNWIND_NO_REGS,	    /* the sample has no user registers (kernel thread, bad record) */
+	UNWIND_PC_OUTSIDE,  /* a pc outside every mapped module (JIT, unmapped, garbage) */
+	UNWIND_NO_CFI,	    /* a module without .eh_frame/.debug_frame for that pc */
+	UNWIND_STACK_SHORT, /* the caller's frame lies beyond the copied stack (--stack-size) */
+	UNWIND_TOO_DEEP,    /* UNWIND_MAX_FRAMES physical frames */
+	UNWIND_OTHER,	    /* anything else libdwfl refused */
 	UNWIND_REASON_COUNT,
 };
 
 const char *unwind_reason__name(enum unwind_reason r);
 
-#define UNWIND_MAX_FRAMES 256	 /* physical frames */
-#define UNWIND_MAX_LOGICAL 1024	 /* frames after inline expansion */
+#define UNWIND_MAX_FRAMES  256	/* physical frames */
+#define UNWIND_MAX_LOGICAL 1024 /* frames after inline expansion */
 
 /* One logical frame: a function at a pc, or one level of an inline chain. */
 struct uframe {
@@ -40,13 +40,14 @@ struct uframe {
 	const char *linkage; /* linkage name as in DWARF/ELF (interned), NULL if none */
 	const char *file;    /* source file of the pc (innermost) or of the call site */
 	uint32_t line;
-	bool inlined;        /* inlined into the next (outer) frame of the same pc */
-	uint64_t pc;         /* lookup pc: return addresses minus one */
-	const char *module;  /* mapping's file name (interned), NULL when outside any */
+	bool inlined;	    /* inlined into the next (outer) frame of the same pc */
+	uint64_t pc;	    /* lookup pc: return addresses minus one */
+	const char *module; /* mapping's file name (interned), NULL when outside any */
 };
 
 struct unwind_result {
-	const struct uframe *frames[UNWIND_MAX_LOGICAL]; /* innermost first; owned by the unwinder */
+	const struct uframe
+	    *frames[UNWIND_MAX_LOGICAL]; /* innermost first; owned by the unwinder */
 	uint32_t nframes;
 	uint32_t nphysical;
 	enum unwind_reason reason;

@@ -35,38 +35,43 @@ static void add_poll(struct model *m, const char *name, const char *linkage, int
 static void build_model(struct model *m)
 {
 	model__init(m);
-	add_future(m, "demo::task::{async_fn_env#0}", CRATE_USER);        /* 0 */
-	add_future(m, "demo::middle::{async_fn_env#0}", CRATE_USER);      /* 1 */
-	add_future(m, "demo::leaf::{async_fn_env#0}", CRATE_USER);        /* 2 */
-	add_future(m, "rt::task::Harness", CRATE_RUNTIME);                /* 3 */
-	add_future(m, "core::pin::Pin<P>", CRATE_STD);                    /* 4 */
-	add_poll(m, "demo::task::{{closure}}", "_ZN4demo4task28_$u7b$$u7b$closure$u7d$$u7d$17h1E", 0,
-		 CRATE_USER);
+	add_future(m, "demo::task::{async_fn_env#0}", CRATE_USER);   /* 0 */
+	add_future(m, "demo::middle::{async_fn_env#0}", CRATE_USER); /* 1 */
+	add_future(m, "demo::leaf::{async_fn_env#0}", CRATE_USER);   /* 2 */
+	add_future(m, "rt::task::Harness", CRATE_RUNTIME);	     /* 3 */
+	add_future(m, "core::pin::Pin<P>", CRATE_STD);		     /* 4 */
+	add_poll(m, "demo::task::{{closure}}", "_ZN4demo4task28_$u7b$$u7b$closure$u7d$$u7d$17h1E",
+		 0, CRATE_USER);
 	add_poll(m, "demo::middle::{{closure}}", "_ZN4demo6middle7closure17h2E", 1, CRATE_USER);
 	/* leaf: only inlined, known by its demangled name alone */
 	add_poll(m, "demo::leaf::{{closure}}", NULL, 2, CRATE_USER);
-	add_poll(m, "<rt::task::Harness as core::future::future::Future>::poll", "_ZN2rt7harness4pollE", 3,
-		 CRATE_RUNTIME);
-	add_poll(m, "<core::pin::Pin<P> as core::future::future::Future>::poll", "_ZN4core3pin4pollE", 4,
-		 CRATE_STD);
+	add_poll(m, "<rt::task::Harness as core::future::future::Future>::poll",
+		 "_ZN2rt7harness4pollE", 3, CRATE_RUNTIME);
+	add_poll(m, "<core::pin::Pin<P> as core::future::future::Future>::poll",
+		 "_ZN4core3pin4pollE", 4, CRATE_STD);
 	model__finish(m);
 }
 
-#define F(n, l, inl) {.name = n, .linkage = l, .inlined = inl, .module = "/bin/demo", .pc = 0x1000}
+#define F(n, l, inl)                                                                               \
+	{                                                                                          \
+		.name = n, .linkage = l, .inlined = inl, .module = "/bin/demo", .pc = 0x1000       \
+	}
 
 /* innermost first, as unwound */
 static const struct uframe spin = F("demo::spin", "_ZN4demo4spinE", false);
 static const struct uframe leaf = F("demo::leaf::{{closure}}", "_ZN4demo4leaf7closure17h3E", true);
-static const struct uframe middle = F("demo::middle::{{closure}}", "_ZN4demo6middle7closure17h2E", false);
-static const struct uframe pin = F("<core::pin::Pin<P> as core::future::future::Future>::poll",
-				   "_ZN4core3pin4pollE", true);
-static const struct uframe task = F("demo::task::{{closure}}",
-				    "_ZN4demo4task28_$u7b$$u7b$closure$u7d$$u7d$17h1E", false);
-static const struct uframe harness = F("<rt::task::Harness as core::future::future::Future>::poll",
-				       "_ZN2rt7harness4pollE", false);
+static const struct uframe middle =
+    F("demo::middle::{{closure}}", "_ZN4demo6middle7closure17h2E", false);
+static const struct uframe pin =
+    F("<core::pin::Pin<P> as core::future::future::Future>::poll", "_ZN4core3pin4pollE", true);
+static const struct uframe task =
+    F("demo::task::{{closure}}", "_ZN4demo4task28_$u7b$$u7b$closure$u7d$$u7d$17h1E", false);
+static const struct uframe harness =
+    F("<rt::task::Harness as core::future::future::Future>::poll", "_ZN2rt7harness4pollE", false);
 static const struct uframe run = F("tokio::runtime::run", "_ZN2rt8executor3runE", false);
 static const struct uframe mainf = F("main", "main", false);
-static const struct uframe park = {.name = "epoll_wait", .module = "/usr/lib/x86_64-linux-gnu/libc.so.6"};
+static const struct uframe park = {.name = "epoll_wait",
+				   .module = "/usr/lib/x86_64-linux-gnu/libc.so.6"};
 
 static const char *names(const struct pstack *s, char *buf, size_t len)
 {
@@ -74,7 +79,8 @@ static const char *names(const struct pstack *s, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (uint32_t i = 0; i < s->nframes; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ";" : "", s->frames[i]->name);
+		at +=
+		    (size_t)snprintf(buf + at, len - at, "%s%s", i ? ";" : "", s->frames[i]->name);
 	return buf;
 }
 
@@ -173,10 +179,14 @@ int main(void)
 
 	/* folded text: ';' inside a name, inlined leaf functions, equal lines merged */
 	{
-		static const struct uframe arr = {.name = "demo::sum<[u8; 4]>", .linkage = "_ZN4demo3sumE",
-						  .inlined = true, .module = "/bin/demo"};
-		static const struct uframe arr2 = {.name = "demo::sum<[u8; 4]>", .linkage = "_ZN4demo3sumE",
-						   .inlined = true, .module = "/bin/other"};
+		static const struct uframe arr = {.name = "demo::sum<[u8; 4]>",
+						  .linkage = "_ZN4demo3sumE",
+						  .inlined = true,
+						  .module = "/bin/demo"};
+		static const struct uframe arr2 = {.name = "demo::sum<[u8; 4]>",
+						   .linkage = "_ZN4demo3sumE",
+						   .inlined = true,
+						   .module = "/bin/other"};
 		const struct uframe *a1[] = {&arr, &leaf, &middle, &task};
 		const struct uframe *a2[] = {&arr2, &leaf, &middle, &task};
 		struct projector *q = must(projector__new(&m, false));
@@ -192,7 +202,9 @@ int main(void)
 		f = must(open_memstream(&text, &len));
 		CHECK(folded__write(f, &dq, 0) == 0);
 		fclose(f);
-		CHECK_STR(text, "[runtime];demo::task;demo::middle;demo::leaf;demo::sum<[u8, 4]>_[i] 2\n");
+		CHECK_STR(
+		    text,
+		    "[runtime];demo::task;demo::middle;demo::leaf;demo::sum<[u8, 4]>_[i] 2\n");
 		free(text);
 		projector__free(q);
 	}

@@ -24,9 +24,8 @@ static struct recorded sample;
 
 /* The stack above sp is other frames' memory, redzones included: copy it the way the
  * BPF program does, without the sanitizer's checks. Stops at the stack's top. */
-__attribute__((no_sanitize("address"), noinline)) static uint32_t copy_stack(uint64_t sp,
-									    uint8_t *to,
-									    uint32_t want)
+__attribute__((no_sanitize("address"), noinline)) static uint32_t
+copy_stack(uint64_t sp, uint8_t *to, uint32_t want)
 {
 	FILE *maps = fopen("/proc/self/maps", "r");
 	char line[512];
@@ -126,11 +125,11 @@ static void test_own_stack(struct unwinder *u)
 	l2 = find(&r, "level2", l3 < 0 ? 0 : l3);
 	l1 = find(&r, "level1", l2 < 0 ? 0 : l2);
 	m = find(&r, "main", l1 < 0 ? 0 : l1);
-	CHECK(c == 0);		/* the innermost frame is the one we captured in */
-	CHECK(l3 == c + 1);	/* then exactly the callers, in order */
+	CHECK(c == 0);	    /* the innermost frame is the one we captured in */
+	CHECK(l3 == c + 1); /* then exactly the callers, in order */
 	CHECK(l2 == l3 + 1);
 	CHECK(l1 == l2 + 1);
-	CHECK(m > l1);		/* test functions in between */
+	CHECK(m > l1); /* test functions in between */
 	if (c != 0 || m < 0)
 		for (uint32_t i = 0; i < r.nframes; i++)
 			fprintf(stderr, "  #%u %s %s:%u\n", i, r.frames[i]->name,
