@@ -126,9 +126,12 @@ def test_launch_hot_mode_is_under_its_async_chain(sampling, tmp_path, profile, c
 
 @needs_root
 @pytest.mark.parametrize("profile", util.PROFILES)
-def test_pid_mode_hot_handwritten(sampling, tmp_path, profile):
-    chain = hot_chain_from_source("handwritten")
-    target = subprocess.Popen(hot_command(profile, "handwritten", 4000), stdout=subprocess.PIPE,
+@pytest.mark.parametrize("crate", HOT_CRATES)
+def test_pid_mode_hot(sampling, tmp_path, profile, crate):
+    """`sudo asyncbpf profile -p PID` on each runtime's fixture: its flame graph's
+    frames are the futures of the spinning chain."""
+    chain = hot_chain_from_source(crate)
+    target = subprocess.Popen(hot_command(profile, crate, 4000), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(0.3)
@@ -136,7 +139,7 @@ def test_pid_mode_hot_handwritten(sampling, tmp_path, profile):
         proc = util.run_asyncbpf("profile", "-p", target.pid, "--duration", "2", "--folded", folded,
                                  "-o", tmp_path / "p.svg", timeout=120)
         assert proc.returncode == 0, util.describe(proc)
-        check_hot_profile(parse_folded(folded), "handwritten", chain, proc)
+        check_hot_profile(parse_folded(folded), crate, chain, proc)
         # -p mode prints the top async stacks on stdout, hot_leaf on top
         top = [line for line in proc.stdout.splitlines() if "%" in line]
         assert top and "hot_leaf" in top[0], util.describe(proc)
