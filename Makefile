@@ -48,7 +48,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .PHONY: all clean deps test unit check-env demo fixtures san fuzz fuzz-long bench-analyze \
-	format format-check vmlinux bench-profile
+	bench-tools bench-trace format format-check vmlinux bench-profile
 
 all: check-env $(OUTPUT)/asyncbpf
 
@@ -120,7 +120,7 @@ fixtures:
 vmlinux:
 	vmlinux/gen-vmlinux.sh
 
-test: all san fuzz fixtures
+test: all san fuzz fixtures bench-tools
 	$(PYTHON) -m pytest -rs tests
 
 demo: deps all
@@ -129,6 +129,39 @@ demo: deps all
 
 bench-analyze: all fixtures
 	bench/analyze.sh
+
+# The tracer's benchmark tools (bench/README.md): programs of their own under
+# .output/bench/, linked with the tracer's objects (not part of `make all`).
+BENCH_OUT  := $(OUTPUT)/bench
+BENCH_BPF  := $(wildcard bench/*.bpf.c)
+BENCH_SKELS := $(patsubst bench/%.bpf.c,$(BENCH_OUT)/%.skel.h,$(BENCH_BPF))
+BENCH_LIB  := $(BENCH_OUT)/bench_common.o $(filter-out $(OUTPUT)/main.o,$(OBJS))
+BENCH_TOOLS := $(BENCH_OUT)/floor $(BENCH_OUT)/consumer_bench
+
+$(BENCH_OUT):
+	$(Q)mkdir -p $@
+
+$(BENCH_OUT)/%.bpf.o: bench/%.bpf.c bpf/*.h $(VMLINUX) | $(BENCH_OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX)) -Ibpf \
+		-Wall -Werror -c $< -o $@.tmp && mv $@.tmp $@
+
+$(BENCH_OUT)/%.skel.h: $(BENCH_OUT)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BENCH_OUT)/%.o: bench/%.c bench/*.h user/*.h $(SKELS) $(BENCH_SKELS) | $(BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Ibench -I$(BENCH_OUT) -c $< -o $@
+
+$(BENCH_OUT)/%: $(BENCH_OUT)/%.o $(BENCH_LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lpthread -o $@
+
+bench-tools: check-env $(BENCH_TOOLS)
+
+bench-trace: all fixtures bench-tools
+	bench/trace.sh
 
 bench-profile: all fixtures
 	bench/profile.sh

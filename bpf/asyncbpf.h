@@ -79,7 +79,15 @@ enum spec_flags {
 	SPEC_RET_PENDING_VALUE = 8, /* ret_pending_value is the Pending discriminant */
 	SPEC_RET_READY_VALUE = 16,  /* ret_ready_value is the Ready discriminant */
 	SPEC_EXIT_RETURNED = 32,    /* a uretprobe: rsp is rsp at entry + 8 (the ret is done) */
+	SPEC_URETPROBE_EXITS = 64,  /* an entry whose exit is a uretprobe: mind the nesting limit */
 };
+
+/*
+ * The kernel installs at most this many pending uretprobes per thread
+ * (MAX_URETPROBE_DEPTH) and silently omits deeper ones: in uretprobe mode a frame
+ * deeper than this would never see its exit, so it is not pushed (stack_overflow).
+ */
+#define TRACE_URETPROBE_MAX_DEPTH 64
 
 /* One probe site, found by its bpf_cookie (the index in the trace_specs array). */
 struct poll_spec {
@@ -108,7 +116,7 @@ enum record_result {
 	RESULT_PANICKED = 2,
 	RESULT_UNKNOWN = 3,
 	RESULT_TRUNCATED = 4,
-	RESULT_OPEN = 5, /* still on the stack when tracing stopped (dump_open) */
+	RESULT_OPEN = 5, /* still on the stack when tracing stopped (tracer__dump_open) */
 };
 
 /* rustc's generator states (ARCHITECTURE.md): 0 Unresumed, 1 Returned, 2 Panicked, 3+k Suspend k */
@@ -129,6 +137,7 @@ struct poll_frame {
 struct thread_stack {
 	__u32 depth;
 	__u32 pad;
+	__u64 pid_tgid; /* the thread's, set at each entry (tracer__dump_open reads it) */
 	struct poll_frame frames[TRACE_MAX_DEPTH];
 };
 

@@ -66,6 +66,20 @@ struct {
 	__uint(max_entries, 16 << 20); /* --ringbuf-size */
 } trace_events SEC(".maps");
 
+/*
+ * The registers of a uprobe's context: x86-64's user-visible struct pt_regs, whose
+ * layout is ABI (arch/x86/include/uapi/asm/ptrace.h). Declared here without
+ * vmlinux.h's preserve_access_index, so reading registers needs no CO-RE
+ * relocation: every relocation makes libbpf search the kernel's BTF at load time.
+ */
+struct uregs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+	    flags, sp, ss;
+};
+
+/* A record's share of the ring buffer: the record and its 8-byte header. */
+#define RECORD_ROOM (sizeof(struct poll_record) + 8)
+
 /* Hide a value from the compiler so that a bounds mask after it is not optimized away. */
 #define opaque(x) asm volatile("" : "+r"(x))
 
@@ -83,28 +97,28 @@ static __always_inline void count(enum trace_counter which)
  * as libbpf's usdt.bpf.h does: clang folds a switch of ctx->reg loads into a variable
  * ctx offset, which the verifier refuses.
  */
-static __always_inline __u64 read_reg(struct pt_regs *ctx, __u16 reg)
+static __always_inline __u64 read_reg(struct uregs *ctx, __u16 reg)
 {
 	__u64 v = 0;
 	long off;
 
 	switch (reg) {
-	case 0: off = __builtin_offsetof(struct pt_regs, ax); break;
-	case 1: off = __builtin_offsetof(struct pt_regs, dx); break;
-	case 2: off = __builtin_offsetof(struct pt_regs, cx); break;
-	case 3: off = __builtin_offsetof(struct pt_regs, bx); break;
-	case 4: off = __builtin_offsetof(struct pt_regs, si); break;
-	case 5: off = __builtin_offsetof(struct pt_regs, di); break;
-	case 6: off = __builtin_offsetof(struct pt_regs, bp); break;
-	case 7: off = __builtin_offsetof(struct pt_regs, sp); break;
-	case 8: off = __builtin_offsetof(struct pt_regs, r8); break;
-	case 9: off = __builtin_offsetof(struct pt_regs, r9); break;
-	case 10: off = __builtin_offsetof(struct pt_regs, r10); break;
-	case 11: off = __builtin_offsetof(struct pt_regs, r11); break;
-	case 12: off = __builtin_offsetof(struct pt_regs, r12); break;
-	case 13: off = __builtin_offsetof(struct pt_regs, r13); break;
-	case 14: off = __builtin_offsetof(struct pt_regs, r14); break;
-	case 15: off = __builtin_offsetof(struct pt_regs, r15); break;
+	case 0: off = __builtin_offsetof(struct uregs, ax); break;
+	case 1: off = __builtin_offsetof(struct uregs, dx); break;
+	case 2: off = __builtin_offsetof(struct uregs, cx); break;
+	case 3: off = __builtin_offsetof(struct uregs, bx); break;
+	case 4: off = __builtin_offsetof(struct uregs, si); break;
+	case 5: off = __builtin_offsetof(struct uregs, di); break;
+	case 6: off = __builtin_offsetof(struct uregs, bp); break;
+	case 7: off = __builtin_offsetof(struct uregs, sp); break;
+	case 8: off = __builtin_offsetof(struct uregs, r8); break;
+	case 9: off = __builtin_offsetof(struct uregs, r9); break;
+	case 10: off = __builtin_offsetof(struct uregs, r10); break;
+	case 11: off = __builtin_offsetof(struct uregs, r11); break;
+	case 12: off = __builtin_offsetof(struct uregs, r12); break;
+	case 13: off = __builtin_offsetof(struct uregs, r13); break;
+	case 14: off = __builtin_offsetof(struct uregs, r14); break;
+	case 15: off = __builtin_offsetof(struct uregs, r15); break;
 	default: return 0;
 	}
 	/* the usual case, rdi, without a helper call */
@@ -185,6 +199,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 {
 	struct poll_record *r;
 	struct poll_frame *f, *parent;
+	__u64 avail;
 	struct poll_stats *stats;
 	__u32 poll;
 
@@ -234,18 +249,29 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	r->state_after = state_after;
 	if (stats)
 		__sync_fetch_and_add(&stats->emitted, 1);
-	/* Wake the consumer by data threshold, not per record (it also polls every 100 ms). */
-	bpf_ringbuf_submit(r, bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA) < wakeup_bytes
-				  ? BPF_RB_NO_WAKEUP
-				  : BPF_RB_FORCE_WAKEUP);
+	/*
+	 * Wake the consumer by data threshold, not per record, and only on the record that
+	 * crosses it: forcing a wake-up (an irq_work) on every record past it would slow
+	 * the traced threads down instead of letting a slow consumer drop (counted). The
+	 * consumer drains everything when woken, and polls every 100 ms anyway.
+	 */
+	avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA); /* includes this record */
+	bpf_ringbuf_submit(r, avail >= wakeup_bytes && avail < wakeup_bytes + RECORD_ROOM
+				  ? BPF_RB_FORCE_WAKEUP
+				  : BPF_RB_NO_WAKEUP);
 }
 
+/*
+ * What pop_one needs; nothing here changes from one iteration to the next, and the
+ * depth being popped lives in st->depth (map memory, an unknown to the verifier):
+ * bpf_loop's callback is then verified in one pass instead of one per depth.
+ */
 struct pop_ctx {
 	struct thread_stack *st;
 	__u64 sp, now, pid_tgid;
-	__u32 depth;
 	__u8 inclusive; /* also pop a frame whose sp equals sp */
-	__u8 all;	/* pop everything (dump_open), as RESULT_OPEN */
+	__u8 all;	/* pop everything (thread exit) with all_result */
+	__u8 all_result;
 };
 
 static long pop_one(__u64 i, void *data)
@@ -253,16 +279,19 @@ static long pop_one(__u64 i, void *data)
 	struct pop_ctx *c = data;
 	struct thread_stack *st = c->st;
 	struct poll_frame *f;
-	__u32 top;
+	__u32 depth, top;
 
-	if (c->depth == 0 || !st)
+	if (!st)
 		return 1;
-	top = (c->depth - 1) & (TRACE_MAX_DEPTH - 1);
+	depth = st->depth;
+	if (depth == 0 || depth > TRACE_MAX_DEPTH)
+		return 1;
+	top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
 	f = &st->frames[top];
 	if (!c->all && (f->sp > c->sp || (!c->inclusive && f->sp == c->sp)))
 		return 1;
-	emit(st, top, c->now, c->all ? RESULT_OPEN : RESULT_TRUNCATED, -1, f->state, c->pid_tgid);
-	c->depth--;
+	emit(st, top, c->now, c->all ? c->all_result : RESULT_TRUNCATED, -1, f->state, c->pid_tgid);
+	st->depth = depth - 1;
 	return 0;
 }
 
@@ -279,17 +308,18 @@ static __always_inline __u32 pop_stale(struct thread_stack *st, __u32 depth, __u
 	    .sp = sp,
 	    .now = now,
 	    .pid_tgid = pid_tgid,
-	    .depth = depth,
 	    .inclusive = inclusive,
 	};
 
 	if (depth == 0 || st->frames[(depth - 1) & (TRACE_MAX_DEPTH - 1)].sp > sp)
 		return depth; /* the usual case: nothing stale, no loop */
+	st->depth = depth;
 	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
-	return c.depth;
+	depth = st->depth;
+	return depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : depth;
 }
 
-static __always_inline void poll_entry(struct pt_regs *ctx, const struct poll_spec *spec,
+static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec *spec,
 				       __u32 spec_index, __u64 now, __u64 pid_tgid)
 {
 	struct thread_stack *st;
@@ -312,12 +342,14 @@ static __always_inline void poll_entry(struct pt_regs *ctx, const struct poll_sp
 		count(COUNTER_NO_STORAGE);
 		return;
 	}
+	st->pid_tgid = pid_tgid; /* whose stack: for user space's tracer__dump_open */
 	depth = st->depth;
 	if (depth > TRACE_MAX_DEPTH)
 		depth = TRACE_MAX_DEPTH;
 	/* A live caller's frame is above ours: anything at or below our sp is stale. */
 	depth = pop_stale(st, depth, sp, 1, now, pid_tgid);
-	if (depth >= TRACE_MAX_DEPTH) {
+	if (depth >= TRACE_MAX_DEPTH ||
+	    ((spec->flags & SPEC_URETPROBE_EXITS) && depth >= TRACE_URETPROBE_MAX_DEPTH)) {
 		st->depth = depth;
 		count(COUNTER_STACK_OVERFLOW);
 		return;
@@ -337,7 +369,7 @@ static __always_inline void poll_entry(struct pt_regs *ctx, const struct poll_sp
 }
 
 /* Ready/Pending of a hand-written future from its Poll<T> return value. */
-static __always_inline __u8 result_from_return(struct pt_regs *ctx, const struct poll_spec *spec)
+static __always_inline __u8 result_from_return(struct uregs *ctx, const struct poll_spec *spec)
 {
 	__u32 off = spec->ret_discr_offset, size = spec->ret_discr_size;
 	__u64 v;
@@ -370,7 +402,7 @@ static __always_inline __u8 result_from_return(struct pt_regs *ctx, const struct
 	return RESULT_UNKNOWN;
 }
 
-static __always_inline void poll_exit(struct pt_regs *ctx, const struct poll_spec *spec, __u64 now,
+static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				      __u64 pid_tgid)
 {
 	struct thread_stack *st;
@@ -425,8 +457,9 @@ static __always_inline void poll_exit(struct pt_regs *ctx, const struct poll_spe
 }
 
 SEC("uprobe")
-int poll_probe(struct pt_regs *ctx)
+int poll_probe(void *ctx)
 {
+	struct uregs *regs = ctx;
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
 	struct poll_spec *spec;
 	__u32 index;
@@ -442,48 +475,54 @@ int poll_probe(struct pt_regs *ctx)
 		return 0;
 	}
 	if (spec->kind & PROBE_ENTRY)
-		poll_entry(ctx, spec, index, now, pid_tgid);
+		poll_entry(regs, spec, index, now, pid_tgid);
 	if (spec->kind & PROBE_EXIT)
-		poll_exit(ctx, spec, now, pid_tgid);
+		poll_exit(regs, spec, now, pid_tgid);
 	return 0;
 }
 
 /*
- * At stop, after the probes are detached: every frame still on a target thread's
- * stack (a poll running, or blocked, when tracing stopped) is emitted innermost
- * first as RESULT_OPEN, ending now. Run by reading a task iterator scoped to the
- * target (user space: tracer__dump_open).
+ * The two programs below are raw tracepoints, not tp_btf, and nothing here uses
+ * CO-RE: then libbpf never reads the kernel's BTF, which costs 50-150 ms of 4 KiB
+ * reads of /sys/kernel/btf/vmlinux on this kind of VM, and the load takes ~10 ms.
+ * Frames still open when tracing stops are read from user space (tracer__dump_open).
  */
-SEC("iter/task")
-int dump_open(struct bpf_iter__task *ctx)
-{
-	struct task_struct *task = ctx->task;
-	struct thread_stack *st;
-	struct pop_ctx c = {};
-
-	if (!task || task->tgid != target_tgid)
-		return 0;
-	st = bpf_task_storage_get(&trace_stacks, task, 0, 0);
-	if (!st)
-		return 0;
-	c.st = st;
-	c.now = bpf_ktime_get_ns();
-	c.pid_tgid = ((__u64)task->tgid << 32) | (__u32)task->pid;
-	c.depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth;
-	c.all = 1;
-	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
-	st->depth = c.depth;
-	return 0;
-}
 
 /*
  * The target replaced its image: its new code has no probes (or, the same file
  * again, probes on a process whose async stacks are gone). User space stops.
  */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+SEC("raw_tp/sched_process_exec")
+int on_exec(void *ctx)
 {
-	if (p->tgid == target_tgid)
+	/* the exec'ing task is current, and its tgid survives the exec */
+	if ((bpf_get_current_pid_tgid() >> 32) == target_tgid)
 		__sync_fetch_and_add(&exec_count, 1);
+	return 0;
+}
+
+/*
+ * A thread of the target exits: frames still on its stack never get their exit (a
+ * panic unwound them and the thread polled nothing afterwards, or the process is
+ * exiting while they run). Emit them as truncated before the kernel frees the stack.
+ */
+SEC("raw_tp/sched_process_exit")
+int on_thread_exit(void *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(); /* the exiting task is current */
+	struct thread_stack *st;
+	struct pop_ctx c = {};
+
+	if ((pid_tgid >> 32) != target_tgid || !*(volatile __u32 *)&trace_ready)
+		return 0;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st || !st->depth)
+		return 0;
+	c.st = st;
+	c.now = bpf_ktime_get_ns();
+	c.pid_tgid = pid_tgid;
+	c.all = 1;
+	c.all_result = RESULT_TRUNCATED;
+	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
 	return 0;
 }

@@ -13,6 +13,8 @@ PACKAGES=(
 	linux-perf libxml2-utils time file procps util-linux
 	# the SVG flame graph's script, run in jsdom (tests/test_profile_writers.py)
 	nodejs node-jsdom
+	# make bench-trace: bpftrace attach/detach timing
+	strace
 	# Rust fixtures, built offline from Debian's crates
 	librust-tokio-dev librust-async-std-dev librust-smol-dev librust-futures-dev
 )

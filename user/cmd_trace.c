@@ -132,6 +132,36 @@ static bool same_executable(int fd, pid_t pid)
 	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* Selected futures whose polls exist only inlined: named, since they cannot be probed. */
+static void report_inlined_only(const struct model *m, const struct selection *sel)
+{
+	char names[4096] = "";
+	uint32_t n = 0, listed = 0;
+	size_t used = 0;
+
+	for (uint32_t f = 0; f < m->nr_futures && f < sel->nr; f++) {
+		char name[512];
+		int w;
+
+		if (!m->futures[f].inlined_only || !sel->futures[f])
+			continue;
+		n++;
+		if (listed >= 50 && log_verbosity < 2)
+			continue;
+		future__display_name(&m->futures[f], name, sizeof(name));
+		w = snprintf(names + used, sizeof(names) - used, "%s%s", listed ? ", " : "", name);
+		if (w < 0 || (size_t)w >= sizeof(names) - used)
+			break;
+		used += (size_t)w;
+		listed++;
+	}
+	if (!n)
+		return;
+	pr_warn("trace: %u selected future%s exist only inlined into their callers and cannot be "
+		"probed (not traced; 'asyncbpf list' shows where): %s%s\n",
+		n, n == 1 ? "" : "s", names, listed < n ? ", ..." : "");
+}
+
 static void attach_progress(uint32_t done, uint32_t total)
 {
 	fprintf(stderr, "\rasyncbpf: trace: attaching %u/%u probes...", done, total);
@@ -524,6 +554,7 @@ static int trace(const struct trace_args *a)
 			"with panics; no uretprobes)\n",
 			plan.nr_polls, plan.nr_entries, plan.nr_exits);
 	report_plan_problems(&plan, &m);
+	report_inlined_only(&m, &sel);
 	if (a->command) {
 		child = launch__start_stopped("trace", exe, a->command, &go_fd);
 		if (child < 0) {
@@ -618,13 +649,16 @@ static int trace(const struct trace_args *a)
 	tracer__detach(&t);
 	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", t.probes_attached,
 		(double)(now_ns() - detach_ns) / 1e6);
-	/* polls still running (or blocked) at this moment: emitted as "running" */
-	if (tracer__dump_open(&t, pid, err, sizeof(err)))
-		pr_warn("trace: polls still running at stop are not reported: %s\n", err);
 	ring_buffer__consume(rb); /* what arrived before the links were gone */
 
 	stats = calloc(t.nr_polls, sizeof(*stats));
 	if (stats && !tracer__read_stats(&t, stats, counters)) {
+		uint32_t open_polls = 0;
+
+		/* polls still running (or blocked) now: after every other record, as "running" */
+		if (tracer__dump_open(&t, pid, stats, trace_consumer__handle, &consumer,
+				      &open_polls, err, sizeof(err)))
+			pr_warn("trace: %s\n", err);
 		for (uint32_t p = 0; p < t.nr_polls; p++) {
 			totals.totals.dropped += stats[p].dropped;
 			totals.totals.truncated += stats[p].truncated;
@@ -638,7 +672,7 @@ static int trace(const struct trace_args *a)
 	totals.totals.polls = sum.records;
 	totals.totals.probes_attached = t.probes_attached;
 	totals.totals.probes_failed = t.probes_failed;
-	totals.totals.duration_ns = now_ns() - start;
+	totals.totals.duration_ns = detach_ns - start; /* tracing ends where detaching begins */
 	totals.unprobeable_exits = plan.nr_unprobeable_exits;
 	totals.unmatched_exits = counters[COUNTER_UNMATCHED_EXIT];
 	totals.stack_overflow = counters[COUNTER_STACK_OVERFLOW];

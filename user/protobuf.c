@@ -77,10 +77,13 @@ void pb__fixed64(struct pb *b, uint32_t field, uint64_t v)
 void pb__begin(struct pb *b, uint32_t field)
 {
 	pb__varint(b, (uint64_t)field << 3 | PB_WIRE_LEN);
-	if (b->depth >= PB_MAX_NESTING)
+	if (b->depth >= PB_MAX_NESTING) {
 		b->oom = true;
-	else
-		b->open[b->depth++] = b->len;
+		return;
+	}
+	/* one byte for the length: enough for most messages, so pb__end rarely moves them */
+	pb__bytes(b, "", 1);
+	b->open[b->depth++] = b->len;
 }
 
 void pb__end(struct pb *b)
@@ -91,24 +94,41 @@ void pb__end(struct pb *b)
 		return;
 	size_t start = b->open[--b->depth], content = b->len - start;
 	size_t n = pb__varint_encode(content, tmp);
-	pb__bytes(b, tmp, n); /* room for the length, then shift the content up */
-	if (b->oom)
-		return;
-	memmove(b->data + start + n, b->data + start, content);
-	memcpy(b->data + start, tmp, n);
+
+	if (n > 1) { /* a longer length: room for it, then shift the content up */
+		pb__bytes(b, tmp, n - 1);
+		if (b->oom)
+			return;
+		memmove(b->data + start + n - 1, b->data + start, content);
+	}
+	memcpy(b->data + start - 1, tmp, n);
 }
 
 void pb__string(struct pb *b, uint32_t field, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t n = strlen((const char *)s);
+	size_t n = strlen((const char *)s), out = 0, i, len;
 
-	pb__begin(b, field);
-	for (size_t i = 0, len; i < n; i += len ? len : 1) {
+	/* the length first (invalid UTF-8 becomes U+FFFD), so no pb__begin/end shift */
+	for (i = 0; i < n; i += len ? len : 1) {
+		if (s[i] < 0x80) {
+			len = 1;
+			out++;
+			continue;
+		}
+		len = utf8__sequence_length(s + i, n - i);
+		out += len ? len : 3;
+	}
+	pb__varint(b, (uint64_t)field << 3 | PB_WIRE_LEN);
+	pb__varint(b, out);
+	if (out == n) { /* valid: one copy (every invalid byte would have grown it) */
+		pb__bytes(b, s, n);
+		return;
+	}
+	for (i = 0; i < n; i += len ? len : 1) {
 		len = utf8__sequence_length(s + i, n - i);
 		pb__bytes(b, len ? (const void *)(s + i) : "\xef\xbf\xbd", len ? len : 3);
 	}
-	pb__end(b);
 }
 
 int pb__flush(struct pb *b, FILE *out)

@@ -4,10 +4,14 @@
  * lifecycle: open → size maps, fill rodata → load → fill specs → attach → ready;
  * detach in reverse. See docs/tracing.md.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -17,6 +21,14 @@
 #include "trace.skel.h"
 #include "tracer.h"
 #include "uprobe_multi.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns()'s clock */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- plan ---- */
 
@@ -171,6 +183,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
 		exit.flags |= SPEC_EXIT_RETURNED;
+		entry.flags |= SPEC_URETPROBE_EXITS;
 		if (plan_add(plan, &exit, pf->file_offset, true) ||
 		    plan_add(plan, &entry, entry_offset, false))
 			return -ENOMEM;
@@ -276,6 +289,31 @@ static uint64_t round_ringbuf_size(uint64_t size)
 	return r;
 }
 
+/* One BPF_MAP_UPDATE_BATCH for every spec (5,000 single updates cost ~8 ms here). */
+static int fill_specs(int fd, const struct trace_plan *plan, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	__u32 *keys = calloc(plan->nr, sizeof(*keys)), count = plan->nr;
+	int r = 0;
+
+	if (!keys) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (__u32 i = 0; i < plan->nr; i++)
+		keys[i] = i;
+	if (bpf_map_update_batch(fd, keys, plan->specs, &count, &opts)) {
+		/* kernels without batch ops on arrays: one update per spec */
+		for (__u32 i = 0; i < plan->nr && !r; i++)
+			if (bpf_map_update_elem(fd, &i, &plan->specs[i], BPF_ANY))
+				r = -errno;
+	}
+	free(keys);
+	if (r)
+		snprintf(err, errlen, "filling the probe specs failed: %s", strerror(-r));
+	return r;
+}
+
 /* Open, size, load (for uprobe_multi or for perf-event uprobes) and fill the specs. */
 static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 			 const struct tracer_opts *o, bool multi, char *err, size_t errlen)
@@ -306,7 +344,31 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	if (multi)
 		bpf_program__set_expected_attach_type(
 		    skel->progs.poll_probe, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	/* -v: the verifier's statistics for each program (log level 4: stats only) */
+	static char vlog[4][512];
+	struct bpf_program *prog;
+	int nprog = 0;
+
+	if (o->verbose)
+		bpf_object__for_each_program(prog, skel->obj) {
+			if (nprog >= 4)
+				break;
+			vlog[nprog][0] = 0;
+			bpf_program__set_log_buf(prog, vlog[nprog], sizeof(vlog[nprog]));
+			bpf_program__set_log_level(prog, 4);
+			nprog++;
+		}
 	r = trace_bpf__load(skel);
+	nprog = 0;
+	if (o->verbose && !r)
+		bpf_object__for_each_program(prog, skel->obj) {
+			if (nprog >= 4)
+				break;
+			vlog[nprog][strcspn(vlog[nprog], "\n")] = 0;
+			pr_debug("trace: verifier, %s: %s\n", bpf_program__name(prog), vlog[nprog]);
+			bpf_program__set_log_buf(prog, NULL, 0);
+			nprog++;
+		}
 	if (r) {
 		snprintf(err, errlen,
 			 "loading the BPF programs failed: %s (run 'asyncbpf check'; -v shows "
@@ -315,15 +377,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 		return r;
 	}
 	t->multi = multi;
-	for (__u32 i = 0; i < plan->nr; i++) {
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.trace_specs), &i, &plan->specs[i],
-					BPF_ANY)) {
-			r = -errno;
-			snprintf(err, errlen, "filling the probe specs failed: %s", strerror(-r));
-			return r;
-		}
-	}
-	return 0;
+	return fill_specs(bpf_map__fd(skel->maps.trace_specs), plan, err, errlen);
 }
 
 int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct model *m,
@@ -411,13 +465,22 @@ static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 /* Watch the target's execs (tp_btf): without it, an exec is noticed only at its exit. */
 static void attach_exec(struct tracer *t)
 {
-	if (t->exec_link)
-		return;
-	t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
-	if (!t->exec_link)
-		pr_warn("trace: cannot watch the target's execs (tp_btf/sched_process_exec: %s): "
-			"tracing will not stop when it runs another program\n",
-			strerror(errno));
+	if (!t->exec_link) {
+		t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
+		if (!t->exec_link)
+			pr_warn("trace: cannot watch the target's execs "
+				"(tp_btf/sched_process_exec: %s): tracing will not stop when it "
+				"runs another program\n",
+				strerror(errno));
+	}
+	if (!t->thread_exit_link) {
+		t->thread_exit_link = bpf_program__attach(t->skel->progs.on_thread_exit);
+		if (!t->thread_exit_link)
+			pr_warn("trace: cannot watch the target's threads exit "
+				"(tp_btf/sched_process_exit: %s): polls a panic cut short on a "
+				"thread that never polls again are not reported\n",
+				strerror(errno));
+	}
 }
 
 static int attach_probes(struct tracer *t, const struct trace_plan *plan,
@@ -503,44 +566,108 @@ void tracer__detach(struct tracer *t)
 		bpf_link__destroy(t->links[i - 1]);
 	bpf_link__destroy(t->exec_link);
 	t->exec_link = NULL;
+	bpf_link__destroy(t->thread_exit_link);
+	t->thread_exit_link = NULL;
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;
 }
 
-int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen)
-{
-	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
-	union bpf_iter_link_info info = {0};
-	struct bpf_link *link;
-	char buf[64];
-	ssize_t n;
-	int fd, r = 0;
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9: a pidfd for any thread, not just the leader */
+#endif
 
-	info.task.pid = (__u32)pid; /* only the target's threads */
-	opts.link_info = &info;
-	opts.link_info_len = sizeof(info);
-	link = bpf_program__attach_iter(t->skel->progs.dump_open, &opts);
-	if (!link) {
-		r = -errno;
-		snprintf(err, errlen, "attaching the task iterator failed: %s", strerror(-r));
-		return r;
-	}
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "creating the task iterator failed: %s", strerror(-r));
-	} else {
-		/* the program prints nothing: reading runs it over every thread */
-		while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-			;
-		if (n < 0) {
-			r = -errno;
-			snprintf(err, errlen, "reading the task iterator failed: %s", strerror(-r));
+static unsigned int log2_u64(uint64_t v)
+{
+	return v > 1 ? 63 - (unsigned int)__builtin_clzll(v) : 0;
+}
+
+/* Emit one thread's open frames, innermost first, as the BPF side's emit() would. */
+static uint32_t dump_thread(const struct thread_stack *st, struct poll_stats *stats,
+			    uint32_t nr_polls, int (*sink)(void *, void *, size_t), void *ctx)
+{
+	uint32_t depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth, n = 0;
+	uint64_t now = mono_ns();
+
+	for (uint32_t i = depth; i > 0; i--) {
+		const struct poll_frame *f = &st->frames[i - 1];
+		struct poll_record r = {
+		    .type = RECORD_POLL,
+		    .pid = (__u32)(st->pid_tgid >> 32),
+		    .tid = (__u32)st->pid_tgid,
+		    .poll = f->poll,
+		    .start_ns = f->start_ns,
+		    .end_ns = now > f->start_ns ? now : f->start_ns,
+		    .self = f->self,
+		    .parent_self = i > 1 ? st->frames[i - 2].self : 0,
+		    .task_self = st->frames[0].self,
+		    .parent_poll = i > 1 ? st->frames[i - 2].poll : ~0u,
+		    .task_poll = st->frames[0].poll,
+		    .depth = (__u16)(i - 1),
+		    .result = RESULT_OPEN,
+		    .await_index = -1,
+		    .state_before = f->state,
+		    .state_after = f->state,
+		};
+
+		if (stats && f->poll < nr_polls) {
+			struct poll_stats *ps = &stats[f->poll];
+
+			ps->records++;
+			ps->emitted++;
+			ps->busy_ns += r.end_ns - r.start_ns;
+			ps->hist[log2_u64(r.end_ns - r.start_ns) & (TRACE_HIST_BUCKETS - 1)]++;
 		}
+		sink(ctx, &r, sizeof(r));
+		n++;
+	}
+	return n;
+}
+
+int tracer__dump_open(struct tracer *t, pid_t pid, struct poll_stats *stats,
+		      int (*sink)(void *, void *, size_t), void *ctx, uint32_t *emitted, char *err,
+		      size_t errlen)
+{
+	int map_fd = bpf_map__fd(t->skel->maps.trace_stacks), r = 0;
+	struct thread_stack *st = malloc(sizeof(*st));
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	*emitted = 0;
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir) {
+		free(st);
+		return 0; /* the process is gone, and its threads' stacks with it */
+	}
+	while ((de = readdir(dir))) {
+		int tid = atoi(de->d_name), fd;
+
+		if (tid <= 0)
+			continue;
+		/* task storage is keyed by a pidfd: one for this thread */
+		fd = (int)syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
+		if (fd < 0) {
+			if (errno == EINVAL && !r) {
+				r = -EINVAL;
+				snprintf(err, errlen,
+					 "this kernel has no pidfds for threads (PIDFD_THREAD, Linux "
+					 "6.9): only the main thread's polls running at stop are "
+					 "reported");
+			}
+			continue;
+		}
+		if (!bpf_map_lookup_elem(map_fd, &fd, st) && (st->pid_tgid >> 32) == (__u32)pid)
+			*emitted += dump_thread(st, stats, t->nr_polls, sink, ctx);
 		close(fd);
 	}
-	bpf_link__destroy(link);
+	closedir(dir);
+	free(st);
 	return r;
 }
 

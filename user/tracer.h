@@ -89,6 +89,7 @@ struct tracer {
 	int multi_ret_fd;	 /* the uprobe_multi link of the uretprobes, or -1 */
 	struct bpf_link **links; /* fallback: one perf-event link per probe */
 	struct bpf_link *exec_link; /* on_exec, NULL when exec cannot be watched */
+	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -125,10 +126,16 @@ void tracer__set_ready(struct tracer *t, bool ready);
 /* Clear ready and destroy every link (idempotent). */
 void tracer__detach(struct tracer *t);
 /*
- * After detach: emit every frame still on the target's thread stacks as a
- * RESULT_OPEN record (a task iterator scoped to pid). 0 or -errno (err filled).
+ * After detach and the last drain: every frame still on a target thread's stack (a
+ * poll running, or blocked, when tracing stopped) becomes a RESULT_OPEN record
+ * ending now, innermost first, handed to sink (trace_consumer__handle's shape) and
+ * counted into stats[nr_polls] (may be NULL) as the BPF side would. The stacks are
+ * read from task storage with one pidfd per thread. 0 or -errno (err filled; some
+ * threads may still have been reported).
  */
-int tracer__dump_open(struct tracer *t, pid_t pid, char *err, size_t errlen);
+int tracer__dump_open(struct tracer *t, pid_t pid, struct poll_stats *stats,
+		      int (*sink)(void *, void *, size_t), void *ctx, uint32_t *emitted, char *err,
+		      size_t errlen);
 /* Execs of the target since attach (on_exec; 0 when they cannot be watched). */
 uint32_t tracer__exec_count(const struct tracer *t);
 /* The global counters (COUNTER_*), summed over CPUs; cheap enough for a status line. */

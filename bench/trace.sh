@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Tracer benchmark (issue 4, §6), side by side in one run. See bench/README.md.
+#
+#   bench/trace.sh        (`make bench-trace` builds asyncbpf, the fixtures and the
+#                          bench tools first; needs root)
+#
+# 1. poll rate: `handwritten loop N` (debug and release) untraced, under asyncbpf
+#    trace '*Trivial*', under bench/floor (the same probe sites, empty programs,
+#    one uprobe_multi link) and under bpftrace (uprobe + uretprobe with a duration
+#    histogram on the same function); ns/poll as the fixture prints it;
+# 2. BPF run time per program with kernel.bpf_stats_enabled=1 (restored on exit),
+#    and of pieces of poll_probe's work (floor --program) to say where it goes;
+# 3. the consumer's CPU per record and the highest rate it sustains with zero drops
+#    (bench/consumer_bench: a synthetic BPF producer into a 16 MiB ring buffer);
+# 4. attach and detach of 5,000+ probes (bench/manyasync.sh generates the binary)
+#    by asyncbpf, and by bpftrace on a subset (extrapolated, labelled).
+#
+# Environment: BENCH_RUNS (default 5), BENCH_POLLS (traced polls per run, default
+# 30000), BENCH_BPFTRACE_FNS (functions for bpftrace's attach test, default 100),
+# BENCH_RATES (consumer steps, M records/s, default 0.1,0.25,0.5,1,2).
+# Results: a table on stdout and in .output/bench/trace-results.txt; raw samples in
+# .output/bench/trace-samples.jsonl.
+# Exit status: 0 measured (a missed target is reported as MISS; BENCH_STRICT=1 makes
+# a MISS exit 1); 2 a tool is missing or a measured command failed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$root/.output/bench"
+asyncbpf="$root/.output/asyncbpf"
+floor="$out/floor"
+consumer="$out/consumer_bench"
+helper="$root/bench/trace_helper.py"
+runs="${BENCH_RUNS:-5}"
+polls="${BENCH_POLLS:-30000}"
+bt_fns="${BENCH_BPFTRACE_FNS:-100}"
+rates="${BENCH_RATES:-0.1,0.25,0.5,1,2}"
+samples="$out/trace-samples.jsonl"
+results="$out/trace-results.txt"
+work="$out/trace-work"
+
+die() {
+	echo "bench: $*" >&2
+	exit 2
+}
+
+[ "$(id -u)" = 0 ] || die "needs root (BPF programs, uprobes, kernel.bpf_stats_enabled)"
+for t in bpftool bpftrace strace /usr/bin/python3 sysctl; do
+	command -v "$t" >/dev/null || die "$t not found: run 'make deps' (scripts/deps.sh)"
+done
+if [ ! -x "$asyncbpf" ] || [ ! -x "$floor" ] || [ ! -x "$consumer" ]; then
+	make -C "$root" --no-print-directory all bench-tools >&2 || die "cannot build asyncbpf and the bench tools"
+fi
+for b in debug release; do
+	[ -x "$root/tests/fixtures/bin/$b/handwritten" ] || die "no tests/fixtures/bin/$b/handwritten: make fixtures"
+done
+mkdir -p "$out" "$work"
+
+# Everything we start runs in the background only while we wait for it; the
+# sysctl is restored whatever happens.
+old_stats="$(sysctl -n kernel.bpf_stats_enabled)"
+bg_pids=()
+cleanup() {
+	sysctl -q -w kernel.bpf_stats_enabled="$old_stats" || echo "bench: could not restore kernel.bpf_stats_enabled=$old_stats" >&2
+	for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -f "$work"/*.pftrace "$out"/consumer-bench.pftrace
+}
+trap cleanup EXIT
+trap 'exit 2' INT TERM
+
+: >"$samples"
+sample() { echo "$1" >>"$samples"; }
+sample "{\"part\":\"targets\",\"runs\":$runs,\"floor_ratio\":1.05,\"bpf_ns\":300,\"bpf_ratio\":0.5,\"consumer_ns\":1000,\"rate\":2000000,\"attach_ms\":100,\"probes\":5000}"
+
+# ---- 1. poll rate ----------------------------------------------------------------
+
+bpftrace_prog() { # the issue's script: entry + exit, a duration histogram
+	local bin="$1" sym="$2"
+	printf 'uprobe:%s:"%s" { @s[tid] = nsecs; } uretprobe:%s:"%s" /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }' \
+		"$bin" "$sym" "$bin" "$sym"
+}
+
+# run_poll BUILD TOOL N: one run; prints the fixture's ns/poll
+run_poll() {
+	local build="$1" tool="$2" n="$3" bin="$root/tests/fixtures/bin/$1/handwritten" o="$work/$1-$2.out"
+	case "$tool" in
+	untraced) "$bin" loop "$n" >"$o" 2>"$o.err" ;;
+	asyncbpf)
+		"$asyncbpf" trace '*Trivial*' -o "$work/loop.pftrace" --summary-json "$work/loop-summary.json" \
+			-- "$bin" loop "$n" >"$o" 2>"$o.err" || die "asyncbpf trace failed: $(tail -n 3 "$o.err")"
+		/usr/bin/python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]; sys.exit(0 if t["dropped"]==0 and t["records"]==int(sys.argv[2]) else 1)' \
+			"$work/loop-summary.json" "$n" || die "asyncbpf trace: records or drops wrong ($work/loop-summary.json)"
+		;;
+	floor) "$floor" '*Trivial*' -- "$bin" loop "$n" >"$o" 2>"$o.err" || die "floor failed: $(tail -n 3 "$o.err")" ;;
+	bpftrace)
+		bpftrace -e "$(bpftrace_prog "$bin" "$sym")" -c "$bin loop $n" >"$o" 2>"$o.err" ||
+			die "bpftrace failed: $(tail -n 3 "$o.err")"
+		grep -q '^@h:' "$o" || die "bpftrace printed no histogram ($o)"
+		;;
+	esac
+	"$helper" fixture-ns "$o" || die "no result from $tool ($o, $o.err)"
+}
+
+for build in debug release; do
+	bin="$root/tests/fixtures/bin/$build/handwritten"
+	"$asyncbpf" analyze "$bin" --json "$work/$build-model.json" >/dev/null 2>&1 || die "asyncbpf analyze $bin failed"
+	site="$("$helper" poll-site "$work/$build-model.json" 'handwritten::Trivial as')" || die "no Trivial::poll in $bin"
+	sym="$(echo "$site" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["linkage_name"])')"
+	addr="$(nm "$bin" | awk -v s="$sym" '$3 == s && !a { a = $1 } END { print a }')"
+	first="$(objdump -d --no-show-raw-insn -M intel --start-address=0x"$addr" --stop-address=$((0x$addr + 16)) "$bin" |
+		awk -F'\t' '/^ *[0-9a-f]+:/ && !i { i = $2 } END { print i }' | sed 's/ \+/ /g')"
+	sample "$(echo "$site" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d.update(part="site", build=sys.argv[1], first_insn=sys.argv[2]); print(json.dumps(d))' "$build" "$first")"
+	echo "bench: poll rate, $build: $runs x (untraced, asyncbpf, floor, bpftrace), $polls traced polls each" >&2
+	for ((i = 1; i <= runs; i++)); do
+		# asyncbpf and the floor always back to back, alternately first: their ratio is
+		# taken per run, so drifting machine load cancels; the order flips every run
+		if ((i % 2)); then order=(untraced asyncbpf floor bpftrace); else order=(bpftrace floor asyncbpf untraced); fi
+		for tool in "${order[@]}"; do
+			n="$polls"
+			[ "$tool" = untraced ] && n=$((polls * 100))
+			ns="$(run_poll "$build" "$tool" "$n")"
+			sample "{\"part\":\"poll\",\"build\":\"$build\",\"tool\":\"$tool\",\"run\":$i,\"ns\":$ns}"
+		done
+	done
+done
+
+# ---- 2. BPF run time per program -----------------------------------------------------
+
+# stats_run BUILD TOOL: run TOOL once in the background, sample its programs' counters
+# every 0.05 s until it exits; record the sample with the most runs. At least 30,000
+# polls: the sampler must see the programs run for a while.
+stats_polls=$((polls > 30000 ? polls : 30000))
+stats_run() {
+	local build="$1" tool="$2" bin="$root/tests/fixtures/bin/$1/handwritten" pid last="" s
+	local o="$work/stats-$1-$2.out"
+	case "$tool" in
+	asyncbpf) "$asyncbpf" trace '*Trivial*' -o "$work/stats.pftrace" -- "$bin" loop "$stats_polls" >"$o" 2>"$o.err" & ;;
+	floor*) "$floor" --program "${tool#floor:}" '*Trivial*' -- "$bin" loop "$stats_polls" >"$o" 2>"$o.err" & ;;
+	bpftrace) bpftrace -e "$(bpftrace_prog "$bin" "$sym")" -c "$bin loop $stats_polls" >"$o" 2>"$o.err" & ;;
+	esac
+	pid=$!
+	bg_pids+=("$pid")
+	rm -f "$o.progs"
+	while kill -0 "$pid" 2>/dev/null; do
+		"$helper" prog-stats "$pid" "$o.progs" 2>/dev/null || true
+		sleep 0.05
+	done
+	wait "$pid" || die "$tool failed under bpf_stats: $(tail -n 3 "$o.err")"
+	[ -s "$o.progs" ] && last="$(cat "$o.progs")"
+	if [ "${tool%%:*}" = floor ]; then # exact: the floor reads its counters before detaching
+		last="$(sed -n 's/^floor: //p' "$o.err" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(json.dumps([{"name": d["program"], "run_time_ns": d["run_time_ns"], "run_cnt": d["run_cnt"]}]))')"
+	fi
+	[ -n "$last" ] || die "no BPF program counters sampled for $tool"
+	# polls the sampled counters cover: asyncbpf and the floor run twice per poll (entry,
+	# exit); bpftrace's entry program runs once per poll
+	/usr/bin/python3 -c '
+import json, sys
+progs = json.loads(sys.argv[3])
+tool = sys.argv[2]
+cnt = max((p.get("run_cnt") or 0) for p in progs if tool != "asyncbpf" or p.get("name") == "poll_probe")
+polls = cnt if tool == "bpftrace" else cnt / 2
+print(json.dumps({"part": "bpfstats", "build": sys.argv[1], "tool": tool, "progs": progs, "polls_seen": polls}))' \
+		"$build" "$tool" "$last" >>"$samples"
+}
+
+sysctl -q -w kernel.bpf_stats_enabled=1 || die "cannot set kernel.bpf_stats_enabled=1"
+for build in debug release; do
+	sym="$("$helper" poll-site "$work/$build-model.json" 'handwritten::Trivial as' |
+		/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["linkage_name"])')"
+	echo "bench: BPF run time, $build: asyncbpf, floor, bpftrace with kernel.bpf_stats_enabled=1" >&2
+	for tool in asyncbpf floor:floor_empty bpftrace; do stats_run "$build" "$tool"; done
+done
+# what poll_probe's run time is made of: one piece of its work each, same sites
+echo "bench: BPF run time of poll_probe's pieces (floor --program), release" >&2
+for tool in floor:floor_ktime floor:floor_task_storage floor:floor_fixed; do stats_run release "$tool"; done
+sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
+
+# ---- 3. consumer ---------------------------------------------------------------------
+
+echo "bench: consumer: rates $rates M records/s, 1 s each (tracer's wake-ups; never forced; forced on crossing only; null consumer)" >&2
+consumer_run() { # MODE ARGS...
+	local mode="$1"
+	shift
+	"$consumer" "$@" --seconds 1 -o "$out/consumer-bench.pftrace" "$root/tests/fixtures/bin/debug/handwritten" \
+		>"$work/consumer-$mode.out" 2>"$work/consumer-$mode.err" ||
+		die "consumer_bench ($mode) failed: $(tail -n 3 "$work/consumer-$mode.err")"
+	/usr/bin/python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    d = json.loads(l); d.update(part="consumer", mode=sys.argv[2]); print(json.dumps(d))' \
+		"$work/consumer-$mode.out" "$mode" >>"$samples"
+	rm -f "$out/consumer-bench.pftrace"
+}
+consumer_run tracer-wakeups --rates "$rates"
+consumer_run never-forced --rates "$rates" --wakeup-bytes 0xffffffffffffff
+consumer_run crossing-proposed --rates "$rates" --wakeup-on-crossing
+consumer_run null-consumer --rates 1,2,4 --null-consumer
+
+# ---- 4. attach and detach --------------------------------------------------------------
+
+many="$("$root/bench/manyasync.sh")" || die "cannot build the generated binary (bench/manyasync.sh)"
+echo "bench: attach/detach on $many, $runs runs each" >&2
+# asyncbpf's own lines: "attached N probes ... in A ms through ... (BPF load and
+# verification L ms)" and "detached N probes in D ms" → {"probes","attach_ms","load_ms","detach_ms"}
+printed_times() {
+	/usr/bin/python3 -c '
+import json, re, sys
+text = open(sys.argv[1]).read()
+a = re.search(r"attached (\d+) probes .*? in ([\d.]+) ms through", text)
+l = re.search(r"BPF load and verification ([\d.]+) ms", text)
+d = re.search(r"detached \d+ probes in ([\d.]+) ms", text)
+if not a or not d:
+    sys.exit(1)
+print(json.dumps({"probes": int(a[1]), "attach_ms": float(a[2]), "detach_ms": float(d[1]),
+                  "load_ms": float(l[1]) if l else None}))' "$1"
+}
+attach_sample() { # WHAT JSON
+	/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[2]); d.update(part="attach", what=sys.argv[1]); print(json.dumps(d))' "$1" "$2" >>"$samples"
+}
+for ((i = 1; i <= runs; i++)); do
+	# asyncbpf launch mode, as it prints it: attach (tracer__attach: the links), and
+	# separately the BPF load and verification (tracer__load, specs filled)
+	"$asyncbpf" trace -o "$work/many.pftrace" -- "$many" >/dev/null 2>"$work/many.err" ||
+		die "asyncbpf trace of $many failed: $(tail -n 3 "$work/many.err")"
+	times="$(printed_times "$work/many.err")" || die "asyncbpf printed no attach/detach times ($work/many.err)"
+	attach_sample "asyncbpf trace (launch), as it prints" "$times"
+
+	# asyncbpf -p on a running process (breakpoints written into its memory at attach)
+	"$many" wait 60 >/dev/null &
+	mpid=$!
+	bg_pids+=("$mpid")
+	sleep 0.3
+	"$asyncbpf" trace -p "$mpid" -d 0.3 -o "$work/many-p.pftrace" >/dev/null 2>"$work/many-p.err" ||
+		die "asyncbpf trace -p of $many failed: $(tail -n 3 "$work/many-p.err")"
+	times="$(printed_times "$work/many-p.err")" || die "asyncbpf printed no attach/detach times ($work/many-p.err)"
+	attach_sample "asyncbpf trace -p (running), as it prints" "$times"
+	# the tracer's parts, and the floor's bare link, on the same running process
+	"$floor" --tracer -p "$mpid" 2>"$work/floor.err" || die "floor --tracer failed: $(cat "$work/floor.err")"
+	attach_sample "tracer parts (-p): poll_probe" "$(sed -n 's/^tracer: //p' "$work/floor.err")"
+	"$floor" -p "$mpid" 2>"$work/floor.err" || die "floor -p failed: $(cat "$work/floor.err")"
+	attach_sample "floor link (-p): empty program" "$(sed -n 's/^floor: //p' "$work/floor.err")"
+	kill "$mpid" 2>/dev/null || true
+	wait "$mpid" 2>/dev/null || true
+done
+
+# bpftrace: one perf event per probe; a subset, extrapolated
+"$asyncbpf" analyze "$many" --json "$work/many-model.json" >/dev/null 2>&1 || die "asyncbpf analyze $many failed"
+mapfile -t syms < <("$helper" symbols "$work/many-model.json" manyasync "$bt_fns")
+prog=""
+for s in "${syms[@]}"; do prog+="uprobe:$many:\"$s\","; done
+prog="${prog%,} { @e = count(); } "
+for s in "${syms[@]}"; do prog+="uretprobe:$many:\"$s\","; done
+prog="${prog%,} { @r = count(); } interval:s:1 { exit(); }"
+echo "bench: bpftrace attach/detach of ${#syms[@]} uprobes + ${#syms[@]} uretprobes (strace -f -ttt -T)" >&2
+strace -f -ttt -T -e trace=perf_event_open,ioctl,close -o "$work/bpftrace.strace" \
+	bpftrace -e "$prog" >"$work/bpftrace-attach.out" 2>&1 || die "bpftrace attach test failed: $(tail -n 3 "$work/bpftrace-attach.out")"
+spans="$("$helper" strace-spans "$work/bpftrace.strace" "$(cat /sys/bus/event_source/devices/uprobe/type)")" ||
+	die "bpftrace attach test: $spans"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1]); d.update(part="bpftrace-attach", fns=int(sys.argv[2])); print(json.dumps(d))' "$spans" "${#syms[@]}" >>"$samples"
+
+# ---- report -----------------------------------------------------------------------------
+
+{
+	"$helper" report "$samples"
+	echo
+	echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "asyncbpf: $asyncbpf ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')), $(bpftrace --version)"
+	echo "command: make bench-trace (BENCH_RUNS=$runs BENCH_POLLS=$polls BENCH_BPFTRACE_FNS=$bt_fns BENCH_RATES=$rates)"
+} | tee "$results"
+echo "bench: results in $results; samples in $samples" >&2
+if grep -q MISS "$results" && [ "${BENCH_STRICT:-0}" = 1 ]; then
+	exit 1
+fi
+exit 0
