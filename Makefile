@@ -48,7 +48,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .PHONY: all clean deps test unit check-env demo fixtures san fuzz fuzz-long bench-analyze \
-	bench-tools bench-trace format format-check vmlinux
+	bench-tools bench-trace format format-check vmlinux bench-profile
 
 all: check-env $(OUTPUT)/asyncbpf
 
@@ -162,6 +162,9 @@ bench-tools: check-env $(BENCH_TOOLS)
 
 bench-trace: all fixtures bench-tools
 	bench/trace.sh
+
+bench-profile: all fixtures
+	bench/profile.sh
 
 format:
 	clang-format -i user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c

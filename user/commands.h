@@ -13,6 +13,8 @@ int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 /* asyncbpf trace; also `asyncbpf -p PID ...` (argv[0] is then "asyncbpf"). */
 int cmd_trace(int argc, char **argv);
+/* asyncbpf profile: sampling, async-aware flame graphs (docs/profile.md). */
+int cmd_profile(int argc, char **argv);
 
 struct target_spec {
 	const char *path; /* a binary, or NULL with pid */

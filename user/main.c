@@ -18,6 +18,7 @@ static const struct {
 	{ "list", cmd_list, "list traceable poll functions; select, expand, write/read whitelists" },
 	{ "check", cmd_check, "probe this kernel for every BPF feature asyncbpf uses (root)" },
 	{ "trace", cmd_trace, "trace the polls of a running process or a command (root)" },
+	{ "profile", cmd_profile, "sample a process or a command: async-aware flame graphs (root)" },
 };
 
 static void usage(FILE *out)

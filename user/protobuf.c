@@ -41,7 +41,7 @@ static bool pb_reserve(struct pb *b, size_t n)
 
 void pb__bytes(struct pb *b, const void *p, size_t n)
 {
-	if (!pb_reserve(b, n))
+	if (!n || !pb_reserve(b, n)) /* nothing to copy: p may be NULL (an empty buffer's) */
 		return;
 	memcpy(b->data + b->len, p, n);
 	b->len += n;

@@ -113,6 +113,14 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	return -1;
 }
 
+int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			   Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			   GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	return find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+			      debuglink_crc, debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks search_callbacks = {
 	.find_elf = no_elf, /* the file is always reported with its descriptor */
 	.find_debuginfo = find_debuginfo,

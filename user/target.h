@@ -59,6 +59,12 @@ int target__open_fd(struct target *t, int fd, const char *name, const struct tar
 		    char *err, size_t errlen);
 void target__close(struct target *t);
 
+/* libdwfl find_debuginfo callback: build-id and .gnu_debuglink lookups on local disk
+ * only (never debuginfod). Also used by the profiler's unwinder (unwind.c). */
+int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			   Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			   GElf_Word debuglink_crc, char **debuginfo_file_name);
+
 /* File offset of a virtual address inside an executable PT_LOAD, or -ENOENT. */
 int target__file_offset(const struct target *t, uint64_t addr, uint64_t *offset);
 /* Bytes of [addr, addr+size) from the executable's sections; -ENOENT / -ERANGE. */

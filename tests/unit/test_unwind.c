@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unwind.c without root: this test records a sample of itself in the BPF record's
+ * format (user registers by inline asm, a copy of the top of its own stack), then
+ * unwinds it against its own /proc/self/maps and checks the frames against the
+ * functions it knows it called: capture <- level3 <- level2 <- level1 <- main.
+ * Then the failure reasons: no registers, a pc in no module, a stack copy too short.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "unwind.h"
+
+#define STACK_COPY 8192
+
+struct recorded {
+	struct profile_sample rec;
+	uint8_t stack[STACK_COPY];
+};
+
+static struct recorded sample;
+
+/* The stack above sp is other frames' memory, redzones included: copy it the way the
+ * BPF program does, without the sanitizer's checks. Stops at the stack's top. */
+__attribute__((no_sanitize("address"), noinline)) static uint32_t
+copy_stack(uint64_t sp, uint8_t *to, uint32_t want)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint64_t top = sp + want;
+
+	if (maps) {
+		while (fgets(line, sizeof(line), maps)) {
+			unsigned long lo, hi;
+
+			if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && sp >= lo && sp < hi) {
+				if (hi < top)
+					top = hi;
+				break;
+			}
+		}
+		fclose(maps);
+	}
+	for (uint64_t a = sp; a < top; a++)
+		to[a - sp] = *(volatile const uint8_t *)(uintptr_t)a;
+	return (uint32_t)(top - sp);
+}
+
+/* Registers at label 1 below, by DWARF number: what bpf_task_pt_regs would give. */
+__attribute__((noinline)) static void capture(struct recorded *s)
+{
+	__u64 *r = s->rec.regs;
+
+	__asm__ volatile("movq %%rdx, 8(%0)\n\t"
+			 "movq %%rcx, 16(%0)\n\t"
+			 "movq %%rbx, 24(%0)\n\t"
+			 "movq %%rsi, 32(%0)\n\t"
+			 "movq %%rdi, 40(%0)\n\t"
+			 "movq %%rbp, 48(%0)\n\t"
+			 "movq %%rsp, 56(%0)\n\t"
+			 "movq %%r8, 64(%0)\n\t"
+			 "movq %%r9, 72(%0)\n\t"
+			 "movq %%r10, 80(%0)\n\t"
+			 "movq %%r11, 88(%0)\n\t"
+			 "movq %%r12, 96(%0)\n\t"
+			 "movq %%r13, 104(%0)\n\t"
+			 "movq %%r14, 112(%0)\n\t"
+			 "movq %%r15, 120(%0)\n\t"
+			 "leaq 1f(%%rip), %%rax\n\t"
+			 "movq %%rax, 128(%0)\n\t"
+			 "1:\n\t"
+			 :
+			 : "r"(r)
+			 : "rax", "memory");
+	s->rec.type = RECORD_PROFILE_SAMPLE;
+	s->rec.pid = (uint32_t)getpid();
+	s->rec.tid = (uint32_t)getpid();
+	s->rec.stack_size = copy_stack(r[PROFILE_REG_SP], s->stack, STACK_COPY);
+	if (s->rec.stack_size < STACK_COPY) /* cut at the stack's top, as the BPF side says */
+		s->rec.flags |= PROFILE_F_STACK_FAULT;
+}
+
+static volatile int sink;
+
+/* Not tail calls (work after the call), not inlined: three real frames. */
+__attribute__((noinline)) static void level3(struct recorded *s)
+{
+	capture(s);
+	sink++;
+}
+
+__attribute__((noinline)) static void level2(struct recorded *s)
+{
+	level3(s);
+	sink++;
+}
+
+__attribute__((noinline)) static void level1(struct recorded *s)
+{
+	level2(s);
+	sink++;
+}
+
+static int find(const struct unwind_result *r, const char *name, int from)
+{
+	for (uint32_t i = (uint32_t)from; i < r->nframes; i++)
+		if (!strcmp(r->frames[i]->name, name))
+			return (int)i;
+	return -1;
+}
+
+static void test_own_stack(struct unwinder *u)
+{
+	static struct unwind_result r;
+	int c, l3, l2, l1, m;
+
+	level1(&sample);
+	CHECK(sample.rec.stack_size > 256);
+	CHECK(unwinder__unwind(u, &sample.rec, sample.stack, &r) > 0);
+	CHECK_EQ_U64(r.reason, UNWIND_COMPLETE);
+	c = find(&r, "capture", 0);
+	l3 = find(&r, "level3", c < 0 ? 0 : c);
+	l2 = find(&r, "level2", l3 < 0 ? 0 : l3);
+	l1 = find(&r, "level1", l2 < 0 ? 0 : l2);
+	m = find(&r, "main", l1 < 0 ? 0 : l1);
+	CHECK(c == 0);	    /* the innermost frame is the one we captured in */
+	CHECK(l3 == c + 1); /* then exactly the callers, in order */
+	CHECK(l2 == l3 + 1);
+	CHECK(l1 == l2 + 1);
+	CHECK(m > l1); /* test functions in between */
+	if (c != 0 || m < 0)
+		for (uint32_t i = 0; i < r.nframes; i++)
+			fprintf(stderr, "  #%u %s %s:%u\n", i, r.frames[i]->name,
+				r.frames[i]->file ? r.frames[i]->file : "?", r.frames[i]->line);
+	CHECK(c >= 0 && r.frames[c]->file && strstr(r.frames[c]->file, "test_unwind.c"));
+	CHECK(c >= 0 && r.frames[c]->module && strstr(r.frames[c]->module, "test_unwind"));
+
+	/* the same sample again: served from the symbol cache, the same frames */
+	{
+		static struct unwind_result again;
+
+		CHECK_EQ_U64(unwinder__unwind(u, &sample.rec, sample.stack, &again), r.nframes);
+		CHECK(again.nframes && again.frames[0] == r.frames[0]);
+	}
+}
+
+static void test_failures(struct unwinder *u)
+{
+	static struct recorded bad;
+	static struct unwind_result r;
+
+	/* a kernel thread: no user registers */
+	memset(&bad, 0, sizeof(bad));
+	bad.rec.tid = (uint32_t)getpid();
+	bad.rec.flags = PROFILE_F_KERNEL_THREAD;
+	CHECK_EQ_U64(unwinder__unwind(u, &bad.rec, bad.stack, &r), 0);
+	CHECK_EQ_U64(r.reason, UNWIND_NO_REGS);
+
+	/* a pc no module maps */
+	bad = sample;
+	bad.rec.regs[PROFILE_REG_IP] = 0x10;
+	unwinder__unwind(u, &bad.rec, bad.stack, &r);
+	CHECK_EQ_U64(r.reason, UNWIND_PC_OUTSIDE);
+
+	/* 8 bytes of stack: the caller's return address is past the copy */
+	bad = sample;
+	bad.rec.stack_size = 8;
+	bad.rec.flags = 0;
+	unwinder__unwind(u, &bad.rec, bad.stack, &r);
+	CHECK_EQ_U64(r.reason, UNWIND_STACK_SHORT);
+	CHECK(r.nframes >= 1 && !strcmp(r.frames[0]->name, "capture"));
+}
+
+int main(void)
+{
+	char err[256] = "";
+	int e = 0;
+	struct unwinder *u = unwinder__new(getpid(), &e, err, sizeof(err));
+
+	CHECK(u != NULL);
+	if (!u) {
+		fprintf(stderr, "unwinder__new: %s\n", err);
+		return 1;
+	}
+	test_own_stack(u);
+	test_failures(u);
+	CHECK(strcmp(unwind_reason__name(UNWIND_STACK_SHORT), "?") != 0);
+	unwinder__free(u);
+
+	/* no such process */
+	u = unwinder__new(999999999, &e, err, sizeof(err));
+	CHECK(u == NULL && e < 0 && err[0]);
+	unwinder__free(u);
+	TEST_MAIN_END();
+}
