@@ -70,62 +70,6 @@ fail:
 	return status;
 }
 
-pid_t bench__launch_stopped(const char *path, char **argv, int *go_fd)
-{
-	int fds[2];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(fds[0]);
-		close(fds[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		char go = 0;
-		ssize_t n;
-
-		close(fds[1]);
-		do
-			n = read(fds[0], &go, 1);
-		while (n < 0 && errno == EINTR);
-		if (n != 1 || go != 'g')
-			_exit(127); /* never run the command without its probes */
-		close(fds[0]);
-		execv(path, argv);
-		fprintf(stderr, "bench: cannot execute %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
-	close(fds[0]);
-	*go_fd = fds[1];
-	return pid;
-}
-
-int bench__go(int *go_fd)
-{
-	int r = write(*go_fd, "g", 1) == 1 ? 0 : -errno;
-
-	close(*go_fd);
-	*go_fd = -1;
-	return r;
-}
-
-int bench__wait(pid_t pid)
-{
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -ECHILD;
-}
-
 int bench__attach(int prog_fd, const char *path, const struct trace_plan *plan, pid_t pid,
 		  int links[2])
 {

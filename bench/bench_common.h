@@ -2,8 +2,8 @@
 /*
  * What the trace benchmark's tools share (bench/README.md): the exact probe plan
  * asyncbpf trace would build for a binary and a selection (through the tracer's own
- * trace_plan__build), a monotonic clock, and launching a command stopped until the
- * probes are attached.
+ * trace_plan__build) and a monotonic clock. Launching a command stopped until the
+ * probes are attached is the tracer's own (user/launch.h).
  */
 #ifndef ASYNCBPF_BENCH_COMMON_H
 #define ASYNCBPF_BENCH_COMMON_H
@@ -40,16 +40,5 @@ int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_cra
  */
 int bench__attach(int prog_fd, const char *path, const struct trace_plan *plan, pid_t pid,
 		  int links[2]);
-
-/*
- * Fork a child that waits on a pipe, then execs path with argv: returns its pid and
- * the pipe's write end in *go_fd (write "g" to run it, close it to make it exit 127),
- * or -errno.
- */
-pid_t bench__launch_stopped(const char *path, char **argv, int *go_fd);
-/* Run the child launched above; 0 or -errno. */
-int bench__go(int *go_fd);
-/* Its exit status (128+N for signal N), or -errno. */
-int bench__wait(pid_t pid);
 
 #endif

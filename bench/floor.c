@@ -37,6 +37,7 @@
 #include <bpf/libbpf.h>
 
 #include "bench_common.h"
+#include "launch.h"
 #include "commands.h"
 #include "exitcodes.h"
 #include "floor.skel.h"
@@ -288,7 +289,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (a.command) {
-		child = bench__launch_stopped(a.path, a.command, &go_fd);
+		child = launch__start_stopped("floor", a.path, a.command, &go_fd);
 		if (child < 0) {
 			fprintf(stderr, "floor: cannot start %s: %s\n", a.path, strerror(-child));
 			child = 0;
@@ -308,12 +309,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (child) {
-		if ((r = bench__go(&go_fd))) {
+		if ((r = launch__go(&go_fd))) {
 			fprintf(stderr, "floor: cannot start the command: %s\n", strerror(-r));
 			status = EXIT_FAILURE_INTERNAL;
 			goto out;
 		}
-		child_status = bench__wait(child);
+		child_status = launch__wait(child);
 		child = 0;
 	}
 	{
@@ -350,7 +351,7 @@ out:
 	if (go_fd >= 0)
 		close(go_fd); /* the child exits 127 without running the command */
 	if (child)
-		bench__wait(child);
+		launch__wait(child);
 	floor_bpf__destroy(skel);
 	trace_plan__free(&plan);
 	model__free(&m);

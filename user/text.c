@@ -3,6 +3,7 @@
  * labels, shared by every writer of JSON and DOT. */
 #include "text.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /*
@@ -99,39 +100,33 @@ void json__write_string(FILE *out, const char *str)
 }
 
 /*
- * Text inside a DOT double-quoted string, at most max_bytes of input ("..." marks
- * the cut). The DOT parser only knows \" ; Graphviz then reads backslash escapes
- * (\n \l \N \G ...) and HTML entities (&amp;) in labels, so a literal backslash is
- * written \\ and '&' as &amp; (Rust types are full of "&mut"). A newline in the data
- * becomes a line break; other control characters are shown as \xHH. Bytes that are
- * not UTF-8 become U+FFFD: Graphviz warns about them and may drop the label.
+ * What the DOT and XML writers share: walk str as UTF-8 up to max_bytes ("..."
+ * marks the cut), write U+FFFD for every byte that is not part of a well-formed
+ * sequence (and, with no_fffe, for U+FFFE/U+FFFF, which XML forbids), and let
+ * `escape` replace single ASCII bytes (NULL: the byte as it is).
  */
-void dot__write_text(FILE *out, const char *str, size_t max_bytes)
+static void write_escaped(FILE *out, const char *str, size_t max_bytes, bool no_fffe,
+			  const char *(*escape)(unsigned char c, char buf[8]))
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
 	size_t n = strlen((const char *)s), i = 0;
+	char buf[8];
 
 	while (i < n) {
 		unsigned char c = s[i];
 		size_t len = c < 0x80 ? 1 : utf8__sequence_length(s + i, n - i);
+		const char *esc;
 
 		if (i + (len ? len : 1) > max_bytes) {
 			fputs("...", out);
 			return;
 		}
-		if (!len) {
+		if (!len || (no_fffe && len == 3 && c == 0xef && s[i + 1] == 0xbf &&
+			     s[i + 2] >= 0xbe)) {
 			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-			len = 1;
-		} else if (c == '"') {
-			fputs("\\\"", out);
-		} else if (c == '\\') {
-			fputs("\\\\", out);
-		} else if (c == '&') {
-			fputs("&amp;", out);
-		} else if (c == '\n') {
-			fputs("\\n", out);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(out, "\\\\x%02X", c);
+			len = len ? len : 1;
+		} else if (c < 0x80 && (esc = escape(c, buf))) {
+			fputs(esc, out);
 		} else {
 			fwrite(s + i, 1, len, out);
 		}
@@ -139,39 +134,53 @@ void dot__write_text(FILE *out, const char *str, size_t max_bytes)
 	}
 }
 
+/*
+ * Text inside a DOT double-quoted string. The DOT parser only knows \" ; Graphviz
+ * then reads backslash escapes (\n \l \N \G ...) and HTML entities (&amp;) in
+ * labels, so a literal backslash is written \\ and '&' as &amp; (Rust types are
+ * full of "&mut"). A newline in the data becomes a line break; other control
+ * characters are shown as \xHH. Bytes that are not UTF-8 become U+FFFD: Graphviz
+ * warns about them and may drop the label.
+ */
+static const char *dot_escape(unsigned char c, char buf[8])
+{
+	switch (c) {
+	case '"': return "\\\"";
+	case '\\': return "\\\\";
+	case '&': return "&amp;";
+	case '\n': return "\\n";
+	}
+	if (c < 0x20 || c == 0x7f) {
+		snprintf(buf, 8, "\\\\x%02X", c);
+		return buf;
+	}
+	return NULL;
+}
+
+void dot__write_text(FILE *out, const char *str, size_t max_bytes)
+{
+	write_escaped(out, str, max_bytes, false, dot_escape);
+}
+
+static const char *xml_escape(unsigned char c, char buf[8])
+{
+	switch (c) {
+	case '&': return "&amp;";
+	case '<': return "&lt;";
+	case '>': return "&gt;";
+	case '"': return "&quot;";
+	case '\'': return "&apos;";
+	}
+	if (c < 0x20 || c == 0x7f) {
+		snprintf(buf, 8, "\\x%02X", c);
+		return buf;
+	}
+	return NULL;
+}
+
 void xml__write_text(FILE *out, const char *str, size_t max_bytes)
 {
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t n = strlen((const char *)s), i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t len = c < 0x80 ? 1 : utf8__sequence_length(s + i, n - i);
-
-		if (i + (len ? len : 1) > max_bytes) {
-			fputs("...", out);
-			return;
-		}
-		if (!len || (len == 3 && c == 0xef && s[i + 1] == 0xbf && s[i + 2] >= 0xbe)) {
-			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-			len = len ? len : 1;
-		} else if (c == '&') {
-			fputs("&amp;", out);
-		} else if (c == '<') {
-			fputs("&lt;", out);
-		} else if (c == '>') {
-			fputs("&gt;", out);
-		} else if (c == '"') {
-			fputs("&quot;", out);
-		} else if (c == '\'') {
-			fputs("&apos;", out);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(out, "\\x%02X", c);
-		} else {
-			fwrite(s + i, 1, len, out);
-		}
-		i += len;
-	}
+	write_escaped(out, str, max_bytes, true, xml_escape);
 }
 
 /* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs". */
