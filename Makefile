@@ -167,7 +167,7 @@ bench-profile: all fixtures
 	bench/profile.sh
 
 format:
-	clang-format -i user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
+	clang-format -i user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c bench/*.h
 
 format-check:
 	clang-format --dry-run --Werror user/*.c user/*.h bpf/*.c bpf/*.h

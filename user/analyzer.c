@@ -24,10 +24,9 @@
 #include "mapped_section.h"
 #include "selection.h"
 
-static const char *const env_prefixes[] = { "{async_fn_env#", "{async_block_env#",
-					    "{async_closure_env#" };
-static const char *const coroutine_prefixes[] = { "{async_fn#", "{async_block#",
-						  "{async_closure#" };
+static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
+					   "{async_closure_env#"};
+static const char *const coroutine_prefixes[] = {"{async_fn#", "{async_block#", "{async_closure#"};
 
 bool starts_with(const char *s, const char *prefix)
 {
@@ -38,8 +37,8 @@ bool starts_with(const char *s, const char *prefix)
  * "core::pin::Pin<Box<demo::x::{async_fn_env#0}>>" is a hand-written future. */
 enum future_kind future_kind__from_name(const char *path, bool *is_env)
 {
-	static const enum future_kind kinds[] = { FUTURE_ASYNC_FN, FUTURE_ASYNC_BLOCK,
-						  FUTURE_ASYNC_CLOSURE };
+	static const enum future_kind kinds[] = {FUTURE_ASYNC_FN, FUTURE_ASYNC_BLOCK,
+						 FUTURE_ASYNC_CLOSURE};
 	const char *last = path ? rust_path__last_segment(path) : NULL;
 
 	for (size_t i = 0; i < 3 && last; i++)
@@ -94,8 +93,8 @@ bool member_offset(Dwarf_Die *member, uint64_t *off)
 	return false;
 }
 
-int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind, uint64_t die_offset,
-			 uint64_t size)
+int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind,
+			 uint64_t die_offset, uint64_t size)
 {
 	uint64_t idx;
 	const char *ipath = strpool__intern(&w->m->strings, path);
@@ -213,8 +212,8 @@ static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
 			break;
 		}
 		Dwarf_Word discr_value = 0;
-		bool has_value = dwarf_formudata(dwarf_attr(&child, DW_AT_discr_value, &a),
-						 &discr_value) == 0;
+		bool has_value =
+		    dwarf_formudata(dwarf_attr(&child, DW_AT_discr_value, &a), &discr_value) == 0;
 		Dwarf_Die member, vtype;
 		if (dwarf_child(&child, &member) != 0)
 			continue;
@@ -250,7 +249,7 @@ static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
 			if (add_await(w, fidx, s->suspend_index, s->file, s->line, &aw))
 				return -ENOMEM;
 		}
-next_variant:;
+	next_variant:;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return 0;
 none:
@@ -359,7 +358,8 @@ static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, char *path, size_t l
 	return true;
 }
 
-static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *param, bool has_param)
+static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *param,
+		       bool has_param)
 {
 	Dwarf_Die rt;
 
@@ -406,9 +406,10 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 	if (concrete && u64_map__get(&w->poll_by_addr, lowpc, &idx))
 		return (int64_t)idx;
 
-	const char *key = linkage ? strpool__intern(&w->m->strings, linkage)
-				  : strpool__printf(&w->m->strings, "%s@%" PRIx64, name ? name : "?",
-						    (uint64_t)dwarf_dieoffset(fn));
+	const char *key = linkage
+			      ? strpool__intern(&w->m->strings, linkage)
+			      : strpool__printf(&w->m->strings, "%s@%" PRIx64, name ? name : "?",
+						(uint64_t)dwarf_dieoffset(fn));
 	if (!key)
 		return -ENOMEM;
 	bool have = u64_map__get(&w->poll_by_key, (uintptr_t)key, &idx);
@@ -424,8 +425,8 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 			Dwarf_Die param, target;
 			char path[MAX_PATH_LEN];
 			bool has_target;
-			bool has_param = poll_self_type(fn, &param, path, sizeof(path), &target,
-							&has_target);
+			bool has_param =
+			    poll_self_type(fn, &param, path, sizeof(path), &target, &has_target);
 			if (add_pending(w, (uint32_t)idx, fn, &param, has_param))
 				return -ENOMEM;
 		}
@@ -460,8 +461,9 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 	if (has_param) {
 		bool is_env;
 		enum future_kind kind = future_kind__from_name(path, &is_env);
-		int32_t f = walk__get_future(w, path, kind, has_target ? dwarf_dieoffset(&target) : 0,
-					     has_target ? die_bytesize(&target) : 0);
+		int32_t f =
+		    walk__get_future(w, path, kind, has_target ? dwarf_dieoffset(&target) : 0,
+				     has_target ? die_bytesize(&target) : 0);
 		if (f < 0)
 			return -ENOMEM;
 		w->m->polls[idx].future = f;
@@ -504,8 +506,8 @@ static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_
 		const char *inner = name + strlen("drop_in_place<");
 		const char *close = strrchr(inner, '>');
 		if (close && close > inner) {
-			const char *tp = strpool__intern_len(&w->m->strings, inner,
-							     (size_t)(close - inner));
+			const char *tp =
+			    strpool__intern_len(&w->m->strings, inner, (size_t)(close - inner));
 			uint64_t dummy;
 			if (!tp)
 				return -ENOMEM;
@@ -519,10 +521,10 @@ static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_
 					w->cap_drops = cap;
 				}
 				w->drops[w->nr_drops] = (struct drop_rec){
-					.type_path = tp,
-					.linkage_name = strpool__intern(&w->m->strings,
-									die_linkage_name(die)),
-					.addr = lowpc,
+				    .type_path = tp,
+				    .linkage_name =
+					strpool__intern(&w->m->strings, die_linkage_name(die)),
+				    .addr = lowpc,
 				};
 				if (u64_map__set(&w->drop_by_path, (uintptr_t)tp, w->nr_drops++))
 					return -ENOMEM;
@@ -581,7 +583,8 @@ static const char *caller_name(struct walk *w, Dwarf_Off caller)
 	if (!caller || !dwarf_offdie(w->dw, caller, &fn))
 		return NULL;
 	const char *ln = die_linkage_name(&fn);
-	return ln ? symbol__demangle(&w->m->strings, ln) : strpool__intern(&w->m->strings, die_name(&fn));
+	return ln ? symbol__demangle(&w->m->strings, ln)
+		  : strpool__intern(&w->m->strings, die_name(&fn));
 }
 
 static int on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
@@ -704,16 +707,13 @@ static int walk_cu(struct walk *w, Dwarf_Die *cudie)
 			}
 			break;
 		}
-		case DW_TAG_lexical_block:
-			descend = true;
-			break;
+		case DW_TAG_lexical_block: descend = true; break;
 		case DW_TAG_inlined_subroutine:
 			if ((err = on_inlined(w, die, caller)))
 				return err;
 			descend = true;
 			break;
-		default:
-			break;
+		default: break;
 		}
 
 		if (descend && dwarf_haschildren(die)) {
@@ -743,7 +743,7 @@ static int walk_dwarf(struct walk *w)
 {
 	Dwarf_Off off = 0, next;
 	size_t hsize;
-	struct timespec last = { 0 };
+	struct timespec last = {0};
 	struct mapped_section info, str, line;
 	int err;
 
@@ -768,8 +768,8 @@ static int walk_dwarf(struct walk *w)
 		if (err) {
 			w->m->nr_cu_errors++;
 			model__warn(w->m, "compile unit %s at 0x%" PRIx64 ": corrupt DIE tree (%s)",
-				    dwarf_diename(&cudie) ? dwarf_diename(&cudie) : "?", (uint64_t)off,
-				    dwarf_errmsg(-1));
+				    dwarf_diename(&cudie) ? dwarf_diename(&cudie) : "?",
+				    (uint64_t)off, dwarf_errmsg(-1));
 		}
 		analyzer__resolve_pending(w);
 		if ((err = awaits__build_cu_trees(w)))
@@ -798,8 +798,8 @@ static int walk_dwarf(struct walk *w)
 int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct model *m, char *err,
 		      size_t errlen)
 {
-	struct analyzer_opts defaults = { 0 };
-	struct walk w = { .t = t, .m = m, .o = o ? o : &defaults, .dw = t->dwarf };
+	struct analyzer_opts defaults = {0};
+	struct walk w = {.t = t, .m = m, .o = o ? o : &defaults, .dw = t->dwarf};
 	int r;
 
 	m->path = strpool__intern(&m->strings, t->display);
@@ -818,7 +818,9 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		char why[1024];
 		target__explain_missing_dwarf(t, why, sizeof(why));
 		model__warn(m, "no DWARF debuginfo for %s: %s", t->display, why);
-		model__warn(m, "falling back to symbol names: no future types, states, await points or await graph; async fns appear as {{closure}} symbols, indistinguishable from plain closures");
+		model__warn(m, "falling back to symbol names: no future types, states, await "
+			       "points or await graph; async fns appear as {{closure}} symbols, "
+			       "indistinguishable from plain closures");
 		m->symbols_only = true;
 		r = analyzer__walk_symbols(&w);
 	}
@@ -844,7 +846,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 			struct future *f = &m->futures[i];
 			for (uint32_t p = 0; p < m->nr_polls && !f->file; p++)
 				if (m->polls[p].future == (int32_t)i) {
-					f->file = m->polls[p].file; /* hand-written: where poll is */
+					f->file =
+					    m->polls[p].file; /* hand-written: where poll is */
 					f->line = m->polls[p].line;
 				}
 		}

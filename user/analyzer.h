@@ -13,7 +13,7 @@
 #include "target.h"
 
 struct analyzer_opts {
-	bool progress;             /* progress on stderr (the caller decides: a TTY) */
+	bool progress;		   /* progress on stderr (the caller decides: a TTY) */
 	uint32_t max_inline_sites; /* kept per poll fn (the total is still counted); 0: 64 */
 };
 

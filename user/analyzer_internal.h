@@ -13,18 +13,18 @@
 #include "strpool.h"
 
 /* Bounds: inputs are hostile (we run as root). */
-#define MAX_DIE_DEPTH        256
-#define MAX_STATES           4096
-#define MAX_AWAIT_DEPTH      8
-#define MAX_AWAIT_NODES      128
-#define MAX_PATH_LEN         4096
+#define MAX_DIE_DEPTH	256
+#define MAX_STATES	4096
+#define MAX_AWAIT_DEPTH 8
+#define MAX_AWAIT_NODES 128
+#define MAX_PATH_LEN	4096
 
 #define FUTURE_POLL_SUFFIX " as core::future::future::Future>::poll"
 
 /* One type reached from an __awaitee type through members and pointers. */
 struct await_node {
 	const char *path; /* interned (model pool) full path, or NULL for anonymous types */
-	int32_t parent;   /* index in the same tree, -1 for the root */
+	int32_t parent;	  /* index in the same tree, -1 for the root */
 	uint64_t die_offset;
 	uint64_t size;
 	bool is_env; /* a compiler-generated future: never descended into */
@@ -64,21 +64,21 @@ struct walk {
 	Dwarf_Die cu;
 
 	/* per compile unit */
-	struct strpool cu_pool;    /* type paths of this CU */
+	struct strpool cu_pool;	   /* type paths of this CU */
 	struct u64_map type_paths; /* DIE offset -> const char * (cu_pool) */
 	struct pending_poll *pending;
 	uint32_t nr_pending, cap_pending;
 	uint32_t first_cu_await; /* awaits recorded by this CU start here */
 
 	/* whole binary */
-	struct u64_map future_by_path;  /* interned path -> future index */
-	struct u64_map poll_by_addr;    /* low_pc -> poll index */
-	struct u64_map poll_by_key;     /* interned linkage name -> poll index */
-	struct u64_map origin_class;    /* abstract DIE offset -> poll index + 1, or 0 */
-	struct u64_map drop_by_path;    /* interned type path -> drop index */
-	struct u64_map filled_futures;  /* future index -> 1 once states were read */
-	struct u64_map foreign_paths;   /* DIE offset in another CU -> path (foreign_pool) */
-	struct u64_map indexed_cus;     /* CU DIE offset -> 1 once its paths are indexed */
+	struct u64_map future_by_path; /* interned path -> future index */
+	struct u64_map poll_by_addr;   /* low_pc -> poll index */
+	struct u64_map poll_by_key;    /* interned linkage name -> poll index */
+	struct u64_map origin_class;   /* abstract DIE offset -> poll index + 1, or 0 */
+	struct u64_map drop_by_path;   /* interned type path -> drop index */
+	struct u64_map filled_futures; /* future index -> 1 once states were read */
+	struct u64_map foreign_paths;  /* DIE offset in another CU -> path (foreign_pool) */
+	struct u64_map indexed_cus;    /* CU DIE offset -> 1 once its paths are indexed */
 	struct strpool foreign_pool;
 	struct await_rec *awaits;
 	uint32_t nr_awaits, cap_awaits;
@@ -108,8 +108,8 @@ void awaits__free(struct walk *w);
 /* Full path of a type DIE: this CU's table, else (a DW_FORM_ref_addr into another
  * unit) a walk of that unit's namespaces; NULL if unnamed or not found. */
 const char *walk__type_path(struct walk *w, uint64_t die_offset);
-int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind, uint64_t die_offset,
-			 uint64_t size);
+int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind,
+			 uint64_t die_offset, uint64_t size);
 enum future_kind future_kind__from_name(const char *name, bool *is_env);
 
 #endif

@@ -47,11 +47,13 @@ static int index_foreign_cu(struct walk *w, Dwarf_Die *cudie)
 				memcpy(path + plen[depth], "::", 2);
 			memcpy(path + at, n, nl + 1);
 		}
-		if (fits && (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
-			     tag == DW_TAG_enumeration_type) &&
+		if (fits &&
+		    (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+		     tag == DW_TAG_enumeration_type) &&
 		    !dwarf_hasattr(die, DW_AT_declaration)) {
 			const char *p = strpool__intern(&w->foreign_pool, path);
-			if (!p || u64_map__set(&w->foreign_paths, dwarf_dieoffset(die), (uintptr_t)p))
+			if (!p ||
+			    u64_map__set(&w->foreign_paths, dwarf_dieoffset(die), (uintptr_t)p))
 				return -ENOMEM;
 		}
 		if (fits && tag == DW_TAG_namespace && depth + 1 < MAX_DIE_DEPTH &&
@@ -104,7 +106,8 @@ static enum abi_class abi_class_of(Dwarf_Die *type, int depth)
 
 	for (int i = 0; i < 8; i++) {
 		int tag = dwarf_tag(&t);
-		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type)
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type &&
+		    tag != DW_TAG_volatile_type)
 			break;
 		if (!die_type(&t, &t))
 			return ABI_AGGREGATE;
@@ -115,12 +118,9 @@ static enum abi_class abi_class_of(Dwarf_Die *type, int depth)
 	case DW_TAG_base_type:
 	case DW_TAG_pointer_type:
 	case DW_TAG_reference_type:
-	case DW_TAG_enumeration_type:
-		return ABI_SCALAR;
-	case DW_TAG_structure_type:
-		break;
-	default:
-		return ABI_AGGREGATE;
+	case DW_TAG_enumeration_type: return ABI_SCALAR;
+	case DW_TAG_structure_type: break;
+	default: return ABI_AGGREGATE;
 	}
 	if (depth >= 4 || dwarf_child(&t, &child) != 0)
 		return ABI_AGGREGATE;
@@ -176,7 +176,8 @@ static bool returned_in_memory(const struct poll_layout *l, enum abi_class paylo
 	if (!l->ready_has_value) /* niche */
 		whole = payload;
 	else
-		whole = payload == ABI_SCALAR || payload == ABI_ZST ? ABI_SCALAR_PAIR : ABI_AGGREGATE;
+		whole =
+		    payload == ABI_SCALAR || payload == ABI_ZST ? ABI_SCALAR_PAIR : ABI_AGGREGATE;
 	return whole == ABI_AGGREGATE;
 }
 
@@ -200,7 +201,8 @@ void analyzer__resolve_pending(struct walk *w)
 				if (dwarf_tag(&child) != DW_TAG_variant_part)
 					continue;
 				Dwarf_Attribute a;
-				if (dwarf_formref_die(dwarf_attr(&child, DW_AT_discr, &a), &discr) &&
+				if (dwarf_formref_die(dwarf_attr(&child, DW_AT_discr, &a),
+						      &discr) &&
 				    member_offset(&discr, &l->discr_offset) &&
 				    die_type(&discr, &dtype))
 					l->discr_size = (uint32_t)die_bytesize(&dtype);
@@ -214,8 +216,9 @@ void analyzer__resolve_pending(struct walk *w)
 						continue;
 					const char *vn = dwarf_diename(&mem);
 					Dwarf_Word dv;
-					bool has = dwarf_formudata(dwarf_attr(&var, DW_AT_discr_value, &a),
-								   &dv) == 0;
+					bool has =
+					    dwarf_formudata(dwarf_attr(&var, DW_AT_discr_value, &a),
+							    &dv) == 0;
 					if (vn && strcmp(vn, "Pending") == 0) {
 						l->pending_has_value = has;
 						l->pending_value = has ? dv : 0;
@@ -223,8 +226,9 @@ void analyzer__resolve_pending(struct walk *w)
 						Dwarf_Die pt;
 						l->ready_has_value = has;
 						l->ready_value = has ? dv : 0;
-						payload = ready_payload(&mem, &pt) ? abi_class_of(&pt, 0)
-										  : ABI_AGGREGATE;
+						payload = ready_payload(&mem, &pt)
+							      ? abi_class_of(&pt, 0)
+							      : ABI_AGGREGATE;
 					}
 				} while (dwarf_siblingof(&var, &var) == 0);
 				l->known = l->discr_size > 0 &&
@@ -257,8 +261,8 @@ int analyzer__walk_symbols(struct walk *w)
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
-		const char *name = dwfl_module_getsym_info(w->t->module, i, &sym, &addr, NULL, NULL,
-							   NULL);
+		const char *name =
+		    dwfl_module_getsym_info(w->t->module, i, &sym, &addr, NULL, NULL, NULL);
 		if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0 ||
 		    sym.st_shndx == SHN_UNDEF)
 			continue;
@@ -267,7 +271,8 @@ int analyzer__walk_symbols(struct walk *w)
 		if (!d)
 			return -ENOMEM;
 		size_t len = strlen(d), sl = strlen(FUTURE_POLL_SUFFIX);
-		bool handwritten = d[0] == '<' && len > sl && strcmp(d + len - sl, FUTURE_POLL_SUFFIX) == 0;
+		bool handwritten =
+		    d[0] == '<' && len > sl && strcmp(d + len - sl, FUTURE_POLL_SUFFIX) == 0;
 		bool closure = len > 13 && strcmp(d + len - 13, "::{{closure}}") == 0;
 		if (!handwritten && !closure)
 			continue;
@@ -324,8 +329,9 @@ int analyzer__disassemble_polls(struct walk *w)
 	char err[256];
 
 	if (w->t->ehdr.e_machine != EM_X86_64) {
-		model__warn(m, "not an x86-64 binary (e_machine %u): exit and entry sites not computed",
-			    w->t->ehdr.e_machine);
+		model__warn(
+		    m, "not an x86-64 binary (e_machine %u): exit and entry sites not computed",
+		    w->t->ehdr.e_machine);
 		return 0;
 	}
 	for (uint32_t i = 0; i < m->nr_polls; i++) {
@@ -334,14 +340,14 @@ int analyzer__disassemble_polls(struct walk *w)
 		if (p->inlined_only || !p->addr)
 			continue;
 		if (target__file_offset(w->t, p->addr, &p->file_offset)) {
-			p->disasm_error = strpool__printf(&m->strings,
-							  "0x%" PRIx64 " is not in an executable segment",
-							  p->addr);
+			p->disasm_error = strpool__printf(
+			    &m->strings, "0x%" PRIx64 " is not in an executable segment", p->addr);
 			continue;
 		}
 		int r = target__code(w->t, p->addr, p->size, &code);
 		if (r) {
-			p->disasm_error = strpool__printf(&m->strings, "code at 0x%" PRIx64 "+%" PRIu64
+			p->disasm_error = strpool__printf(&m->strings,
+							  "code at 0x%" PRIx64 "+%" PRIu64
 							  " is not in an executable section",
 							  p->addr, p->size);
 			continue;
@@ -374,4 +380,3 @@ void analyzer__link_drops(struct walk *w)
 		}
 	}
 }
-

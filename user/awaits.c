@@ -37,8 +37,7 @@ static bool underlying(Dwarf_Die *die)
 	for (int i = 0; i < 16; i++) {
 		switch (dwarf_tag(die)) {
 		case DW_TAG_structure_type:
-		case DW_TAG_union_type:
-			return true;
+		case DW_TAG_union_type: return true;
 		case DW_TAG_typedef:
 		case DW_TAG_const_type:
 		case DW_TAG_volatile_type:
@@ -51,8 +50,7 @@ static bool underlying(Dwarf_Die *die)
 				return false;
 			break;
 		}
-		default:
-			return false;
+		default: return false;
 		}
 	}
 	return false;
@@ -83,7 +81,8 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 	n->size = sz > 0 ? (uint64_t)sz : 0;
 	n->path = cu_path ? strpool__intern(&b->w->m->strings, cu_path) : NULL;
 	/* the type's own name, not its path: "(a::{async_fn_env#0}, ..)" is a tuple */
-	n->is_env = name && name[0] == '{' && future_kind__from_name(name, NULL) != FUTURE_HANDWRITTEN;
+	n->is_env =
+	    name && name[0] == '{' && future_kind__from_name(name, NULL) != FUTURE_HANDWRITTEN;
 	n->is_dyn = name && strncmp(name, "dyn ", 4) == 0;
 	int32_t me = (int32_t)b->nr++;
 	if (n->is_env || n->is_dyn)
@@ -114,8 +113,7 @@ static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, 
 		case DW_TAG_variant:
 			add_children(b, &child, parent, depth); /* bounded: variants nest once */
 			break;
-		default:
-			break;
+		default: break;
 		}
 	} while (b->nr < MAX_AWAIT_NODES && dwarf_siblingof(&child, &child) == 0);
 }
@@ -198,7 +196,7 @@ static int add_edge(struct walk *w, const struct await_rec *a, int32_t to, const
  */
 static int resolve_one(struct walk *w, struct await_rec *a)
 {
-	bool below[MAX_AWAIT_NODES] = { 0 }, skip[MAX_AWAIT_NODES] = { 0 };
+	bool below[MAX_AWAIT_NODES] = {0}, skip[MAX_AWAIT_NODES] = {0};
 	int32_t fut[MAX_AWAIT_NODES];
 	bool any = false, dyn = false;
 	int err;
@@ -207,9 +205,10 @@ static int resolve_one(struct walk *w, struct await_rec *a)
 		fut[i] = future_of(w, &a->nodes[i]);
 	if (getenv("ASYNCBPF_DEBUG_AWAITS"))
 		for (uint32_t i = 0; i < a->nr_nodes; i++)
-			fprintf(stderr, "await %s#%u node %u parent %d fut %d env %d dyn %d off %lx %s\n",
-				w->m->futures[a->future].path, a->await_index, i, a->nodes[i].parent,
-				fut[i], a->nodes[i].is_env, a->nodes[i].is_dyn,
+			fprintf(stderr,
+				"await %s#%u node %u parent %d fut %d env %d dyn %d off %lx %s\n",
+				w->m->futures[a->future].path, a->await_index, i,
+				a->nodes[i].parent, fut[i], a->nodes[i].is_env, a->nodes[i].is_dyn,
 				(unsigned long)a->nodes[i].die_offset,
 				a->nodes[i].path ? a->nodes[i].path : "(anon)");
 	for (uint32_t i = a->nr_nodes; i-- > 1;) {
@@ -231,7 +230,8 @@ static int resolve_one(struct walk *w, struct await_rec *a)
 		const char *via = i ? a->awaitee_name : NULL;
 		bool generic = n->path && strchr(n->path, '<');
 		if (n->is_env || !generic || !below[i]) {
-			if (generic && !n->is_env && is_std(n->path) && !below[i] && i + 1 < a->nr_nodes)
+			if (generic && !n->is_env && is_std(n->path) && !below[i] &&
+			    i + 1 < a->nr_nodes)
 				continue; /* std forwarding future over something unresolved */
 			if ((err = add_edge(w, a, fut[i], via)))
 				return err;

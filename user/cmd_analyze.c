@@ -15,21 +15,21 @@
 #include "text.h"
 
 static const char analyze_usage[] =
-	"Usage: asyncbpf analyze BINARY|-p PID [--json FILE] [--dot FILE] [--all-crates] [-q] [-v]\n"
-	"\n"
-	"Read the target's DWARF and print its async model: every future type, its poll\n"
-	"function, its await points with source lines and what each awaits.\n"
-	"\n"
-	"  -p, --pid PID     analyze the executable of a running process\n"
-	"      --json FILE   write the full model as JSON (docs/json-schema.md); '-' = stdout\n"
-	"      --dot FILE    write the await graph for Graphviz (dot -Tsvg FILE)\n"
-	"      --all-crates  summarize every crate, not only your own (docs/selection.md)\n"
-	"  -q, --quiet       no summary on stdout\n"
-	"  -v, --verbose     all warnings, debug messages\n"
-	"\n"
-	"Examples:\n"
-	"  asyncbpf analyze target/debug/server\n"
-	"  asyncbpf analyze -p $(pidof server) --dot graph.dot && dot -Tsvg graph.dot -o graph.svg\n";
+    "Usage: asyncbpf analyze BINARY|-p PID [--json FILE] [--dot FILE] [--all-crates] [-q] [-v]\n"
+    "\n"
+    "Read the target's DWARF and print its async model: every future type, its poll\n"
+    "function, its await points with source lines and what each awaits.\n"
+    "\n"
+    "  -p, --pid PID     analyze the executable of a running process\n"
+    "      --json FILE   write the full model as JSON (docs/json-schema.md); '-' = stdout\n"
+    "      --dot FILE    write the await graph for Graphviz (dot -Tsvg FILE)\n"
+    "      --all-crates  summarize every crate, not only your own (docs/selection.md)\n"
+    "  -q, --quiet       no summary on stdout\n"
+    "  -v, --verbose     all warnings, debug messages\n"
+    "\n"
+    "Examples:\n"
+    "  asyncbpf analyze target/debug/server\n"
+    "  asyncbpf analyze -p $(pidof server) --dot graph.dot && dot -Tsvg graph.dot -o graph.svg\n";
 
 static void print_future(const struct model *m, uint32_t i)
 {
@@ -51,7 +51,8 @@ static void print_future(const struct model *m, uint32_t i)
 			printf(", disassembly failed: %s", p->disasm_error);
 		printf("\n");
 		if (p->nr_inline_sites_total)
-			printf("    also inlined at %u site%s (those polls are not seen by a probe on this function)\n",
+			printf("    also inlined at %u site%s (those polls are not seen by a probe "
+			       "on this function)\n",
 			       p->nr_inline_sites_total, p->nr_inline_sites_total == 1 ? "" : "s");
 	} else if (f->inlined_only) {
 		printf("    poll inlined only: no out-of-line copy to probe\n");
@@ -78,14 +79,15 @@ static void print_future(const struct model *m, uint32_t i)
 			any = true;
 		}
 		if (!any)
-			printf("    await %u  %s:%u  -> %s\n", st->suspend_index, path__short(st->file),
-			       st->line, st->awaitee_type ? st->awaitee_type : "?");
+			printf("    await %u  %s:%u  -> %s\n", st->suspend_index,
+			       path__short(st->file), st->line,
+			       st->awaitee_type ? st->awaitee_type : "?");
 	}
 }
 
 static void print_summary(const struct model *m, bool all_crates)
 {
-	uint32_t kinds[4] = { 0 }, out_of_line = 0, inlined = 0, roots = 0, unresolved = 0;
+	uint32_t kinds[4] = {0}, out_of_line = 0, inlined = 0, roots = 0, unresolved = 0;
 
 	for (uint32_t i = 0; i < m->nr_futures; i++) {
 		kinds[m->futures[i].kind]++;
@@ -154,8 +156,9 @@ static void print_summary(const struct model *m, bool all_crates)
 					if (!caller && m->polls[p].nr_inline_sites)
 						caller = m->polls[p].inline_sites[0].caller;
 				}
-			printf("  %s  inlined at %u site%s%s%s\n", name, sites, sites == 1 ? "" : "s",
-			       caller ? ", e.g. into " : "", caller ? caller : "");
+			printf("  %s  inlined at %u site%s%s%s\n", name, sites,
+			       sites == 1 ? "" : "s", caller ? ", e.g. into " : "",
+			       caller ? caller : "");
 		}
 	}
 }
@@ -190,16 +193,12 @@ static int dot_all(const struct model *m, FILE *out)
 int cmd_analyze(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "dot", required_argument, NULL, 'd' },
-		{ "all-crates", no_argument, NULL, 'a' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"pid", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'j'},
+	    {"dot", required_argument, NULL, 'd'}, {"all-crates", no_argument, NULL, 'a'},
+	    {"quiet", no_argument, NULL, 'q'},	   {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},	   {0},
 	};
-	struct target_spec spec = { 0 };
+	struct target_spec spec = {0};
 	const char *json = NULL, *dot = NULL;
 	bool all_crates = false, quiet = false;
 	int c, r;

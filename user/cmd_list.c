@@ -13,25 +13,25 @@
 #include "selection.h"
 
 static const char list_usage[] =
-	"Usage: asyncbpf list BINARY|-p PID [PATTERN...] [--expand up|down|both]\n"
-	"                     [--whitelist FILE] [-o FILE] [--all-crates]\n"
-	"\n"
-	"List the traceable poll functions of the selected futures. Without patterns or a\n"
-	"whitelist the selection is your own crates' futures (docs/selection.md).\n"
-	"\n"
-	"  PATTERN            glob on Rust paths: 'demo::*', '*::handler', '*Sleep*'\n"
-	"  -p, --pid PID      list for a running process's executable\n"
-	"  -e, --expand DIR   grow the selection along the await graph: up (who awaits\n"
-	"                     them, to the task roots), down (what they await), both\n"
-	"  -w, --whitelist F  start from a whitelist file (entries with \"trace\": true)\n"
-	"  -o, --output F     write the selection as a whitelist file to edit\n"
-	"      --all-crates   default selection is every crate's futures\n"
-	"  -v, --verbose      all warnings\n"
-	"\n"
-	"Examples:\n"
-	"  asyncbpf list target/debug/server 'server::handlers::*' --expand down\n"
-	"  asyncbpf list target/debug/server -o wl.json && $EDITOR wl.json\n"
-	"  asyncbpf list target/debug/server --whitelist wl.json\n";
+    "Usage: asyncbpf list BINARY|-p PID [PATTERN...] [--expand up|down|both]\n"
+    "                     [--whitelist FILE] [-o FILE] [--all-crates]\n"
+    "\n"
+    "List the traceable poll functions of the selected futures. Without patterns or a\n"
+    "whitelist the selection is your own crates' futures (docs/selection.md).\n"
+    "\n"
+    "  PATTERN            glob on Rust paths: 'demo::*', '*::handler', '*Sleep*'\n"
+    "  -p, --pid PID      list for a running process's executable\n"
+    "  -e, --expand DIR   grow the selection along the await graph: up (who awaits\n"
+    "                     them, to the task roots), down (what they await), both\n"
+    "  -w, --whitelist F  start from a whitelist file (entries with \"trace\": true)\n"
+    "  -o, --output F     write the selection as a whitelist file to edit\n"
+    "      --all-crates   default selection is every crate's futures\n"
+    "  -v, --verbose      all warnings\n"
+    "\n"
+    "Examples:\n"
+    "  asyncbpf list target/debug/server 'server::handlers::*' --expand down\n"
+    "  asyncbpf list target/debug/server -o wl.json && $EDITOR wl.json\n"
+    "  asyncbpf list target/debug/server --whitelist wl.json\n";
 
 static int parse_expand(const char *s, enum expand_dir *dir)
 {
@@ -63,9 +63,11 @@ static void print_selection(const struct model *m, const struct selection *s)
 			const struct poll_fn *pf = &m->polls[p];
 			if (pf->future != (int32_t)i || pf->inlined_only)
 				continue;
-			printf("0x%-16" PRIx64 " 0x%-10" PRIx64 " %5u  %-6s %s  (%s:%u)\n", pf->addr,
-			       pf->file_offset, pf->nr_exits,
-			       !pf->entry.valid ? "?" : pf->entry.emulated ? "emul" : "step",
+			printf("0x%-16" PRIx64 " 0x%-10" PRIx64 " %5u  %-6s %s  (%s:%u)\n",
+			       pf->addr, pf->file_offset, pf->nr_exits,
+			       !pf->entry.valid	    ? "?"
+			       : pf->entry.emulated ? "emul"
+						    : "step",
 			       name, pf->file ? pf->file : "?", pf->line);
 			any = true;
 			traceable++;
@@ -84,27 +86,28 @@ static void print_selection(const struct model *m, const struct selection *s)
 			if (!s->futures[i] || !m->futures[i].inlined_only)
 				continue;
 			future__display_name(&m->futures[i], name, sizeof(name));
-			printf("  %s  (%s:%u)\n", name, m->futures[i].file ? m->futures[i].file : "?",
-			       m->futures[i].line);
+			printf("  %s  (%s:%u)\n", name,
+			       m->futures[i].file ? m->futures[i].file : "?", m->futures[i].line);
 		}
 	}
-	printf("\n%u traceable poll function%s; %u selected future%s inlined only; %u without any poll function\n",
+	printf("\n%u traceable poll function%s; %u selected future%s inlined only; %u without any "
+	       "poll function\n",
 	       traceable, traceable == 1 ? "" : "s", inlined, inlined == 1 ? "" : "s", none);
 }
 
 int cmd_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "expand", required_argument, NULL, 'e' },
-		{ "whitelist", required_argument, NULL, 'w' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "all-crates", no_argument, NULL, 'a' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"pid", required_argument, NULL, 'p'},
+	    {"expand", required_argument, NULL, 'e'},
+	    {"whitelist", required_argument, NULL, 'w'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"all-crates", no_argument, NULL, 'a'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
-	struct target_spec spec = { 0 };
+	struct target_spec spec = {0};
 	const char *whitelist = NULL, *output = NULL;
 	enum expand_dir expand = EXPAND_NONE;
 	bool all_crates = false;
@@ -119,7 +122,8 @@ int cmd_list(int argc, char **argv)
 			break;
 		case 'e':
 			if (parse_expand(optarg, &expand)) {
-				pr_warn("list: --expand takes up, down or both, not '%s'\n", optarg);
+				pr_warn("list: --expand takes up, down or both, not '%s'\n",
+					optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -143,7 +147,7 @@ int cmd_list(int argc, char **argv)
 	}
 
 	struct model m;
-	struct selection s = { 0 };
+	struct selection s = {0};
 	r = load_model("list", &spec, &m);
 	if (r)
 		goto out;
@@ -168,7 +172,8 @@ int cmd_list(int argc, char **argv)
 	}
 	for (int i = first_pattern; i < argc; i++) {
 		if (!selection__add_pattern(&s, &m, argv[i])) {
-			pr_warn("list: pattern '%s' matches no future of %s (try 'asyncbpf analyze --all-crates')\n",
+			pr_warn("list: pattern '%s' matches no future of %s (try 'asyncbpf analyze "
+				"--all-crates')\n",
 				argv[i], m.path);
 			r = EXIT_NO_MATCH;
 			goto out;
@@ -180,7 +185,8 @@ int cmd_list(int argc, char **argv)
 		selection__expand(&s, &m, expand);
 	if (!selection__count(&s)) {
 		pr_warn("list: nothing selected in %s%s\n", m.path,
-			all_crates ? "" : " (no futures in your crates? try --all-crates or a pattern)");
+			all_crates ? ""
+				   : " (no futures in your crates? try --all-crates or a pattern)");
 		r = EXIT_NO_MATCH;
 		goto out;
 	}
@@ -204,7 +210,8 @@ int cmd_list(int argc, char **argv)
 			r = EXIT_OUTPUT;
 			goto out;
 		}
-		pr_info("list: wrote whitelist %s: set \"trace\" per future, then pass --whitelist %s\n",
+		pr_info("list: wrote whitelist %s: set \"trace\" per future, then pass --whitelist "
+			"%s\n",
 			output, output);
 	}
 out:

@@ -86,8 +86,7 @@ static void report_plan_problems(const struct trace_plan *plan, const struct mod
 	}
 	if (shown > 10 && log_verbosity < 2)
 		pr_warn("trace: ... and %u more such sites (-v lists them all)\n", shown - 10);
-	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused ||
-	    plan->nr_unprobeable_exits)
+	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused || plan->nr_unprobeable_exits)
 		pr_warn("trace: skipped %u poll functions without probeable exits and %u without "
 			"an entry site; %u exits cannot be probed; refused %u sites outside their "
 			"function\n",
@@ -405,8 +404,9 @@ static void print_status(const struct tracer *t, const struct trace_summary *sum
 		"\r\033[Kasyncbpf: %.0f s  %" PRIu64 " polls  %.0f polls/s  %.0f probe hits/s  "
 		"%" PRIu64 " probes  %s%" PRIu64 " dropped%s",
 		(double)(now - start) / 1e9, sum->records,
-		(double)(sum->records - *last_records) / dt, (double)(c[COUNTER_HITS] - *last_hits) / dt,
-		t->probes_attached, c[COUNTER_DROPPED] ? "\033[1m" : "", (uint64_t)c[COUNTER_DROPPED],
+		(double)(sum->records - *last_records) / dt,
+		(double)(c[COUNTER_HITS] - *last_hits) / dt, t->probes_attached,
+		c[COUNTER_DROPPED] ? "\033[1m" : "", (uint64_t)c[COUNTER_DROPPED],
 		c[COUNTER_DROPPED] ? "\033[0m" : "");
 	*last_ns = now;
 	*last_records = sum->records;

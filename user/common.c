@@ -58,8 +58,8 @@ void print_warnings(const char *cmd, const struct model *m)
 int load_model(const char *cmd, const struct target_spec *spec, struct model *m)
 {
 	struct target t;
-	struct target_opts topts = { .search_debuginfo = true };
-	struct analyzer_opts aopts = { .progress = isatty(STDERR_FILENO) && log_verbosity >= 1 };
+	struct target_opts topts = {.search_debuginfo = true};
+	struct analyzer_opts aopts = {.progress = isatty(STDERR_FILENO) && log_verbosity >= 1};
 	char err[1024] = "";
 	int r;
 

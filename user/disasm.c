@@ -902,10 +902,10 @@ static int add_exit(struct analysis *a, uint64_t at, enum exit_kind kind, uint64
 	}
 	uint64_t off = at - a->addr;
 	a->exits[a->nr_exits++] = (struct exit_site){
-		.addr = at,
-		.kind = kind,
-		.target = target,
-		.probeable = uprobe_accepts(a->code + off, a->size - off),
+	    .addr = at,
+	    .kind = kind,
+	    .target = target,
+	    .probeable = uprobe_accepts(a->code + off, a->size - off),
 	};
 	return 0;
 }

@@ -26,7 +26,6 @@ enum draw_mode {
 	DRAW_NEIGHBOUR, /* not selected, but next to a selected future: greyed */
 };
 
-
 struct node_order {
 	const char *crate;
 	uint32_t future;
@@ -270,7 +269,7 @@ int export_dot__write(const struct model *m, const bool *selected, FILE *out)
 			continue;
 		fprintf(out, "\tu%" PRId64 " [shape=ellipse, style=dashed, label=\"", id);
 		dot__write_text(out, unresolved[i].type ? unresolved[i].type : "(unknown awaitee)",
-			       LABEL_MAX_BYTES);
+				LABEL_MAX_BYTES);
 		fputs("\", tooltip=\"", out);
 		dot__write_text(out, unresolved[i].type, TOOLTIP_MAX_BYTES);
 		fputs("\"];\n", out);

@@ -14,11 +14,11 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{ "analyze", cmd_analyze, "read a binary's DWARF: futures, polls, await points, await graph" },
-	{ "list", cmd_list, "list traceable poll functions; select, expand, write/read whitelists" },
-	{ "check", cmd_check, "probe this kernel for every BPF feature asyncbpf uses (root)" },
-	{ "trace", cmd_trace, "trace the polls of a running process or a command (root)" },
-	{ "profile", cmd_profile, "sample a process or a command: async-aware flame graphs (root)" },
+    {"analyze", cmd_analyze, "read a binary's DWARF: futures, polls, await points, await graph"},
+    {"list", cmd_list, "list traceable poll functions; select, expand, write/read whitelists"},
+    {"check", cmd_check, "probe this kernel for every BPF feature asyncbpf uses (root)"},
+    {"trace", cmd_trace, "trace the polls of a running process or a command (root)"},
+    {"profile", cmd_profile, "sample a process or a command: async-aware flame graphs (root)"},
 };
 
 static void usage(FILE *out)

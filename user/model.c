@@ -49,8 +49,8 @@ static void *append(void **arr, uint32_t *nr, uint32_t *cap, size_t sz)
 
 struct future *model__add_future(struct model *m)
 {
-	struct future *f = append((void **)&m->futures, &m->nr_futures, &m->cap_futures,
-				  sizeof(*f));
+	struct future *f =
+	    append((void **)&m->futures, &m->nr_futures, &m->cap_futures, sizeof(*f));
 	if (f)
 		f->poll = -1;
 	return f;
@@ -66,8 +66,7 @@ struct poll_fn *model__add_poll(struct model *m)
 
 struct await_edge *model__add_edge(struct model *m)
 {
-	struct await_edge *e = append((void **)&m->edges, &m->nr_edges, &m->cap_edges,
-				      sizeof(*e));
+	struct await_edge *e = append((void **)&m->edges, &m->nr_edges, &m->cap_edges, sizeof(*e));
 	if (e)
 		e->from = e->to = -1;
 	return e;
@@ -84,8 +83,8 @@ void model__warn(struct model *m, const char *fmt, ...)
 	/* cap: a hostile input must not make us store millions of warnings */
 	if (m->nr_warnings >= 1000)
 		return;
-	struct model_warning *w = append((void **)&m->warnings, &m->nr_warnings,
-					 &m->cap_warnings, sizeof(*w));
+	struct model_warning *w =
+	    append((void **)&m->warnings, &m->nr_warnings, &m->cap_warnings, sizeof(*w));
 	if (w)
 		w->text = strpool__intern(&m->strings, buf);
 }
@@ -204,9 +203,9 @@ void future__display_name(const struct future *f, char *buf, size_t len)
 	static const struct {
 		const char *env, *shown;
 	} kinds[] = {
-		{ "{async_fn_env#", NULL },
-		{ "{async_block_env#", "{async_block#" },
-		{ "{async_closure_env#", "{async_closure#" },
+	    {"{async_fn_env#", NULL},
+	    {"{async_block_env#", "{async_block#"},
+	    {"{async_closure_env#", "{async_closure#"},
 	};
 	const char *path = f->path ? f->path : "";
 	const char *last = rust_path__last_segment(path);

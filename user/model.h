@@ -32,7 +32,7 @@ struct future_state {
 	uint64_t discr;
 	enum state_kind kind;
 	uint32_t suspend_index; /* k of Suspend<k>, valid for STATE_SUSPEND */
-	const char *name;       /* variant type name: "Unresumed", "Suspend0", ... */
+	const char *name;	/* variant type name: "Unresumed", "Suspend0", ... */
 	const char *file;
 	uint32_t line;
 	const char *awaitee_type; /* type name of __awaitee, NULL if none */
@@ -61,14 +61,14 @@ struct future {
 	uint32_t line;
 	const char *drop_symbol; /* linkage name of core::ptr::drop_in_place<T>, NULL if none */
 	uint64_t drop_addr;
-	int32_t poll;      /* index of the first out-of-line poll fn, -1 if none */
+	int32_t poll;	   /* index of the first out-of-line poll fn, -1 if none */
 	bool inlined_only; /* no out-of-line poll, but inlined copies exist */
-	bool is_root;      /* nobody awaits it: a task entry point */
+	bool is_root;	   /* nobody awaits it: a task entry point */
 };
 
 enum exit_kind {
-	EXIT_RET,               /* ret */
-	EXIT_TAIL_JMP,          /* direct jmp whose target is outside the function */
+	EXIT_RET,		/* ret */
+	EXIT_TAIL_JMP,		/* direct jmp whose target is outside the function */
 	EXIT_TAIL_JMP_INDIRECT, /* jmp through register/memory that is not a jump table */
 };
 
@@ -77,12 +77,12 @@ struct exit_site {
 	uint64_t file_offset;
 	enum exit_kind kind;
 	uint64_t target; /* EXIT_TAIL_JMP: the jump target; else 0 */
-	bool probeable;  /* false: the kernel refuses a uprobe here (e.g. `notrack jmp`) */
+	bool probeable;	 /* false: the kernel refuses a uprobe here (e.g. `notrack jmp`) */
 };
 
 enum self_location {
 	SELF_LOC_UNKNOWN,
-	SELF_LOC_REG,   /* in a register (DWARF x86-64 register number) */
+	SELF_LOC_REG,	/* in a register (DWARF x86-64 register number) */
 	SELF_LOC_STACK, /* in memory at [rsp + self_sp_offset] at the site */
 };
 
@@ -91,11 +91,11 @@ struct entry_site {
 	bool valid;
 	uint64_t addr;
 	uint64_t file_offset;
-	bool emulated;    /* the kernel emulates this instruction (no single-step) */
-	char insn[64];    /* "push rbp" */
+	bool emulated;	  /* the kernel emulates this instruction (no single-step) */
+	char insn[64];	  /* "push rbp" */
 	int32_t sp_delta; /* rsp at the site minus rsp at function entry (<= 0) */
 	enum self_location self_kind;
-	uint16_t self_reg;      /* DWARF register number, SELF_LOC_REG */
+	uint16_t self_reg;	/* DWARF register number, SELF_LOC_REG */
 	int32_t self_sp_offset; /* SELF_LOC_STACK */
 };
 
@@ -113,14 +113,14 @@ struct poll_layout {
 };
 
 struct inline_site {
-	uint64_t addr;      /* entry pc of the inlined copy */
+	uint64_t addr;	    /* entry pc of the inlined copy */
 	const char *caller; /* demangled name of the function it is inlined into */
 	const char *file;   /* call site */
 	uint32_t line;
 };
 
 struct poll_fn {
-	const char *name;         /* demangled */
+	const char *name;	  /* demangled */
 	const char *linkage_name; /* NULL when only inlined and no linkage name is known */
 	const char *crate;
 	enum crate_class crate_class;
@@ -137,18 +137,18 @@ struct poll_fn {
 	uint32_t nr_exits;
 	struct entry_site entry;
 	struct poll_layout ret;
-	uint16_t self_arg_reg;     /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */
-	const char *disasm_error;  /* NULL when disassembly succeeded */
+	uint16_t self_arg_reg; /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */
+	const char *disasm_error; /* NULL when disassembly succeeded */
 };
 
 struct await_edge {
-	int32_t from;          /* future index */
-	int32_t to;            /* future index, or -1 when unresolved (dyn Future, ...) */
-	uint32_t await_index;  /* k of Suspend<k> */
+	int32_t from;	      /* future index */
+	int32_t to;	      /* future index, or -1 when unresolved (dyn Future, ...) */
+	uint32_t await_index; /* k of Suspend<k> */
 	const char *file;
 	uint32_t line;
 	const char *awaitee_type; /* the __awaitee type as written in DWARF */
-	const char *via;          /* wrapper chain resolved through, NULL if direct */
+	const char *via;	  /* wrapper chain resolved through, NULL if direct */
 };
 
 struct model_warning {
@@ -157,10 +157,10 @@ struct model_warning {
 
 struct model {
 	/* the input */
-	const char *path;           /* what the user named */
-	const char *elf_path;       /* the file actually read */
+	const char *path;	    /* what the user named */
+	const char *elf_path;	    /* the file actually read */
 	const char *debuginfo_path; /* where DWARF came from, NULL if none */
-	const char *build_id;       /* hex, NULL if none */
+	const char *build_id;	    /* hex, NULL if none */
 	bool pie;
 	bool has_dwarf;
 	bool symbols_only; /* fell back to symbol names: no states, no awaits */

@@ -38,8 +38,8 @@
 #define ANNOTATION_STRING  6 /* string_value */
 #define ANNOTATION_POINTER 7 /* pointer_value: shown in hex */
 
-#define SEQUENCE_ID    1 /* TracePacket.trusted_packet_sequence_id: ours; 0 is invalid */
-#define NAME_MAX_LEN   1024
+#define SEQUENCE_ID  1 /* TracePacket.trusted_packet_sequence_id: ours; 0 is invalid */
+#define NAME_MAX_LEN 1024
 
 /* DebugAnnotationName iid = position + 1, all interned by the first packet */
 static const char *const annotation_names[] = {
@@ -88,7 +88,7 @@ struct perfetto_writer {
 	uint32_t pid;
 	int err; /* sticky: first failure */
 	bool first_packet_written;
-	struct pb pkt; /* the packet being built, reused */
+	struct pb pkt;	  /* the packet being built, reused */
 	struct pb outbuf; /* finished packets, written out in 256 KiB pieces */
 
 	/* interned event names: 0 until emitted */
@@ -159,7 +159,7 @@ static void packet_begin(struct perfetto_writer *w, bool needs_incremental_state
 
 static void packet_timestamp(struct perfetto_writer *w, uint64_t ts)
 {
-	pb__uint(&w->pkt, 8, ts);		       /* timestamp */
+	pb__uint(&w->pkt, 8, ts);			/* timestamp */
 	pb__uint(&w->pkt, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
 }
 
@@ -228,7 +228,7 @@ static void write_first_packet(struct perfetto_writer *w)
 	perfetto__clock_snapshot(b);
 	pb__begin(b, 12); /* TracePacket.interned_data; interned_data.proto: InternedData */
 	for (size_t i = 0; i < sizeof(annotation_names) / sizeof(annotation_names[0]); i++) {
-		pb__begin(b, 3);	      /* debug_annotation_names: DebugAnnotationName */
+		pb__begin(b, 3);       /* debug_annotation_names: DebugAnnotationName */
 		pb__uint(b, 1, i + 1); /* iid */
 		pb__string(b, 2, annotation_names[i]); /* name */
 		pb__end(b);
@@ -466,7 +466,7 @@ static void write_begin(struct perfetto_writer *w, const struct pending_poll *pp
 	packet_timestamp(w, p->start_ns);
 	if (fresh) {
 		pb__begin(b, 12);    /* TracePacket.interned_data: InternedData */
-		pb__begin(b, 2);	    /* event_names: EventName (track_event.proto) */
+		pb__begin(b, 2);     /* event_names: EventName (track_event.proto) */
 		pb__uint(b, 1, iid); /* iid */
 		pb__string(b, 2, event_name(w, p->future, p->poll)); /* name */
 		pb__end(b);
@@ -474,9 +474,9 @@ static void write_begin(struct perfetto_writer *w, const struct pending_poll *pp
 	}
 	pb__begin(b, 11);
 	pb__uint(b, 9, TYPE_SLICE_BEGIN); /* type */
-	pb__uint(b, 11, track);		 /* track_uuid */
-	pb__uint(b, 10, iid);		 /* name_iid */
-	if (with_flow && pp->flow_id)	 /* terminating_flow_ids, flow_ids: repeated fixed64 */
+	pb__uint(b, 11, track);		  /* track_uuid */
+	pb__uint(b, 10, iid);		  /* name_iid */
+	if (with_flow && pp->flow_id)	  /* terminating_flow_ids, flow_ids: repeated fixed64 */
 		pb__fixed64(b, pp->flow_terminates ? 48 : 47, pp->flow_id);
 	annotation(b, ANN_FUTURE, ANNOTATION_STRING, 0,
 		   f && f->path	    ? f->path
@@ -512,8 +512,8 @@ static void write_slice_end(struct perfetto_writer *w, const struct thread_state
 	for (int i = 0; i < 2; i++) {
 		packet_begin(w, false);
 		packet_timestamp(w, pp->end);
-		pb__begin(b, 11);			      /* TracePacket.track_event */
-		pb__uint(b, 9, TYPE_SLICE_END);		      /* type */
+		pb__begin(b, 11);			       /* TracePacket.track_event */
+		pb__uint(b, 9, TYPE_SLICE_END);		       /* type */
 		pb__uint(b, 11, i ? pp->task_track : t->uuid); /* track_uuid */
 		pb__end(b);
 		packet_end(w);
@@ -660,10 +660,10 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 		snprintf(name, sizeof(name), "asyncbpf totals");
 	packet_begin(w, true);
 	packet_timestamp(w, w->max_ts);
-	pb__begin(b, 11);		      /* TracePacket.track_event: TrackEvent */
-	pb__uint(b, 9, TYPE_INSTANT);	      /* type */
+	pb__begin(b, 11);		       /* TracePacket.track_event: TrackEvent */
+	pb__uint(b, 9, TYPE_INSTANT);	       /* type */
 	pb__uint(b, 11, process_uuid(w->pid)); /* track_uuid */
-	pb__string(b, 23, name);		      /* name */
+	pb__string(b, 23, name);	       /* name */
 	annotation(b, ANN_POLLS, ANNOTATION_UINT, t->polls, NULL);
 	annotation(b, ANN_DROPPED, ANNOTATION_UINT, t->dropped, NULL);
 	annotation(b, ANN_TRUNCATED, ANNOTATION_UINT, t->truncated, NULL);

@@ -17,28 +17,28 @@
 #include <stdint.h>
 
 enum pframe_kind {
-	PFRAME_FUTURE,   /* a polled future (its poll fn was on the stack, maybe inlined) */
+	PFRAME_FUTURE,	 /* a polled future (its poll fn was on the stack, maybe inlined) */
 	PFRAME_FUNCTION, /* an ordinary function below the innermost poll (leaf work) */
-	PFRAME_RUNTIME,  /* the collapsed executor frames above the outermost poll */
-	PFRAME_SPECIAL,  /* "[not in a poll]", "[unknown]", "[kernel]", ... */
+	PFRAME_RUNTIME,	 /* the collapsed executor frames above the outermost poll */
+	PFRAME_SPECIAL,	 /* "[not in a poll]", "[unknown]", "[kernel]", ... */
 };
 
 /* Where a frame's code comes from (colors in the SVG); crate.c's classes, reduced. */
 enum pframe_origin {
-	PORIGIN_USER,    /* the target's own crates */
+	PORIGIN_USER,	 /* the target's own crates */
 	PORIGIN_RUNTIME, /* tokio, async-std, smol, futures, mio, ... */
-	PORIGIN_STD,     /* std, core, alloc, libc */
-	PORIGIN_OTHER,   /* other dependencies, unknown */
+	PORIGIN_STD,	 /* std, core, alloc, libc */
+	PORIGIN_OTHER,	 /* other dependencies, unknown */
 };
 
 struct pframe {
 	const char *name;   /* display name (demangled, hash stripped); never NULL */
 	const char *file;   /* source file or NULL */
-	uint32_t line;      /* 0 when unknown */
-	uint8_t kind;       /* enum pframe_kind */
-	uint8_t origin;     /* enum pframe_origin */
-	bool inlined;       /* the frame exists only in an inline chain */
-	uint64_t addr;      /* pc in the target (0 for synthetic frames) */
+	uint32_t line;	    /* 0 when unknown */
+	uint8_t kind;	    /* enum pframe_kind */
+	uint8_t origin;	    /* enum pframe_origin */
+	bool inlined;	    /* the frame exists only in an inline chain */
+	uint64_t addr;	    /* pc in the target (0 for synthetic frames) */
 	const char *module; /* mapping's file name, or NULL for synthetic frames */
 };
 
@@ -46,16 +46,16 @@ struct pstack {
 	const struct pframe *const *frames; /* root first; frames are shared between stacks */
 	uint32_t nframes;
 	bool offcpu;
-	uint64_t samples;  /* number of samples with exactly this stack */
-	uint64_t weight;   /* on-CPU: samples; off-CPU: nanoseconds blocked */
+	uint64_t samples; /* number of samples with exactly this stack */
+	uint64_t weight;  /* on-CPU: samples; off-CPU: nanoseconds blocked */
 };
 
 /* One sample in time order, for per-thread timelines (Perfetto). */
 struct psample {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	uint32_t pid, tid;
-	uint32_t stack;   /* index into profile_data.stacks */
-	uint64_t weight;  /* as pstack.weight, for this one sample */
+	uint32_t stack;	 /* index into profile_data.stacks */
+	uint64_t weight; /* as pstack.weight, for this one sample */
 };
 
 struct pthread_name {
@@ -72,13 +72,13 @@ struct profile_data {
 	size_t nthreads;
 	uint32_t pid;
 	const char *process_name;
-	const char *event;     /* "cpu-clock" or "cycles" */
+	const char *event; /* "cpu-clock" or "cycles" */
 	uint32_t freq_hz;
 	uint64_t start_ns, end_ns;
-	uint64_t period_ns;    /* nominal sampling period, 1e9 / freq */
+	uint64_t period_ns; /* nominal sampling period, 1e9 / freq */
 	/* Lost and failed samples, reported in every output's metadata. */
-	uint64_t dropped;      /* ring buffer reserve failures */
-	uint64_t unwind_failed;/* samples whose stack could not be unwound at all */
+	uint64_t dropped;	/* ring buffer reserve failures */
+	uint64_t unwind_failed; /* samples whose stack could not be unwound at all */
 };
 
 #endif

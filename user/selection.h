@@ -15,7 +15,7 @@
 
 enum expand_dir {
 	EXPAND_NONE = 0,
-	EXPAND_UP = 1,   /* who awaits the seeds, transitively, up to the roots */
+	EXPAND_UP = 1,	 /* who awaits the seeds, transitively, up to the roots */
 	EXPAND_DOWN = 2, /* what the seeds await, transitively */
 	EXPAND_BOTH = 3,
 };
@@ -42,8 +42,7 @@ uint32_t selection__count(const struct selection *s);
  * "trace" flag the user edits. write: candidates are the user's crates' futures (all
  * crates with all_crates) plus everything selected.
  */
-int whitelist__write(const struct model *m, const struct selection *s, bool all_crates,
-		     FILE *out);
+int whitelist__write(const struct model *m, const struct selection *s, bool all_crates, FILE *out);
 /*
  * Read a whitelist back: entries with "trace": true are selected. Entries that do
  * not match a future of this binary are counted in *nr_unknown (and named in err

@@ -21,6 +21,6 @@ void strpool__free(struct strpool *p);
 const char *strpool__intern(struct strpool *p, const char *s);
 const char *strpool__intern_len(struct strpool *p, const char *s, size_t len);
 const char *strpool__printf(struct strpool *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -75,8 +75,8 @@ static int open_matching(const char *path, const char *self, const unsigned char
  * whose build-id (or, without one, CRC) does not match is skipped.
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name)
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	const unsigned char *id = NULL;
 	GElf_Addr id_vaddr;
@@ -101,20 +101,21 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		*slash = '\0';
 	else
 		snprintf(dir, sizeof(dir), ".");
-	const char *fmts[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+	const char *fmts[] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
 		if (i == 2 && dir[0] != '/')
 			continue;
 		snprintf(path, sizeof(path), fmts[i], dir, debuglink_file);
-		if ((fd = open_matching(path, file_name, id_len > 0 ? id : NULL, id_len > 0 ? id_len : 0,
-					debuglink_crc, debuginfo_file_name)) >= 0)
+		if ((fd = open_matching(path, file_name, id_len > 0 ? id : NULL,
+					id_len > 0 ? id_len : 0, debuglink_crc,
+					debuginfo_file_name)) >= 0)
 			return fd;
 	}
 	return -1;
 }
 
-int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			   Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			   const char *file_name, const char *debuglink_file,
 			   GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	return find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
@@ -122,15 +123,15 @@ int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 }
 
 static const Dwfl_Callbacks search_callbacks = {
-	.find_elf = no_elf, /* the file is always reported with its descriptor */
-	.find_debuginfo = find_debuginfo,
-	.section_address = dwfl_offline_section_address,
+    .find_elf = no_elf, /* the file is always reported with its descriptor */
+    .find_debuginfo = find_debuginfo,
+    .section_address = dwfl_offline_section_address,
 };
 
 static const Dwfl_Callbacks local_callbacks = {
-	.find_elf = no_elf,
-	.find_debuginfo = no_debuginfo,
-	.section_address = dwfl_offline_section_address,
+    .find_elf = no_elf,
+    .find_debuginfo = no_debuginfo,
+    .section_address = dwfl_offline_section_address,
 };
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, const char *a, const char *b)
@@ -218,8 +219,8 @@ int target__open_fd(struct target *t, int fd, const char *name, const struct tar
 		return fail(err, errlen, -ENOEXEC, "%s: corrupt ELF header: %s", shown,
 			    elf_errmsg(-1));
 	if (t->ehdr.e_ident[EI_CLASS] != ELFCLASS64)
-		return fail(err, errlen, -ENOEXEC, "%s: a 32-bit ELF file%s; asyncbpf supports 64-bit targets",
-			    shown, "");
+		return fail(err, errlen, -ENOEXEC,
+			    "%s: a 32-bit ELF file%s; asyncbpf supports 64-bit targets", shown, "");
 	if (t->ehdr.e_type != ET_EXEC && t->ehdr.e_type != ET_DYN)
 		return fail(err, errlen, -ENOEXEC,
 			    "%s: not an executable or shared object (ELF type %s)", shown,
@@ -240,14 +241,15 @@ int target__open_fd(struct target *t, int fd, const char *name, const struct tar
 		if (ph.p_offset > (uint64_t)st.st_size ||
 		    ph.p_filesz > (uint64_t)st.st_size - ph.p_offset)
 			return fail(err, errlen, -ENOEXEC,
-				    "%s: truncated or corrupt: a PT_LOAD segment lies beyond the end of the file%s",
+				    "%s: truncated or corrupt: a PT_LOAD segment lies beyond the "
+				    "end of the file%s",
 				    shown, "");
 		t->segs[t->nr_segs++] = (struct load_segment){
-			.vaddr = ph.p_vaddr,
-			.memsz = ph.p_memsz,
-			.filesz = ph.p_filesz,
-			.offset = ph.p_offset,
-			.flags = ph.p_flags,
+		    .vaddr = ph.p_vaddr,
+		    .memsz = ph.p_memsz,
+		    .filesz = ph.p_filesz,
+		    .offset = ph.p_offset,
+		    .flags = ph.p_flags,
 		};
 	}
 	read_debuglink(t);
@@ -333,7 +335,8 @@ int target__open_pid(struct target *t, pid_t pid, const struct target_opts *o, c
 		int e = errno;
 		if (e == ENOENT) {
 			snprintf(err, errlen,
-				 "PID %d has no executable (a kernel thread or a zombie)", (int)pid);
+				 "PID %d has no executable (a kernel thread or a zombie)",
+				 (int)pid);
 			return -ENOENT;
 		}
 		snprintf(err, errlen,
@@ -345,7 +348,8 @@ int target__open_pid(struct target *t, pid_t pid, const struct target_opts *o, c
 	snprintf(t->display, sizeof(t->display), "%s", link);
 	snprintf(t->path, sizeof(t->path), "%s", proc);
 	/* the path as the target sees it, from our mount namespace */
-	int len = snprintf(t->search_path, sizeof(t->search_path), "/proc/%d/root%s", (int)pid, link);
+	int len =
+	    snprintf(t->search_path, sizeof(t->search_path), "/proc/%d/root%s", (int)pid, link);
 	if (len < 0 || (size_t)len >= sizeof(t->search_path) || access(t->search_path, R_OK))
 		snprintf(t->search_path, sizeof(t->search_path), "%s", proc);
 
@@ -418,27 +422,34 @@ void target__explain_missing_dwarf(const struct target *t, char *buf, size_t len
 			*slash = '\0';
 		else
 			snprintf(dir, sizeof(dir), ".");
-		const char *fmts[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+		const char *fmts[] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
 		for (size_t i = 0; i < 3; i++) {
 			snprintf(cand, sizeof(cand), fmts[i], dir, t->debuglink);
 			if (access(cand, F_OK) == 0) {
-				snprintf(buf, len,
-					 "its .gnu_debuglink names '%s' and %s exists, but it does not match this binary (CRC or build-id differ): mismatched debuginfo; rebuild or find the debug file of this exact build",
-					 t->debuglink, cand);
+				snprintf(
+				    buf, len,
+				    "its .gnu_debuglink names '%s' and %s exists, but it does not "
+				    "match this binary (CRC or build-id differ): mismatched "
+				    "debuginfo; rebuild or find the debug file of this exact build",
+				    t->debuglink, cand);
 				return;
 			}
 		}
 		snprintf(buf, len,
-			 "its .gnu_debuglink names '%s', which is not next to the binary, in .debug/ or under /usr/lib/debug; install or copy the debug file there",
+			 "its .gnu_debuglink names '%s', which is not next to the binary, in "
+			 ".debug/ or under /usr/lib/debug; install or copy the debug file there",
 			 t->debuglink);
 		return;
 	}
 	if (t->build_id[0]) {
 		snprintf(buf, len,
-			 "it has no .debug_info and no separate debuginfo was found for build-id %s (looked in /usr/lib/debug/.build-id/); build with debug = true or install the -dbgsym package",
+			 "it has no .debug_info and no separate debuginfo was found for build-id "
+			 "%s (looked in /usr/lib/debug/.build-id/); build with debug = true or "
+			 "install the -dbgsym package",
 			 t->build_id);
 		return;
 	}
 	snprintf(buf, len,
-		 "it has no .debug_info, no .gnu_debuglink and no build-id; build with debug = true in the Cargo profile");
+		 "it has no .debug_info, no .gnu_debuglink and no build-id; build with debug = "
+		 "true in the Cargo profile");
 }

@@ -22,15 +22,16 @@ struct load_segment {
 };
 
 struct target {
-	char display[PATH_MAX];     /* what the user named: "/bin/x" or "pid 42 (/bin/x)" */
-	char path[PATH_MAX];        /* the file opened */
-	char search_path[PATH_MAX]; /* where debuglink lookups start (resolved through /proc/PID/root) */
+	char display[PATH_MAX];	    /* what the user named: "/bin/x" or "pid 42 (/bin/x)" */
+	char path[PATH_MAX];	    /* the file opened */
+	char search_path[PATH_MAX]; /* where debuglink lookups start (resolved through
+				       /proc/PID/root) */
 	int fd;
 	Elf *elf; /* the executable itself (ours, not dwfl's) */
 	GElf_Ehdr ehdr;
 	Dwfl *dwfl;
 	Dwfl_Module *module;
-	Dwarf *dwarf; /* NULL when there is no DWARF */
+	Dwarf *dwarf;	 /* NULL when there is no DWARF */
 	Dwarf_Addr bias; /* dwfl_module_* addresses minus link-time addresses */
 	const char *debuginfo_path;
 	char build_id[2 * 64 + 1];
@@ -61,8 +62,8 @@ void target__close(struct target *t);
 
 /* libdwfl find_debuginfo callback: build-id and .gnu_debuglink lookups on local disk
  * only (never debuginfod). Also used by the profiler's unwinder (unwind.c). */
-int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			   Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			   const char *file_name, const char *debuglink_file,
 			   GElf_Word debuglink_crc, char **debuginfo_file_name);
 
 /* File offset of a virtual address inside an executable PT_LOAD, or -ENOENT. */

@@ -121,8 +121,8 @@ static void write_escaped(FILE *out, const char *str, size_t max_bytes, bool no_
 			fputs("...", out);
 			return;
 		}
-		if (!len || (no_fffe && len == 3 && c == 0xef && s[i + 1] == 0xbf &&
-			     s[i + 2] >= 0xbe)) {
+		if (!len ||
+		    (no_fffe && len == 3 && c == 0xef && s[i + 1] == 0xbf && s[i + 2] >= 0xbe)) {
 			fputs("\xef\xbf\xbd", out); /* U+FFFD */
 			len = len ? len : 1;
 		} else if (c < 0x80 && (esc = escape(c, buf))) {

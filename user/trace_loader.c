@@ -145,8 +145,7 @@ static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
 	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
 }
 
-static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
-		     bool uretprobes)
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll, bool uretprobes)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 	struct poll_spec entry;
@@ -166,7 +165,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_kind = SPEC_SELF_STACK;
 			entry.self_sp_offset = pf->entry.self_sp_offset;
 		}
-	} else if (!pf->entry.valid && !pf->disasm_error) {		/* the analyzer found no probeable instruction at all */
+	} else if (!pf->entry.valid &&
+		   !pf->disasm_error) { /* the analyzer found no probeable instruction at all */
 		plan->nr_no_entry++;
 		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
 		return 0;
@@ -192,14 +192,15 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		plan->nr_polls++;
 		return 0;
 	}
-	if (pf->disasm_error || !pf->nr_exits) {		/* no exit sites: polls would never end */
+	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */
 		plan->nr_no_exit++;
 		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
 		return 0;
 	}
 	for (uint32_t i = 0; i < pf->nr_exits; i++) {
 		const struct exit_site *x = &pf->exits[i];
-		struct poll_spec exit;		if (!x->probeable) {
+		struct poll_spec exit;
+		if (!x->probeable) {
 			plan->nr_unprobeable_exits++;
 			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
 			continue;
@@ -219,7 +220,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		if (plan_add(plan, &exit, x->file_offset, false))
 			return -ENOMEM;
 		exits++;
-	}	if (!exits && !shared) {
+	}
+	if (!exits && !shared) {
 		plan->nr = first;
 		plan->nr_no_exit++;
 		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
@@ -264,7 +266,8 @@ void trace_plan__free(struct trace_plan *plan)
 {
 	free(plan->specs);
 	free(plan->offsets);
-	free(plan->cookies);	free(plan->returns);
+	free(plan->cookies);
+	free(plan->returns);
 	free(plan->problems);
 	memset(plan, 0, sizeof(*plan));
 }
@@ -350,7 +353,8 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	int nprog = 0;
 
 	if (o->verbose)
-		bpf_object__for_each_program(prog, skel->obj) {
+		bpf_object__for_each_program(prog, skel->obj)
+		{
 			if (nprog >= 4)
 				break;
 			vlog[nprog][0] = 0;
@@ -361,7 +365,8 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	r = trace_bpf__load(skel);
 	nprog = 0;
 	if (o->verbose && !r)
-		bpf_object__for_each_program(prog, skel->obj) {
+		bpf_object__for_each_program(prog, skel->obj)
+		{
 			if (nprog >= 4)
 				break;
 			vlog[nprog][strcspn(vlog[nprog], "\n")] = 0;
@@ -655,10 +660,11 @@ int tracer__dump_open(struct tracer *t, pid_t pid, struct poll_stats *stats,
 		if (fd < 0) {
 			if (errno == EINVAL && !r) {
 				r = -EINVAL;
-				snprintf(err, errlen,
-					 "this kernel has no pidfds for threads (PIDFD_THREAD, Linux "
-					 "6.9): only the main thread's polls running at stop are "
-					 "reported");
+				snprintf(
+				    err, errlen,
+				    "this kernel has no pidfds for threads (PIDFD_THREAD, Linux "
+				    "6.9): only the main thread's polls running at stop are "
+				    "reported");
 			}
 			continue;
 		}

@@ -43,7 +43,8 @@ struct trace_plan {
 	uint32_t nr_entries, nr_exits; /* probe sites of each kind */
 	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
-	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
+	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
 	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
@@ -85,10 +86,10 @@ struct bpf_link;
 
 struct tracer {
 	struct trace_bpf *skel;
-	int multi_fd;		 /* the uprobe_multi link, or -1 */
-	int multi_ret_fd;	 /* the uprobe_multi link of the uretprobes, or -1 */
-	struct bpf_link **links; /* fallback: one perf-event link per probe */
-	struct bpf_link *exec_link; /* on_exec, NULL when exec cannot be watched */
+	int multi_fd;			   /* the uprobe_multi link, or -1 */
+	int multi_ret_fd;		   /* the uprobe_multi link of the uretprobes, or -1 */
+	struct bpf_link **links;	   /* fallback: one perf-event link per probe */
+	struct bpf_link *exec_link;	   /* on_exec, NULL when exec cannot be watched */
 	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */

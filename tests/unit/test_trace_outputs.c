@@ -39,9 +39,9 @@ static void build_model(struct model *m)
 
 #define US 1000ull
 /* poll, future, tid, depth, start, end (µs), result, self, parent self, parent poll */
-#define POLL(pl, fu, tid_, dep, s, e, res, slf, pself, ppoll)                                    \
+#define POLL(pl, fu, tid_, dep, s, e, res, slf, pself, ppoll)                                      \
 	{                                                                                          \
-		.start_ns = (s) * US, .end_ns = (e) * US, .pid = 1, .tid = tid_, .poll = pl,       \
+		.start_ns = (s)*US, .end_ns = (e)*US, .pid = 1, .tid = tid_, .poll = pl,           \
 		.future = fu, .self = slf, .parent_self = pself, .parent_poll = ppoll,             \
 		.task_self = 0xa000, .depth = dep, .result = res, .await_index = -1                \
 	}
@@ -63,10 +63,24 @@ static const struct trace_poll polls[] = {
     POLL(0, 0, 102, 0, 300, 310, POLL_PENDING, 0xa200, 0, NOP),
     /* thread 103: the hostile future; 104: an unknown future's polls, 0.4 + 1.1 µs */
     POLL(3, 3, 103, 0, 400, 404, POLL_UNKNOWN, 0xe000, 0, NOP),
-    {.start_ns = 500000, .end_ns = 500400, .tid = 104, .poll = 4, .future = NOP,
-     .self = 0xf000, .parent_poll = NOP, .result = POLL_UNKNOWN, .await_index = -1},
-    {.start_ns = 600000, .end_ns = 601100, .tid = 104, .poll = 4, .future = NOP,
-     .self = 0xf000, .parent_poll = NOP, .result = POLL_UNKNOWN, .await_index = -1},
+    {.start_ns = 500000,
+     .end_ns = 500400,
+     .tid = 104,
+     .poll = 4,
+     .future = NOP,
+     .self = 0xf000,
+     .parent_poll = NOP,
+     .result = POLL_UNKNOWN,
+     .await_index = -1},
+    {.start_ns = 600000,
+     .end_ns = 601100,
+     .tid = 104,
+     .poll = 4,
+     .future = NOP,
+     .self = 0xf000,
+     .parent_poll = NOP,
+     .result = POLL_UNKNOWN,
+     .await_index = -1},
     /* thread 105: a poll of 0 µs is omitted */
     POLL(1, 1, 105, 0, 0, 0, POLL_READY, 0xb500, 0, NOP),
 };
@@ -105,9 +119,9 @@ static void test_folded(const struct model *m)
 	static const char *const lines[] = {
 	    /* thread 100: 100 - 40 + 20 - 5; thread 102: 10 (its leaf is not its child) */
 	    "\ndemo::task 85\n",
-	    "\ndemo::task;demo::middle 30\n",	       /* 40 - 15 + 5 */
+	    "\ndemo::task;demo::middle 30\n",		 /* 40 - 15 + 5 */
 	    "\ndemo::task;demo::middle;demo::leaf 15\n", /* 10 + 5 */
-	    "\n[incomplete];demo::leaf 2\n",	       /* thread 101 never finished */
+	    "\n[incomplete];demo::leaf 2\n",		 /* thread 101 never finished */
 	    "\n[parent not traced];demo::leaf 3\n",
 	    "\nevil::A,b?\"&\xef\xbf\xbd 4\n",
 	    "\n<Unknown as Future>::poll 2\n",
