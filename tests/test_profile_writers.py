@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import util
-from test_trace_writers import field, fields, parse_text_format, require_protoc, unquote, write_sample
+from test_trace_writers import PERFETTO_SCHEMA, field, fields, parse_text_format, require_protoc, unquote, write_sample
 
 SVG_TEST = util.UNIT_TEST_DIR / "test_flamegraph_svg"
 PPROF_TEST = util.UNIT_TEST_DIR / "test_pprof"
@@ -337,94 +337,13 @@ def test_pprof_typed_decode(pprof_file):
 # Perfetto
 # ---------------------------------------------------------------------------
 
-# Perfetto's schema, the subset the profile writer uses (protos/perfetto/trace/...:
-# trace_packet.proto, profiling/profile_packet.proto, profiling/profile_common.proto,
-# interned_data/interned_data.proto, track_event/*.proto): numbers and types as there.
-PERFETTO_SCHEMA = """
-syntax = "proto2";
-package asyncbpf_check;
-message Trace { repeated TracePacket packet = 1; }
-message TracePacket {
-  optional uint64 timestamp = 8;
-  optional uint32 timestamp_clock_id = 58;
-  optional uint32 trusted_packet_sequence_id = 10;
-  optional uint32 sequence_flags = 13;
-  optional bool first_packet_on_sequence = 87;
-  optional InternedData interned_data = 12;
-  optional ClockSnapshot clock_snapshot = 6;
-  optional TrackDescriptor track_descriptor = 60;
-  optional TrackEvent track_event = 11;
-  optional PerfSample perf_sample = 66;
-}
-message ClockSnapshot {
-  message Clock { optional uint32 clock_id = 1; optional uint64 timestamp = 2; }
-  repeated Clock clocks = 1;
-  optional uint32 primary_trace_clock = 2;
-}
-message InternedString { optional uint64 iid = 1; optional bytes str = 2; }
-message Mapping {
-  optional uint64 iid = 1;
-  optional uint64 build_id = 2;
-  optional uint64 start_offset = 3;
-  optional uint64 start = 4;
-  optional uint64 end = 5;
-  optional uint64 load_bias = 6;
-  repeated uint64 path_string_ids = 7;
-  optional uint64 exact_offset = 8;
-}
-message Frame {
-  optional uint64 iid = 1;
-  optional uint64 function_name_id = 2;
-  optional uint64 mapping_id = 3;
-  optional uint64 rel_pc = 4;
-  optional uint64 source_path_iid = 5;
-  optional uint32 line_number = 6;
-}
-message Callstack { optional uint64 iid = 1; repeated uint64 frame_ids = 2; }
-message InternedData {
-  repeated InternedString function_names = 5;
-  repeated Frame frames = 6;
-  repeated Callstack callstacks = 7;
-  repeated InternedString mapping_paths = 17;
-  repeated InternedString source_paths = 18;
-  repeated Mapping mappings = 19;
-}
-message ProcessDescriptor { optional int32 pid = 1; optional string process_name = 6; }
-message ThreadDescriptor { optional int32 pid = 1; optional int64 tid = 2; optional string thread_name = 5; }
-message TrackDescriptor {
-  optional uint64 uuid = 1;
-  optional uint64 parent_uuid = 5;
-  optional ProcessDescriptor process = 3;
-  optional ThreadDescriptor thread = 4;
-}
-message DebugAnnotation {
-  optional string name = 10;
-  optional uint64 uint_value = 3;
-  optional string string_value = 6;
-}
-message TrackEvent {
-  enum Type { TYPE_UNSPECIFIED = 0; TYPE_SLICE_BEGIN = 1; TYPE_SLICE_END = 2; TYPE_INSTANT = 3; }
-  optional Type type = 9;
-  optional uint64 track_uuid = 11;
-  optional string name = 23;
-  repeated DebugAnnotation debug_annotations = 4;
-}
-message PerfSample {
-  optional uint32 cpu = 1;
-  optional uint32 pid = 2;
-  optional uint32 tid = 3;
-  optional uint32 cpu_mode = 5;
-  optional uint64 callstack_iid = 4;
-}
-"""
 
 
 def perfetto_packets(path, tmp_path):
     raw = parse_text_format(run_protoc(path, "--decode_raw"))
     assert raw and all(k == "1" for k, _ in raw), "a Trace is a sequence of field-1 packets"
-    schema = tmp_path / "perfetto_profile_subset.proto"
-    schema.write_text(PERFETTO_SCHEMA)
-    text = run_protoc(path, f"--proto_path={tmp_path}", "--decode=asyncbpf_check.Trace", schema.name, cwd=tmp_path)
+    text = run_protoc(path, f"--proto_path={PERFETTO_SCHEMA.parent}", "--decode=asyncbpf_check.Trace",
+                      PERFETTO_SCHEMA.name)
     assert not unknown_fields(text), "fields outside Perfetto's schema:\n" + "\n".join(unknown_fields(text)[:20])
     return [p for _, p in parse_text_format(text)]
 
@@ -481,7 +400,7 @@ def test_perfetto_samples(tmp_path):
     write_sample(PERFETTO_TEST, path)
     packets = perfetto_packets(path, tmp_path)
     assert field(packets[0], "first_packet_on_sequence") == "true"
-    assert field(field(packets[0], "clock_snapshot"), "primary_trace_clock") == "3"
+    assert field(field(packets[0], "clock_snapshot"), "primary_trace_clock") == "BUILTIN_CLOCK_MONOTONIC"  # 3
     state = replay(packets)
 
     process = [d for d in state["tracks"].values() if field(d, "process")]

@@ -21,67 +21,14 @@ import util
 PERFETTO_TEST = util.UNIT_TEST_DIR / "test_perfetto"
 CHROME_TEST = util.UNIT_TEST_DIR / "test_chrome_trace"
 
-# The subset of Perfetto's schema the writer uses (protos/perfetto/trace/...: field
-# numbers and types as there, messages trimmed). Anything the writer emits outside
-# it, or with another wire type, shows up as an unknown (numbered) field.
-SCHEMA = """
-syntax = "proto2";
-package asyncbpf_check;
-message Trace { repeated TracePacket packet = 1; }
-message TracePacket {
-  optional uint64 timestamp = 8;
-  optional uint32 timestamp_clock_id = 58;
-  optional uint32 trusted_packet_sequence_id = 10;
-  optional uint32 sequence_flags = 13;
-  optional bool first_packet_on_sequence = 87;
-  optional InternedData interned_data = 12;
-  optional ClockSnapshot clock_snapshot = 6;
-  optional TrackDescriptor track_descriptor = 60;
-  optional TrackEvent track_event = 11;
-}
-enum BuiltinClock { BUILTIN_CLOCK_UNKNOWN = 0; BUILTIN_CLOCK_MONOTONIC = 3; BUILTIN_CLOCK_BOOTTIME = 6; }
-message ClockSnapshot {
-  message Clock { optional uint32 clock_id = 1; optional uint64 timestamp = 2; }
-  repeated Clock clocks = 1;
-  optional BuiltinClock primary_trace_clock = 2;
-}
-message EventName { optional uint64 iid = 1; optional string name = 2; }
-message DebugAnnotationName { optional uint64 iid = 1; optional string name = 2; }
-message InternedData {
-  repeated EventName event_names = 2;
-  repeated DebugAnnotationName debug_annotation_names = 3;
-}
-message ProcessDescriptor { optional int32 pid = 1; optional string process_name = 6; }
-message ThreadDescriptor { optional int32 pid = 1; optional int32 tid = 2; optional string thread_name = 5; }
-message TrackDescriptor {
-  optional uint64 uuid = 1;
-  optional uint64 parent_uuid = 5;
-  optional string name = 2;
-  optional ProcessDescriptor process = 3;
-  optional ThreadDescriptor thread = 4;
-}
-message DebugAnnotation {
-  optional uint64 name_iid = 1;
-  optional uint64 uint_value = 3;
-  optional string string_value = 6;
-  optional uint64 pointer_value = 7;
-}
-message TrackEvent {
-  enum Type { TYPE_UNSPECIFIED = 0; TYPE_SLICE_BEGIN = 1; TYPE_SLICE_END = 2; TYPE_INSTANT = 3; }
-  optional Type type = 9;
-  optional uint64 track_uuid = 11;
-  optional uint64 name_iid = 10;
-  optional string name = 23;
-  repeated fixed64 flow_ids = 47;
-  repeated fixed64 terminating_flow_ids = 48;
-  repeated DebugAnnotation debug_annotations = 4;
-}
-"""
+# The subset of Perfetto's schema the trace writers use, shared with
+# test_profile_writers.py (field numbers and types as in Perfetto's protos).
+PERFETTO_SCHEMA = util.REPO / "tests" / "data" / "perfetto_subset.proto"
 
 
 def require_protoc():
     if not shutil.which("protoc"):
-        pytest.skip("protoc not found in PATH (Debian: protobuf-compiler): the Perfetto trace cannot be decoded")
+        pytest.fail("protoc not found in PATH (Debian: protobuf-compiler): run 'make deps'")
 
 
 def write_sample(binary, path):
@@ -154,11 +101,9 @@ def test_perfetto_decode_raw(perfetto_trace):
 
 def test_perfetto_typed_decode(perfetto_trace, tmp_path):
     require_protoc()
-    schema = tmp_path / "perfetto_subset.proto"
-    schema.write_text(SCHEMA)
     with open(perfetto_trace, "rb") as f:
-        proc = subprocess.run(["protoc", f"--proto_path={tmp_path}", "--decode=asyncbpf_check.Trace", schema.name],
-                              stdin=f, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        proc = subprocess.run(["protoc", f"--proto_path={PERFETTO_SCHEMA.parent}", "--decode=asyncbpf_check.Trace",
+                               PERFETTO_SCHEMA.name], stdin=f, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, util.describe(proc)
     unknown = [line for line in proc.stdout.splitlines() if re.match(r"\s*\d+\s*[:{]", line)]
     assert not unknown, "fields outside Perfetto's schema or with the wrong wire type:\n" + "\n".join(unknown[:20])
