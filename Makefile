@@ -17,6 +17,9 @@ ARCH      := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
 VMLINUX   := vmlinux/$(ARCH)/vmlinux.h
 BPF_ARCH  := $(patsubst x86,x86,$(ARCH))
 
+# Read when make parses this file. Targets that install packages first (demo,
+# test) run `deps` and then re-invoke make, so that these are read afterwards:
+# on a fresh machine the first parse finds no packages.
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -28,16 +31,18 @@ LDLIBS    := $(PKG_LIBS) -liberty
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
-LIB_SRCS  := $(filter-out user/main.c,$(USER_SRCS))
-OBJS      := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-SAN_OBJS  := $(patsubst user/%.c,$(SAN_OUT)/%.o,$(USER_SRCS))
-SAN_LIB_OBJS := $(patsubst user/%.c,$(SAN_OUT)/%.o,$(LIB_SRCS))
+# user/<subsystem>/*.c (user/README.md); objects mirror the folders.
+USER_SRCS := $(wildcard user/*/*.c)
+USER_HDRS := $(wildcard user/*/*.h)
+LIB_SRCS  := $(filter-out user/cli/main.c,$(USER_SRCS))
+OBJS      := $(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(USER_SRCS))
+SAN_OBJS  := $(patsubst user/%.c,$(SAN_OUT)/obj/%.o,$(USER_SRCS))
+SAN_LIB_OBJS := $(patsubst user/%.c,$(SAN_OUT)/obj/%.o,$(LIB_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(SAN_OUT)/tests/%,$(UNIT_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRCS))
-FUZZ_LIB_OBJS := $(patsubst user/%.c,$(FUZZ_OUT)/%.o,$(LIB_SRCS))
+FUZZ_LIB_OBJS := $(patsubst user/%.c,$(FUZZ_OUT)/obj/%.o,$(LIB_SRCS))
 
 ifeq ($(V),1)
 Q =
@@ -47,8 +52,8 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test unit check-env demo fixtures san fuzz fuzz-long bench-analyze \
-	bench-tools bench-trace format format-check vmlinux bench-profile
+.PHONY: all clean deps test test-build unit check-env demo fixtures san fuzz fuzz-long \
+	bench-analyze bench-tools bench-trace format format-check check-layout vmlinux bench-profile
 
 all: check-env $(OUTPUT)/asyncbpf
 
@@ -72,24 +77,24 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/%.o: user/%.c user/*.h $(SKELS) | $(OUTPUT)
+$(OUTPUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/*.h $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/asyncbpf: $(OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 # Sanitizer build: what the tests run.
-$(SAN_OUT)/%.o: user/%.c user/*.h $(SKELS) | $(SAN_OUT)
+$(SAN_OUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/*.h $(SKELS)
 	$(call msg,CC-SAN,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
 $(SAN_OUT)/asyncbpf: $(SAN_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -o $@
 
-$(SAN_OUT)/tests/%: tests/unit/%.c tests/unit/*.h $(SAN_LIB_OBJS) | $(SAN_OUT)/tests
+$(SAN_OUT)/tests/%: tests/unit/%.c tests/unit/*.h $(USER_HDRS) $(SAN_LIB_OBJS) | $(SAN_OUT)/tests
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(SAN_LIB_OBJS) $(LDLIBS) -o $@
 
@@ -97,9 +102,9 @@ san: check-env $(SAN_OUT)/asyncbpf $(UNIT_BINS)
 
 # libFuzzer targets (clang): ASan + UBSan + coverage.
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
-$(FUZZ_OUT)/%.o: user/%.c user/*.h $(SKELS) | $(FUZZ_OUT)
+$(FUZZ_OUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/*.h $(SKELS)
 	$(call msg,CC-FUZZ,$@)
-	$(Q)$(CLANG) $(ALL_CFLAGS) $(FUZZ_FLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CLANG) $(ALL_CFLAGS) $(FUZZ_FLAGS) -c $< -o $@
 
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS) | $(FUZZ_OUT)
 	$(call msg,FUZZ,$@)
@@ -111,8 +116,10 @@ FUZZ_SECONDS ?= 600
 fuzz-long: fuzz
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# `make deps DEPS=...` replaces the installer (tests/test_build.py stubs it).
+DEPS ?= scripts/deps.sh
 deps:
-	scripts/deps.sh
+	$(DEPS)
 
 fixtures:
 	tests/fixtures/build.sh
@@ -120,10 +127,18 @@ fixtures:
 vmlinux:
 	vmlinux/gen-vmlinux.sh
 
-test: all san fuzz fixtures bench-tools
+# demo and test install the packages first, then re-invoke make: pkg-config's
+# flags are read when make parses the Makefile, which must be after the install.
+test:
+	$(MAKE) deps
+	$(MAKE) test-build
 	$(PYTHON) -m pytest -rs tests
 
-demo: deps all
+test-build: all san fuzz fixtures bench-tools
+
+demo:
+	$(MAKE) deps
+	$(MAKE) all
 	tests/fixtures/build.sh demo
 	scripts/demo.sh
 
@@ -135,7 +150,7 @@ bench-analyze: all fixtures
 BENCH_OUT  := $(OUTPUT)/bench
 BENCH_BPF  := $(wildcard bench/*.bpf.c)
 BENCH_SKELS := $(patsubst bench/%.bpf.c,$(BENCH_OUT)/%.skel.h,$(BENCH_BPF))
-BENCH_LIB  := $(BENCH_OUT)/bench_common.o $(filter-out $(OUTPUT)/main.o,$(OBJS))
+BENCH_LIB  := $(BENCH_OUT)/bench_common.o $(filter-out $(OUTPUT)/obj/cli/main.o,$(OBJS))
 BENCH_TOOLS := $(BENCH_OUT)/floor $(BENCH_OUT)/consumer_bench
 
 $(BENCH_OUT):
@@ -150,7 +165,7 @@ $(BENCH_OUT)/%.skel.h: $(BENCH_OUT)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BENCH_OUT)/%.o: bench/%.c bench/*.h user/*.h $(SKELS) $(BENCH_SKELS) | $(BENCH_OUT)
+$(BENCH_OUT)/%.o: bench/%.c bench/*.h $(USER_HDRS) $(SKELS) $(BENCH_SKELS) | $(BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ibench -I$(BENCH_OUT) -c $< -o $@
 
@@ -166,11 +181,18 @@ bench-trace: all fixtures bench-tools
 bench-profile: all fixtures
 	bench/profile.sh
 
+FORMAT_SRCS = user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
+	bench/*.c bench/*.h
+
 format:
-	clang-format -i user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c bench/*.h
+	clang-format -i $(FORMAT_SRCS)
 
 format-check:
-	clang-format --dry-run --Werror user/*.c user/*.h bpf/*.c bpf/*.h
+	clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+# Includes point one way down the pipeline (user/README.md).
+check-layout:
+	$(PYTHON) scripts/check-layout.py
 
 clean:
 	rm -rf $(OUTPUT)

@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "exitcodes.h"
-#include "panic_strategy.h"
-#include "selection.h"
-#include "uprobe_multi.h"
+#include "cli/commands.h"
+#include "lib/exitcodes.h"
+#include "analyze/panic_strategy.h"
+#include "select/selection.h"
+#include "lib/uprobe_multi.h"
 
 uint64_t bench__now_ns(void)
 {

@@ -3,7 +3,7 @@
  * What the trace benchmark's tools share (bench/README.md): the exact probe plan
  * asyncbpf trace would build for a binary and a selection (through the tracer's own
  * trace_plan__build) and a monotonic clock. Launching a command stopped until the
- * probes are attached is the tracer's own (user/launch.h).
+ * probes are attached is the tracer's own (user/lib/launch.h).
  */
 #ifndef ASYNCBPF_BENCH_COMMON_H
 #define ASYNCBPF_BENCH_COMMON_H
@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "model.h"
-#include "tracer.h"
+#include "model/model.h"
+#include "trace/tracer.h"
 
 uint64_t bench__now_ns(void);
 

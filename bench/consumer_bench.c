@@ -39,9 +39,9 @@
 #include <bpf/libbpf.h>
 
 #include "bench_common.h"
-#include "commands.h"
-#include "exitcodes.h"
-#include "log.h"
+#include "cli/commands.h"
+#include "lib/exitcodes.h"
+#include "lib/log.h"
 #include "producer.skel.h"
 
 #define MAX_RATES 32
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	out = fopen(out_path, "w");
-	if (out) /* as the tracer's outputs are (user/outfile.c) */
+	if (out) /* as the tracer's outputs are (user/lib/outfile.c) */
 		setvbuf(out, NULL, _IOFBF, 256 << 10);
 	if (!out) {
 		fprintf(stderr, "consumer_bench: %s: %s\n", out_path, strerror(errno));

@@ -15,7 +15,7 @@
  *
  * With --tracer (with --attach-only or -p), the same probe plan goes through the
  * tracer's own BPF side instead (tracer__load, tracer__attach, tracer__detach from
- * user/trace_loader.c, poll_probe), timed in parts: load (open, size the maps,
+ * user/trace/trace_loader.c, poll_probe), timed in parts: load (open, size the maps,
  * load and verify, fill the specs), filling the specs again one
  * BPF_MAP_UPDATE_ELEM per spec as the loader does and in one BPF_MAP_UPDATE_BATCH,
  * attach, detach.
@@ -37,13 +37,13 @@
 #include <bpf/libbpf.h>
 
 #include "bench_common.h"
-#include "launch.h"
-#include "commands.h"
-#include "exitcodes.h"
+#include "lib/launch.h"
+#include "cli/commands.h"
+#include "lib/exitcodes.h"
 #include "floor.skel.h"
-#include "log.h"
+#include "lib/log.h"
 #include "trace.skel.h"
-#include "uprobe_multi.h"
+#include "lib/uprobe_multi.h"
 
 static const char usage[] =
     "Usage: floor [--count] [--all-crates] [-v] [PATTERN...] -- CMD [ARGS...]\n"

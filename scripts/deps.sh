@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Install every Debian package asyncbpf's build, tests, fixtures and benchmarks need.
-# Idempotent; run as root (make deps).
+# Idempotent; installing needs root (make deps), checking does not.
 set -euo pipefail
 
 PACKAGES=(
@@ -18,11 +18,6 @@ PACKAGES=(
 	# Rust fixtures, built offline from Debian's crates
 	librust-tokio-dev librust-async-std-dev librust-smol-dev librust-futures-dev
 )
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "asyncbpf: deps: installing packages needs root: run 'sudo make deps'" >&2
-	exit 4
-fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -53,6 +48,10 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 
+if [ "$(id -u)" -ne 0 ]; then
+	echo "asyncbpf: deps: missing packages: ${missing[*]}; installing them needs root: run 'sudo make deps'" >&2
+	exit 4
+fi
 echo "asyncbpf: deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

@@ -21,7 +21,7 @@ import pytest
 import util
 
 HANDWRITTEN = util.fixture_binary("debug", "handwritten")
-POLL_READY = 0  # enum poll_result (user/trace_event.h)
+POLL_READY = 0  # enum poll_result (user/model/trace_event.h)
 
 FUTURE_FIELDS = {k: (util.INT,) for k in (
     "poll", "polls", "ready", "pending", "panicked", "truncated", "running", "unknown", "busy_ns", "p50_ns",

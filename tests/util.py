@@ -28,7 +28,7 @@ SAN_ENV = {
 }
 SANITIZER_REPORTS = ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer")
 
-# Exit statuses, docs/exit-codes.md (user/exitcodes.h).
+# Exit statuses, docs/exit-codes.md (user/lib/exitcodes.h).
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_NO_INPUT, EXIT_NO_PERMISSION = 0, 1, 2, 3, 4
 EXIT_BAD_INPUT, EXIT_NO_MATCH, EXIT_KERNEL, EXIT_OUTPUT = 5, 6, 7, 8
 
@@ -690,3 +690,27 @@ def schema_errors(doc):
 def load_json(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+# ---------------------------------------------------------------------------
+# Kernel features (skips say why)
+# ---------------------------------------------------------------------------
+
+
+def require_trace_features(extra=()):
+    """Skip the calling test, saying why, unless this kernel runs asyncbpf trace
+    (root, uprobes, ring buffer, task storage, BPF cookies, and `extra` features,
+    per `asyncbpf check --json`). Returns the check report by feature name."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("asyncbpf trace loads BPF programs: run the suite as root")
+    require_file(ASYNCBPF, "the sanitizer build", "run 'make san'")
+    proc = run_asyncbpf("check", "--json")
+    report = {f["name"]: f for f in json.loads(proc.stdout)["features"]}
+    if "ok" not in (report["uprobe"]["status"], report["uprobe_multi"]["status"]):
+        pytest.skip(f"no uprobes on this kernel: {report['uprobe']['detail']}")
+    for name in ("ringbuf", "task_storage", "bpf_cookie", *extra):
+        if report[name]["status"] != "ok":
+            pytest.skip(f"{name} unavailable: {report[name]['detail']}")
+    return report

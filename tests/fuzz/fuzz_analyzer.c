@@ -25,10 +25,10 @@
 #include <gelf.h>
 #include <libelf.h>
 
-#include "analyzer.h"
-#include "export.h"
-#include "model.h"
-#include "target.h"
+#include "analyze/analyzer.h"
+#include "export/export.h"
+#include "model/model.h"
+#include "analyze/target.h"
 
 /* the lowest descriptors, checked for leaks after each input (memfd, its dup) */
 #define FD_LEAK_WINDOW 64

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A protobuf wire-format reader for the writers' unit tests. It shares no code with
- * user/protobuf.c on purpose: a test that decodes with the encoder's own code
+ * user/export/protobuf.c on purpose: a test that decodes with the encoder's own code
  * would agree with any mistake in it.
  */
 #ifndef ASYNCBPF_TEST_PB_READER_H

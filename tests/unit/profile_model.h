@@ -21,7 +21,7 @@
 #ifndef ASYNCBPF_TEST_PROFILE_MODEL_H
 #define ASYNCBPF_TEST_PROFILE_MODEL_H
 
-#include "profile_data.h"
+#include "model/profile_data.h"
 #include "testlib.h"
 
 #define PM_PID	    4242

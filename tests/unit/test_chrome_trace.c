@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "chrome_trace.h"
-#include "model.h"
+#include "export/chrome_trace.h"
+#include "model/model.h"
 #include "testlib.h"
 #include "trace_model.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disasm.h"
+#include "analyze/disasm.h"
 #include "testlib.h"
 
 #define BASE 0x401000u

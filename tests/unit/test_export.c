@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "disasm.h"
-#include "export.h"
-#include "model.h"
+#include "analyze/disasm.h"
+#include "export/export.h"
+#include "model/model.h"
 #include "testlib.h"
 
 /*

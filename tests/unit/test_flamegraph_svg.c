@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile_export.h"
+#include "export/profile_export.h"
 #include "profile_model.h"
 #include "testlib.h"
-#include "text.h"
+#include "lib/text.h"
 
 #define FRAME_WIDTH 1180.0 /* 1200 px less the margins: a graph's full width */
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "perfetto.h"
+#include "model/model.h"
+#include "export/perfetto.h"
 #include "testlib.h"
 #include "trace_model.h"
 

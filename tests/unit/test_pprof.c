@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "pb_reader.h"
-#include "profile_export.h"
+#include "export/profile_export.h"
 #include "profile_model.h"
 #include "testlib.h"
 

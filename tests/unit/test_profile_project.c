@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "profile_export.h"
-#include "profile_project.h"
+#include "export/profile_export.h"
+#include "profile/profile_project.h"
 #include "testlib.h"
 
 static void add_future(struct model *m, const char *path, enum crate_class cls)

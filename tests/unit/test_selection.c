@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "model.h"
-#include "selection.h"
-#include "strpool.h"
+#include "model/model.h"
+#include "select/selection.h"
+#include "lib/strpool.h"
 #include "testlib.h"
 
 enum {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Folded stacks and the dynamic await graph (user/trace_outputs.c): a hand-built model
+ * Folded stacks and the dynamic await graph (user/export/trace_outputs.c): a hand-built model
  * (task -> middle -> leaf, a hostile name, a poll of an unknown future) and hand-made
  * polls, innermost first as the consumer hands them over, on interleaved threads:
  * self times, stacks, orphans, polls left waiting at the end, rounding, the per-thread
@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "testlib.h"
 #include "trace_model.h"
-#include "trace_outputs.h"
+#include "export/trace_outputs.h"
 
 #define MAIN_RS "/src/demo/src/main.rs"
 

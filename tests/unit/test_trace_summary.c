@@ -14,10 +14,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "testlib.h"
 #include "trace_model.h"
-#include "trace_summary.h"
+#include "trace/trace_summary.h"
 
 #define MAIN_RS "/src/demo/src/main.rs"
 #define NOP	TRACE_NO_INDEX

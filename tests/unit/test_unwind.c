@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "unwind.h"
+#include "profile/unwind.h"
 
 #define STACK_COPY 8192
 

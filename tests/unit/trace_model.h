@@ -7,7 +7,7 @@
 #ifndef ASYNCBPF_TEST_TRACE_MODEL_H
 #define ASYNCBPF_TEST_TRACE_MODEL_H
 
-#include "model.h"
+#include "model/model.h"
 #include "testlib.h"
 
 static inline void trace_model__add_poll(struct model *m, const char *name, int32_t future)

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: GPL-2.0
+"""user/'s layout: includes and calls point one way down the pipeline (user/README.md)."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, 'scripts', 'check-layout.py')
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+def test_includes_and_calls_point_down():
+    r = run('--objects', os.path.join(ROOT, '.output', 'san', 'obj'), ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def make_tree(tmp_path, files):
+    user = tmp_path / 'user'
+    for rel, text in files.items():
+        p = user / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    for d in user.iterdir():
+        if d.is_dir():
+            (d / 'README.md').write_text('x\n')
+    return tmp_path
+
+
+def test_an_include_pointing_up_fails(tmp_path):
+    root = make_tree(tmp_path, {
+        'lib/a.h': '#include "trace/t.h"\n',
+        'trace/t.h': '#include "lib/a.h"\n',
+    })
+    r = run(str(root))
+    assert r.returncode == 1
+    assert 'lib/a.h: includes "trace/t.h"' in r.stdout
+    assert 'include cycle' in r.stdout
+
+
+def test_siblings_do_not_include_each_other(tmp_path):
+    root = make_tree(tmp_path, {'export/e.c': '#include "profile/p.h"\n', 'profile/p.h': ''})
+    r = run(str(root))
+    assert r.returncode == 1 and 'export/ (rank 2) may not include profile/' in r.stdout
+    root2 = make_tree(tmp_path / 'b', {'trace/t.c': '#include "profile/p.h"\n', 'profile/p.h': ''})
+    r = run(str(root2))
+    assert r.returncode == 1 and 'trace/ (rank 6) may not include profile/ (rank 6)' in r.stdout
+
+
+def test_unknown_folder_and_loose_files_fail(tmp_path):
+    root = make_tree(tmp_path, {'misc/x.c': '', 'lib/ok.h': ''})
+    (tmp_path / 'user' / 'loose.c').write_text('')
+    r = run(str(root))
+    assert r.returncode == 1
+    assert 'user/misc/: a folder without a rank' in r.stdout
+    assert 'user/loose.c: source files belong in a subsystem folder' in r.stdout
+
+
+def test_down_is_fine(tmp_path):
+    root = make_tree(tmp_path, {
+        'cli/main.c': '#include "trace/t.h"\n#include "lib/a.h"\n#include "asyncbpf.h"\n',
+        'trace/t.h': '#include "analyze/x.h"\n',
+        'analyze/x.h': '#include "model/m.h"\n',
+        'model/m.h': '#include "lib/a.h"\n',
+        'lib/a.h': '',
+    })
+    r = run(str(root))
+    assert r.returncode == 0, r.stdout

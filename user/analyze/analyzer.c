@@ -1,0 +1,806 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The DWARF walk. One pass over every compile unit with an explicit stack (no
+ * recursion, bounded depth), keeping only what the model needs: future types
+ * ({async_fn_env#N}, {async_block_env#N}, {async_closure_env#N} and types with a
+ * Future::poll), poll functions (out of line and inlined), drop_in_place symbols.
+ * Type paths are kept per CU only (Rust type references are CU-local).
+ */
+#include "analyze/analyzer.h"
+
+#include <dwarf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze/analyzer_post.h"
+#include "analyze/awaits.h"
+#include "analyze/walk.h"
+#include "analyze/demangle.h"
+#include "analyze/disasm.h"
+#include "lib/log.h"
+#include "analyze/mapped_section.h"
+#include "analyze/crate.h"
+
+static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
+					   "{async_closure_env#"};
+static const char *const coroutine_prefixes[] = {"{async_fn#", "{async_block#", "{async_closure#"};
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+}
+
+static const char *die_linkage_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!s)
+		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	return s;
+}
+
+static int add_await(struct walk *w, int32_t future, uint32_t k, const char *file, uint32_t line,
+		     Dwarf_Die *awaitee)
+{
+	if (w->nr_awaits == w->cap_awaits) {
+		uint32_t cap = w->cap_awaits ? w->cap_awaits * 2 : 256;
+		struct await_rec *n = realloc(w->awaits, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->awaits = n;
+		w->cap_awaits = cap;
+	}
+	struct await_rec *a = &w->awaits[w->nr_awaits++];
+	memset(a, 0, sizeof(*a));
+	a->future = future;
+	a->await_index = k;
+	a->file = file;
+	a->line = line;
+	a->awaitee_offset = dwarf_dieoffset(awaitee);
+	return 0;
+}
+
+static enum state_kind state_from_name(const char *name, uint32_t *k)
+{
+	if (!name)
+		return STATE_OTHER;
+	if (strcmp(name, "Unresumed") == 0)
+		return STATE_UNRESUMED;
+	if (strcmp(name, "Returned") == 0)
+		return STATE_RETURNED;
+	if (strcmp(name, "Panicked") == 0)
+		return STATE_PANICKED;
+	if (strncmp(name, "Suspend", 7) == 0 && name[7] >= '0' && name[7] <= '9') {
+		char *end;
+		unsigned long v = strtoul(name + 7, &end, 10);
+		if (*end == '\0' && v < MAX_STATES) {
+			*k = (uint32_t)v;
+			return STATE_SUSPEND;
+		}
+	}
+	return STATE_OTHER;
+}
+
+/* Find the __awaitee member of a Suspend<k> variant struct. */
+static bool find_awaitee(Dwarf_Die *variant_struct, Dwarf_Die *awaitee_type)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(variant_struct, &child) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_member)
+			continue;
+		const char *n = dwarf_diename(&child);
+		if (n && strcmp(n, "__awaitee") == 0)
+			return die_type(&child, awaitee_type);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* Read the variant part of a compiler-generated future: __state and every state. */
+static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
+{
+	Dwarf_Die vp, child;
+	bool found = false;
+
+	if (dwarf_child(st, &vp) != 0)
+		goto none;
+	do {
+		if (dwarf_tag(&vp) == DW_TAG_variant_part) {
+			found = true;
+			break;
+		}
+	} while (dwarf_siblingof(&vp, &vp) == 0);
+	if (!found)
+		goto none;
+
+	struct future *f = &w->m->futures[fidx];
+	Dwarf_Attribute a;
+	Dwarf_Die discr, discr_type;
+	if (dwarf_formref_die(dwarf_attr(&vp, DW_AT_discr, &a), &discr) &&
+	    member_offset(&discr, &f->state_offset) && die_type(&discr, &discr_type)) {
+		f->has_state = true;
+		f->state_size = (uint32_t)die_bytesize(&discr_type);
+	}
+
+	uint32_t cap = 0;
+	if (dwarf_child(&vp, &child) != 0)
+		goto none;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_variant)
+			continue;
+		if (f->nr_states >= MAX_STATES) {
+			w->m->nr_limits_hit++;
+			break;
+		}
+		Dwarf_Word discr_value = 0;
+		bool has_value =
+		    dwarf_formudata(dwarf_attr(&child, DW_AT_discr_value, &a), &discr_value) == 0;
+		Dwarf_Die member, vtype;
+		if (dwarf_child(&child, &member) != 0)
+			continue;
+		while (dwarf_tag(&member) != DW_TAG_member)
+			if (dwarf_siblingof(&member, &member) != 0)
+				goto next_variant;
+		if (!die_type(&member, &vtype))
+			continue;
+
+		if (f->nr_states == cap) {
+			cap = cap ? cap * 2 : 8;
+			struct future_state *n = realloc(f->states, cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			f->states = n;
+		}
+		struct future_state *s = &f->states[f->nr_states++];
+		memset(s, 0, sizeof(*s));
+		s->discr = has_value ? discr_value : UINT64_MAX;
+		s->name = strpool__intern(&w->m->strings, dwarf_diename(&vtype));
+		s->kind = state_from_name(s->name, &s->suspend_index);
+		s->file = strpool__intern(&w->m->strings, dwarf_decl_file(&member));
+		int line = 0;
+		dwarf_decl_line(&member, &line);
+		s->line = line > 0 ? (uint32_t)line : 0;
+		if (s->kind == STATE_UNRESUMED) {
+			f->file = s->file;
+			f->line = s->line;
+		}
+		Dwarf_Die aw;
+		if (s->kind == STATE_SUSPEND && find_awaitee(&vtype, &aw)) {
+			s->awaitee_type = NULL; /* filled when the tree is built */
+			if (add_await(w, fidx, s->suspend_index, s->file, s->line, &aw))
+				return -ENOMEM;
+		}
+	next_variant:;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+none:
+	model__warn(w->m, "future %s (DIE 0x%" PRIx64 ") has no variant part: states unknown",
+		    w->m->futures[fidx].path, w->m->futures[fidx].die_offset);
+	return 0;
+}
+
+static int on_struct(struct walk *w, Dwarf_Die *die, const char *path, size_t path_len)
+{
+	const char *name = dwarf_diename(die);
+	char full[MAX_PATH_LEN];
+
+	if (!name || dwarf_hasattr(die, DW_AT_declaration))
+		return 0;
+	if (path_len)
+		snprintf(full, sizeof(full), "%.*s::%s", (int)path_len, path, name);
+	else
+		snprintf(full, sizeof(full), "%s", name);
+	const char *p = strpool__intern(&w->cu_pool, full);
+	if (!p || u64_map__set(&w->type_paths, dwarf_dieoffset(die), (uintptr_t)p))
+		return -ENOMEM;
+
+	bool is_env = false;
+	for (size_t i = 0; i < 3; i++)
+		if (starts_with(name, env_prefixes[i]))
+			is_env = true;
+	if (!is_env)
+		return 0;
+	enum future_kind kind = future_kind__from_name(name, NULL);
+	int32_t fidx = walk__get_future(w, full, kind, dwarf_dieoffset(die), die_bytesize(die));
+	if (fidx < 0)
+		return fidx;
+	if (u64_map__get(&w->filled_futures, (uint64_t)fidx, NULL))
+		return 0; /* same type again in another CU */
+	if (u64_map__set(&w->filled_futures, (uint64_t)fidx, 1))
+		return -ENOMEM;
+	struct future *f = &w->m->futures[fidx];
+	f->kind = kind;
+	f->die_offset = dwarf_dieoffset(die);
+	f->size = die_bytesize(die);
+	return read_env_states(w, fidx, die);
+}
+
+static bool is_poll_name(const char *name, const char *demangled)
+{
+	for (size_t i = 0; i < 3; i++)
+		if (starts_with(name, coroutine_prefixes[i]))
+			return true;
+	if (!demangled || demangled[0] != '<')
+		return false;
+	size_t n = strlen(demangled), sn = strlen(FUTURE_POLL_SUFFIX);
+	return n > sn && strcmp(demangled + n - sn, FUTURE_POLL_SUFFIX) == 0;
+}
+
+/*
+ * The future a poll fn polls: its first parameter is Pin<&mut T>; the pointer
+ * type's name spells T's full path ("&mut demo::leaf::{async_fn_env#0}"). Release
+ * builds sometimes only declare the Pin struct in this unit: then its own name
+ * ("Pin<&mut T>") is all there is, and *has_target is false.
+ */
+static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, char *path, size_t len,
+			   Dwarf_Die *target, bool *has_target)
+{
+	Dwarf_Die child, pin, member, ptr;
+
+	*has_target = false;
+	if (dwarf_child(fn, &child) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&child) == DW_TAG_formal_parameter)
+			break;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+		return false;
+	*param = child;
+	if (!die_type(&child, &pin))
+		return false;
+	if (dwarf_hasattr(&pin, DW_AT_declaration)) {
+		const char *n = dwarf_diename(&pin);
+		size_t nl = n ? strlen(n) : 0;
+		if (!starts_with(n, "Pin<&mut ") || n[nl - 1] != '>' || nl - 10 >= len)
+			return false;
+		snprintf(path, len, "%.*s", (int)(nl - 10), n + 9);
+		return true;
+	}
+	if (dwarf_child(&pin, &member) != 0)
+		return false;
+	while (dwarf_tag(&member) != DW_TAG_member)
+		if (dwarf_siblingof(&member, &member) != 0)
+			return false;
+	if (!die_type(&member, &ptr))
+		return false;
+	int tag = dwarf_tag(&ptr);
+	if (tag != DW_TAG_pointer_type && tag != DW_TAG_reference_type)
+		return false;
+	const char *n = dwarf_diename(&ptr);
+	if (!n)
+		return false;
+	if (starts_with(n, "&mut "))
+		n += 5;
+	else if (starts_with(n, "&"))
+		n += 1;
+	snprintf(path, len, "%s", n);
+	*has_target = die_type(&ptr, target);
+	return true;
+}
+
+static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *param,
+		       bool has_param)
+{
+	Dwarf_Die rt;
+
+	if (!die_type(fn, &rt))
+		return 0;
+	if (w->nr_pending == w->cap_pending) {
+		uint32_t cap = w->cap_pending ? w->cap_pending * 2 : 64;
+		struct pending_poll *n = realloc(w->pending, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->pending = n;
+		w->cap_pending = cap;
+	}
+	struct pending_poll *p = &w->pending[w->nr_pending++];
+	p->poll = poll;
+	p->return_type = dwarf_dieoffset(&rt);
+	p->has_param = has_param;
+	if (has_param)
+		p->param = *param;
+	return 0;
+}
+
+/*
+ * Classify a subprogram DIE (concrete or abstract) as a poll fn and return its
+ * index, creating it on first sight; -1 when it is not a poll, -ENOMEM.
+ */
+static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lowpc, uint64_t size)
+{
+	const char *name = die_name(fn);
+	uint64_t idx;
+	bool coroutine = false;
+
+	for (size_t i = 0; i < 3; i++)
+		if (starts_with(name, coroutine_prefixes[i]))
+			coroutine = true;
+	/* demangling is the expensive part: only for names that can be polls
+	 * ("poll", or "poll<()>" in a generic impl) */
+	if (!coroutine && (!name || strncmp(name, "poll", 4) != 0 || (name[4] && name[4] != '<')))
+		return -1;
+	const char *linkage = die_linkage_name(fn);
+	const char *demangled = linkage ? symbol__demangle(&w->m->strings, linkage) : NULL;
+	if (!is_poll_name(name, demangled))
+		return -1;
+	if (concrete && u64_map__get(&w->poll_by_addr, lowpc, &idx))
+		return (int64_t)idx;
+
+	const char *key = linkage
+			      ? strpool__intern(&w->m->strings, linkage)
+			      : strpool__printf(&w->m->strings, "%s@%" PRIx64, name ? name : "?",
+						(uint64_t)dwarf_dieoffset(fn));
+	if (!key)
+		return -ENOMEM;
+	bool have = u64_map__get(&w->poll_by_key, (uintptr_t)key, &idx);
+	if (have && (!concrete || w->m->polls[idx].addr == 0)) {
+		/* fill an inlined-only entry with its out-of-line copy */
+		if (concrete) {
+			struct poll_fn *p = &w->m->polls[idx];
+			p->addr = lowpc;
+			p->size = size;
+			p->inlined_only = false;
+			if (u64_map__set(&w->poll_by_addr, lowpc, idx))
+				return -ENOMEM;
+			Dwarf_Die param, target;
+			char path[MAX_PATH_LEN];
+			bool has_target;
+			bool has_param =
+			    poll_self_type(fn, &param, path, sizeof(path), &target, &has_target);
+			if (add_pending(w, (uint32_t)idx, fn, &param, has_param))
+				return -ENOMEM;
+		}
+		return (int64_t)idx;
+	}
+
+	struct poll_fn *p = model__add_poll(w->m);
+	if (!p)
+		return -ENOMEM;
+	idx = w->m->nr_polls - 1;
+	p->linkage_name = linkage ? key : NULL;
+	p->name = demangled ? demangled : strpool__intern(&w->m->strings, name);
+	p->file = strpool__intern(&w->m->strings, dwarf_decl_file(fn));
+	int line = 0;
+	dwarf_decl_line(fn, &line);
+	p->line = line > 0 ? (uint32_t)line : 0;
+	p->inlined_only = !concrete;
+	p->self_arg_reg = DWARF_REG_RDI;
+	if (concrete) {
+		p->addr = lowpc;
+		p->size = size;
+		if (u64_map__set(&w->poll_by_addr, lowpc, idx))
+			return -ENOMEM;
+	}
+	if (!have && u64_map__set(&w->poll_by_key, (uintptr_t)key, idx))
+		return -ENOMEM;
+
+	Dwarf_Die param, target;
+	char path[MAX_PATH_LEN];
+	bool has_target;
+	bool has_param = poll_self_type(fn, &param, path, sizeof(path), &target, &has_target);
+	if (has_param) {
+		bool is_env;
+		enum future_kind kind = future_kind__from_name(path, &is_env);
+		int32_t f =
+		    walk__get_future(w, path, kind, has_target ? dwarf_dieoffset(&target) : 0,
+				     has_target ? die_bytesize(&target) : 0);
+		if (f < 0)
+			return -ENOMEM;
+		w->m->polls[idx].future = f;
+	} else {
+		model__warn(w->m, "poll fn %s: cannot read its self parameter's type",
+			    w->m->polls[idx].name);
+	}
+	if (concrete && add_pending(w, (uint32_t)idx, fn, &param, has_param))
+		return -ENOMEM;
+	return (int64_t)idx;
+}
+
+static int on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, size_t path_len)
+{
+	Dwarf_Addr lowpc, highpc;
+
+	if (dwarf_hasattr(die, DW_AT_declaration))
+		return 0;
+	/* low_pc 0: the linker dropped the function (--gc-sections) but its DWARF stayed */
+	bool concrete = dwarf_lowpc(die, &lowpc) == 0 && dwarf_highpc(die, &highpc) == 0 &&
+			highpc > lowpc && lowpc != 0;
+	if (!concrete && !dwarf_hasattr(die, DW_AT_inline)) {
+		/* hot/cold split functions have DW_AT_ranges only: take the entry range */
+		Dwarf_Addr base, start, end;
+		ptrdiff_t o = dwarf_ranges(die, 0, &base, &start, &end);
+		Dwarf_Addr entry;
+		if (o > 0 && dwarf_entrypc(die, &entry) == 0) {
+			for (; o > 0; o = dwarf_ranges(die, o, &base, &start, &end))
+				if (entry >= start && entry < end && entry != 0) {
+					lowpc = entry;
+					highpc = end;
+					concrete = true;
+					break;
+				}
+		}
+	}
+	const char *name = die_name(die);
+	if (concrete && name && starts_with(name, "drop_in_place<") && path_len == 9 &&
+	    strncmp(path, "core::ptr", 9) == 0) {
+		const char *inner = name + strlen("drop_in_place<");
+		const char *close = strrchr(inner, '>');
+		if (close && close > inner) {
+			const char *tp =
+			    strpool__intern_len(&w->m->strings, inner, (size_t)(close - inner));
+			uint64_t dummy;
+			if (!tp)
+				return -ENOMEM;
+			if (!u64_map__get(&w->drop_by_path, (uintptr_t)tp, &dummy)) {
+				if (w->nr_drops == w->cap_drops) {
+					uint32_t cap = w->cap_drops ? w->cap_drops * 2 : 256;
+					struct drop_rec *n = realloc(w->drops, cap * sizeof(*n));
+					if (!n)
+						return -ENOMEM;
+					w->drops = n;
+					w->cap_drops = cap;
+				}
+				w->drops[w->nr_drops] = (struct drop_rec){
+				    .type_path = tp,
+				    .linkage_name =
+					strpool__intern(&w->m->strings, die_linkage_name(die)),
+				    .addr = lowpc,
+				};
+				if (u64_map__set(&w->drop_by_path, (uintptr_t)tp, w->nr_drops++))
+					return -ENOMEM;
+			}
+		}
+		return 0;
+	}
+	if (!concrete && !dwarf_hasattr(die, DW_AT_inline))
+		return 0;
+	int64_t r = poll_of(w, die, concrete, concrete ? lowpc : 0, concrete ? highpc - lowpc : 0);
+	if (r < -1)
+		return (int)r;
+	if (!concrete) {
+		uint64_t v = r >= 0 ? (uint64_t)r + 1 : 0;
+		if (u64_map__set(&w->origin_class, dwarf_dieoffset(die), v))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Where a function or inlined copy starts: DW_AT_entry_pc, DW_AT_low_pc, or the
+ * first of its DW_AT_ranges; false (or 0) when it has no code in the binary. */
+static bool code_start(Dwarf_Die *die, Dwarf_Addr *pc)
+{
+	Dwarf_Addr base, start, end;
+
+	if (dwarf_entrypc(die, pc) == 0 && *pc)
+		return true;
+	if (dwarf_lowpc(die, pc) == 0 && *pc)
+		return true;
+	if (dwarf_ranges(die, 0, &base, &start, &end) > 0 && start) {
+		*pc = start;
+		return true;
+	}
+	return false;
+}
+
+static const char *call_file(struct walk *w, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &idx) != 0)
+		return NULL;
+	if (dwarf_getsrcfiles(&w->cu, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static const char *caller_name(struct walk *w, Dwarf_Off caller)
+{
+	Dwarf_Die fn;
+
+	if (!caller || !dwarf_offdie(w->dw, caller, &fn))
+		return NULL;
+	const char *ln = die_linkage_name(&fn);
+	return ln ? symbol__demangle(&w->m->strings, ln)
+		  : strpool__intern(&w->m->strings, die_name(&fn));
+}
+
+static int on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	uint64_t v;
+
+	if (!dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &a), &origin))
+		return 0;
+	uint64_t off = dwarf_dieoffset(&origin);
+	if (!u64_map__get(&w->origin_class, off, &v)) {
+		int64_t r = poll_of(w, &origin, false, 0, 0);
+		if (r < -1)
+			return (int)r;
+		v = r >= 0 ? (uint64_t)r + 1 : 0;
+		if (u64_map__set(&w->origin_class, off, v))
+			return -ENOMEM;
+	}
+	if (!v)
+		return 0;
+	struct poll_fn *p = &w->m->polls[v - 1];
+	uint32_t max = w->o->max_inline_sites ? w->o->max_inline_sites : 64;
+	Dwarf_Addr entry = 0;
+	if (!code_start(die, &entry))
+		return 0; /* no code in the binary */
+	p->nr_inline_sites_total++;
+	if (p->nr_inline_sites >= max)
+		return 0;
+	if ((p->nr_inline_sites & (p->nr_inline_sites - 1)) == 0) { /* 0,1,2,4,...: grow */
+		uint32_t cap = p->nr_inline_sites ? p->nr_inline_sites * 2 : 1;
+		struct inline_site *n = realloc(p->inline_sites, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->inline_sites = n;
+	}
+	struct inline_site *s = &p->inline_sites[p->nr_inline_sites++];
+	Dwarf_Word line = 0;
+	dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line);
+	s->addr = entry;
+	s->caller = caller_name(w, caller);
+	s->file = strpool__intern(&w->m->strings, call_file(w, die));
+	s->line = (uint32_t)line;
+	return 0;
+}
+
+struct frame {
+	Dwarf_Die die;
+	size_t path_len;  /* namespace path length at this level */
+	Dwarf_Off caller; /* enclosing concrete function's DIE (for inline sites), 0 if none */
+};
+
+static void show_progress(struct walk *w, uint64_t done, uint64_t total, struct timespec *last)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - last->tv_sec < 1 && !(done >= total))
+		return;
+	*last = now;
+	fprintf(stderr, "\rasyncbpf: analyzing %s: %3u%% of .debug_info, %u futures", w->t->display,
+		(unsigned)(total ? done * 100 / total : 100), w->m->nr_futures);
+	fflush(stderr);
+}
+
+static int walk_cu(struct walk *w, Dwarf_Die *cudie)
+{
+	static __thread struct frame stack[MAX_DIE_DEPTH];
+	char path[MAX_PATH_LEN];
+	int depth = 0, err;
+
+	path[0] = '\0';
+	if (dwarf_child(cudie, &stack[0].die) != 0)
+		return 0;
+	stack[0].path_len = 0;
+	stack[0].caller = 0;
+	for (;;) {
+		Dwarf_Die *die = &stack[depth].die;
+		size_t plen = stack[depth].path_len;
+		Dwarf_Off caller = stack[depth].caller;
+		bool descend = false;
+		size_t child_plen = plen;
+
+		w->m->nr_dies++;
+		switch (dwarf_tag(die)) {
+		case DW_TAG_namespace: {
+			const char *n = dwarf_diename(die);
+			size_t nl = n ? strlen(n) : 0;
+			if (n && plen + nl + 3 < sizeof(path)) {
+				if (plen) {
+					memcpy(path + plen, "::", 2);
+					memcpy(path + plen + 2, n, nl + 1);
+					child_plen = plen + 2 + nl;
+				} else {
+					memcpy(path, n, nl + 1);
+					child_plen = nl;
+				}
+				descend = true;
+			} else if (n) {
+				w->m->nr_limits_hit++;
+			}
+			break;
+		}
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_enumeration_type:
+			path[plen] = '\0';
+			if ((err = on_struct(w, die, path, plen)))
+				return err;
+			break;
+		case DW_TAG_subprogram: {
+			path[plen] = '\0';
+			if ((err = on_subprogram(w, die, path, plen)))
+				return err;
+			/* inline sites only in code that made it into the binary: a function
+			 * the linker dropped keeps its DWARF with addresses near 0 */
+			Dwarf_Addr pc;
+			if (!dwarf_hasattr(die, DW_AT_declaration) && code_start(die, &pc)) {
+				caller = dwarf_dieoffset(die);
+				descend = true;
+			}
+			break;
+		}
+		case DW_TAG_lexical_block: descend = true; break;
+		case DW_TAG_inlined_subroutine:
+			if ((err = on_inlined(w, die, caller)))
+				return err;
+			descend = true;
+			break;
+		default: break;
+		}
+
+		if (descend && dwarf_haschildren(die)) {
+			if (depth + 1 >= MAX_DIE_DEPTH) {
+				w->m->nr_limits_hit++;
+			} else if (dwarf_child(die, &stack[depth + 1].die) == 0) {
+				depth++;
+				stack[depth].path_len = child_plen;
+				stack[depth].caller = caller;
+				continue;
+			}
+		}
+		for (;;) {
+			int r = dwarf_siblingof(&stack[depth].die, &stack[depth].die);
+			if (r == 0)
+				break;
+			if (r < 0)
+				return -EINVAL;
+			if (depth == 0)
+				return 0;
+			depth--;
+		}
+	}
+}
+
+static int walk_dwarf(struct walk *w)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	struct timespec last = {0};
+	struct mapped_section info, str, line;
+	int err;
+
+	mapped_section__init(&info, dwarf_getelf(w->dw), ".debug_info");
+	mapped_section__init(&str, dwarf_getelf(w->dw), ".debug_str");
+	mapped_section__init(&line, dwarf_getelf(w->dw), ".debug_line");
+	while (dwarf_nextcu(w->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		w->m->nr_cus++;
+		if (!dwarf_offdie(w->dw, off + hsize, &cudie)) {
+			w->m->nr_cu_errors++;
+			model__warn(w->m, "compile unit at 0x%" PRIx64 ": %s", (uint64_t)off,
+				    dwarf_errmsg(-1));
+			off = next;
+			continue;
+		}
+		w->cu = cudie;
+		w->first_cu_await = w->nr_awaits;
+		err = walk_cu(w, &cudie);
+		if (err == -ENOMEM)
+			return err;
+		if (err) {
+			w->m->nr_cu_errors++;
+			model__warn(w->m, "compile unit %s at 0x%" PRIx64 ": corrupt DIE tree (%s)",
+				    dwarf_diename(&cudie) ? dwarf_diename(&cudie) : "?",
+				    (uint64_t)off, dwarf_errmsg(-1));
+		}
+		analyzer__resolve_pending(w);
+		if ((err = awaits__build_cu_trees(w)))
+			return err;
+		u64_map__clear(&w->type_paths);
+		strpool__free(&w->cu_pool);
+		strpool__init(&w->cu_pool);
+		/* done with this unit's bytes; names and line tables are shared
+		 * across units, so those go back every few units, not per unit */
+		mapped_section__release(&info, off, next);
+		if (w->m->nr_cus % 4 == 0) {
+			mapped_section__release(&str, 0, str.size);
+			mapped_section__release(&line, 0, line.size);
+		}
+		if (w->o->progress)
+			show_progress(w, next, w->m->debug_info_size, &last);
+		if (next <= off)
+			break;
+		off = next;
+	}
+	if (w->o->progress)
+		fprintf(stderr, "\n");
+	return 0;
+}
+
+int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct model *m, char *err,
+		      size_t errlen)
+{
+	struct analyzer_opts defaults = {0};
+	struct walk w = {.t = t, .m = m, .o = o ? o : &defaults, .dw = t->dwarf};
+	int r;
+
+	m->path = strpool__intern(&m->strings, t->display);
+	m->elf_path = strpool__intern(&m->strings, t->path);
+	m->debuginfo_path = strpool__intern(&m->strings, t->debuginfo_path);
+	m->build_id = t->build_id[0] ? strpool__intern(&m->strings, t->build_id) : NULL;
+	m->pie = t->pie;
+	m->has_dwarf = t->dwarf != NULL;
+	m->debug_info_size = t->debug_info_size;
+	strpool__init(&w.cu_pool);
+	strpool__init(&w.foreign_pool);
+
+	if (t->dwarf) {
+		r = walk_dwarf(&w);
+	} else {
+		char why[1024];
+		target__explain_missing_dwarf(t, why, sizeof(why));
+		model__warn(m, "no DWARF debuginfo for %s: %s", t->display, why);
+		model__warn(m, "falling back to symbol names: no future types, states, await "
+			       "points or await graph; async fns appear as {{closure}} symbols, "
+			       "indistinguishable from plain closures");
+		m->symbols_only = true;
+		r = analyzer__walk_symbols(&w);
+	}
+	if (!r)
+		r = awaits__resolve(&w);
+	if (!r) {
+		/* a poll with neither an out-of-line copy nor an inlined copy in the
+		 * binary (only abstract DWARF left behind) has no code: drop it */
+		uint32_t kept = 0;
+		for (uint32_t i = 0; i < m->nr_polls; i++) {
+			struct poll_fn *p = &m->polls[i];
+			if (p->addr == 0 && p->nr_inline_sites_total == 0) {
+				free(p->inline_sites);
+				continue;
+			}
+			p->inlined_only = p->addr == 0;
+			m->polls[kept++] = *p;
+		}
+		m->nr_polls = kept;
+		analyzer__link_drops(&w);
+		model__finish(m);
+		for (uint32_t i = 0; i < m->nr_futures; i++) {
+			struct future *f = &m->futures[i];
+			for (uint32_t p = 0; p < m->nr_polls && !f->file; p++)
+				if (m->polls[p].future == (int32_t)i) {
+					f->file =
+					    m->polls[p].file; /* hand-written: where poll is */
+					f->line = m->polls[p].line;
+				}
+		}
+		analyzer__classify_crates(m);
+		r = analyzer__disassemble_polls(&w);
+	}
+	if (r == -ENOMEM)
+		snprintf(err, errlen, "out of memory while analyzing %s", t->display);
+	else if (r)
+		snprintf(err, errlen, "analyzing %s failed: %s", t->display, strerror(-r));
+
+	awaits__free(&w);
+	strpool__free(&w.cu_pool);
+	u64_map__free(&w.type_paths);
+	u64_map__free(&w.future_by_path);
+	u64_map__free(&w.poll_by_addr);
+	u64_map__free(&w.poll_by_key);
+	u64_map__free(&w.origin_class);
+	u64_map__free(&w.drop_by_path);
+	u64_map__free(&w.filled_futures);
+	u64_map__free(&w.foreign_paths);
+	u64_map__free(&w.indexed_cus);
+	strpool__free(&w.foreign_pool);
+	free(w.pending);
+	free(w.drops);
+	return r;
+}

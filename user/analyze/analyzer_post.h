@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The analyzer's passes after the DWARF walk (analyzer_post.c). Internal to analyze/. */
+#ifndef ASYNCBPF_ANALYZE_POST_H
+#define ASYNCBPF_ANALYZE_POST_H
+
+#include "analyze/walk.h"
+
+/* Poll<T> return layouts and the register self arrives in, for this CU's polls. */
+void analyzer__resolve_pending(struct walk *w);
+/* Without DWARF: poll fns from symbol names. 0 or -ENOMEM. */
+int analyzer__walk_symbols(struct walk *w);
+void analyzer__classify_crates(struct model *m);
+/* Exit and entry sites of every out-of-line poll fn. 0 or -ENOMEM. */
+int analyzer__disassemble_polls(struct walk *w);
+void analyzer__link_drops(struct walk *w);
+
+#endif

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The await graph. A Suspend<k> state holds `__awaitee`, the future awaited there.
+ * Its type is often a wrapper (Pin<Box<F>>, MaybeDone<F>, Timeout<F>, a join!
+ * closure's PollFn). At the end of each CU (while its type paths are known) we
+ * record, per await point, the tree of types reachable from the awaitee through
+ * members and pointers (bounded: depth, node count, no revisits). Once the whole
+ * binary is read and every future type is known, the trees become edges.
+ */
+#include <dwarf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/awaits.h"
+#include "analyze/crate.h"
+
+struct tree_builder {
+	struct walk *w;
+	struct await_node nodes[MAX_AWAIT_NODES];
+	uint32_t nr;
+	bool truncated;
+};
+
+static bool seen(const struct tree_builder *b, uint64_t off)
+{
+	for (uint32_t i = 0; i < b->nr; i++)
+		if (b->nodes[i].die_offset == off)
+			return true;
+	return false;
+}
+
+/* Strip qualifiers, typedefs, pointers and arrays down to a struct-like type. */
+static bool underlying(Dwarf_Die *die)
+{
+	for (int i = 0; i < 16; i++) {
+		switch (dwarf_tag(die)) {
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type: return true;
+		case DW_TAG_typedef:
+		case DW_TAG_const_type:
+		case DW_TAG_volatile_type:
+		case DW_TAG_pointer_type:
+		case DW_TAG_reference_type:
+		case DW_TAG_rvalue_reference_type:
+		case DW_TAG_array_type: {
+			Dwarf_Attribute a;
+			if (!dwarf_formref_die(dwarf_attr(die, DW_AT_type, &a), die))
+				return false;
+			break;
+		}
+		default: return false;
+		}
+	}
+	return false;
+}
+
+static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, int depth);
+
+static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, int depth)
+{
+	Dwarf_Die die = *type;
+
+	if (!underlying(&die))
+		return;
+	uint64_t off = dwarf_dieoffset(&die);
+	if (seen(b, off))
+		return;
+	if (b->nr >= MAX_AWAIT_NODES) {
+		b->truncated = true;
+		return;
+	}
+	const char *cu_path = walk__type_path(b->w, off);
+	const char *name = dwarf_diename(&die);
+	struct await_node *n = &b->nodes[b->nr];
+	memset(n, 0, sizeof(*n));
+	n->parent = parent;
+	n->die_offset = off;
+	int sz = dwarf_bytesize(&die);
+	n->size = sz > 0 ? (uint64_t)sz : 0;
+	n->path = cu_path ? strpool__intern(&b->w->m->strings, cu_path) : NULL;
+	/* the type's own name, not its path: "(a::{async_fn_env#0}, ..)" is a tuple */
+	n->is_env =
+	    name && name[0] == '{' && future_kind__from_name(name, NULL) != FUTURE_HANDWRITTEN;
+	n->is_dyn = name && strncmp(name, "dyn ", 4) == 0;
+	int32_t me = (int32_t)b->nr++;
+	if (n->is_env || n->is_dyn)
+		return;
+	if (depth + 1 >= MAX_AWAIT_DEPTH) {
+		b->truncated = true;
+		return;
+	}
+	add_children(b, &die, me, depth + 1);
+}
+
+/* Members of a struct, and of the variants of a Rust enum's variant part. */
+static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, int depth)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(st, &child) != 0)
+		return;
+	do {
+		Dwarf_Die t;
+		Dwarf_Attribute a;
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_member:
+			if (dwarf_formref_die(dwarf_attr(&child, DW_AT_type, &a), &t))
+				add_type(b, &t, parent, depth);
+			break;
+		case DW_TAG_variant_part:
+		case DW_TAG_variant:
+			add_children(b, &child, parent, depth); /* bounded: variants nest once */
+			break;
+		default: break;
+		}
+	} while (b->nr < MAX_AWAIT_NODES && dwarf_siblingof(&child, &child) == 0);
+}
+
+int awaits__build_cu_trees(struct walk *w)
+{
+	static __thread struct tree_builder b;
+
+	for (uint32_t i = w->first_cu_await; i < w->nr_awaits; i++) {
+		struct await_rec *a = &w->awaits[i];
+		Dwarf_Die t;
+		b.w = w;
+		b.nr = 0;
+		b.truncated = false;
+		if (!dwarf_offdie(w->dw, a->awaitee_offset, &t))
+			continue;
+		const char *tn = walk__type_path(w, a->awaitee_offset);
+		if (!tn)
+			tn = dwarf_diename(&t);
+		a->awaitee_name = strpool__intern(&w->m->strings, tn);
+		add_type(&b, &t, -1, 0);
+		if (b.truncated)
+			w->m->nr_limits_hit++;
+		if (!b.nr)
+			continue;
+		a->nodes = malloc(b.nr * sizeof(*a->nodes));
+		if (!a->nodes)
+			return -ENOMEM;
+		memcpy(a->nodes, b.nodes, b.nr * sizeof(*a->nodes));
+		a->nr_nodes = b.nr;
+	}
+	return 0;
+}
+
+static int32_t future_of(struct walk *w, const struct await_node *n)
+{
+	uint64_t idx;
+	if (n->path && u64_map__get(&w->future_by_path, (uintptr_t)n->path, &idx))
+		return (int32_t)idx;
+	return -1;
+}
+
+static bool is_std(const char *path)
+{
+	char crate[128];
+	rust_path__crate(path, crate, sizeof(crate));
+	return crate__classify(crate) == CRATE_STD;
+}
+
+static int add_edge(struct walk *w, const struct await_rec *a, int32_t to, const char *via)
+{
+	for (uint32_t i = 0; i < w->m->nr_edges; i++) { /* same await, same target: once */
+		const struct await_edge *e = &w->m->edges[w->m->nr_edges - 1 - i];
+		if (e->from != a->future || e->await_index != a->await_index)
+			break;
+		if (e->to == to)
+			return 0;
+	}
+	struct await_edge *e = model__add_edge(w->m);
+	if (!e)
+		return -ENOMEM;
+	e->from = a->future;
+	e->to = to;
+	e->await_index = a->await_index;
+	e->file = a->file;
+	e->line = a->line;
+	e->awaitee_type = a->awaitee_name;
+	e->via = via;
+	return 0;
+}
+
+/*
+ * Targets of one await, in preorder:
+ * - a compiler future, a non-generic hand-written future, or a generic one with no
+ *   futures inside (Ready<T>, JoinHandle<T>): the target; stop.
+ * - a generic hand-written future with futures inside (Timeout<F>, MaybeDone<F>):
+ *   a wrapper; a target itself unless it is std's (Pin<P> forwarding is noise);
+ *   continue inside.
+ * - anything else: transparent, continue inside.
+ */
+static int resolve_one(struct walk *w, struct await_rec *a)
+{
+	bool below[MAX_AWAIT_NODES] = {0}, skip[MAX_AWAIT_NODES] = {0};
+	int32_t fut[MAX_AWAIT_NODES];
+	bool any = false, dyn = false;
+	int err;
+
+	for (uint32_t i = 0; i < a->nr_nodes; i++)
+		fut[i] = future_of(w, &a->nodes[i]);
+	if (getenv("ASYNCBPF_DEBUG_AWAITS"))
+		for (uint32_t i = 0; i < a->nr_nodes; i++)
+			fprintf(stderr,
+				"await %s#%u node %u parent %d fut %d env %d dyn %d off %lx %s\n",
+				w->m->futures[a->future].path, a->await_index, i,
+				a->nodes[i].parent, fut[i], a->nodes[i].is_env, a->nodes[i].is_dyn,
+				(unsigned long)a->nodes[i].die_offset,
+				a->nodes[i].path ? a->nodes[i].path : "(anon)");
+	for (uint32_t i = a->nr_nodes; i-- > 1;) {
+		int32_t p = a->nodes[i].parent;
+		if (p >= 0 && (uint32_t)p < i && (fut[i] >= 0 || below[i]))
+			below[p] = true;
+	}
+	for (uint32_t i = 0; i < a->nr_nodes; i++) {
+		const struct await_node *n = &a->nodes[i];
+		int32_t p = n->parent;
+		if (p >= 0 && (uint32_t)p < i && skip[p]) {
+			skip[i] = true;
+			continue;
+		}
+		if (n->is_dyn)
+			dyn = true;
+		if (fut[i] < 0)
+			continue;
+		const char *via = i ? a->awaitee_name : NULL;
+		bool generic = n->path && strchr(n->path, '<');
+		if (n->is_env || !generic || !below[i]) {
+			if (generic && !n->is_env && is_std(n->path) && !below[i] &&
+			    i + 1 < a->nr_nodes)
+				continue; /* std forwarding future over something unresolved */
+			if ((err = add_edge(w, a, fut[i], via)))
+				return err;
+			any = true;
+			skip[i] = true;
+			continue;
+		}
+		if (!is_std(n->path)) {
+			if ((err = add_edge(w, a, fut[i], via)))
+				return err;
+			any = true;
+		}
+	}
+	if (any)
+		return 0;
+	if (dyn || !a->nr_nodes)
+		return add_edge(w, a, -1, NULL);
+	/* The awaitee is a future whose poll fn left no trace (optimized out): keep it
+	 * as a node so the graph still says what is awaited here. */
+	const struct await_node *root = &a->nodes[0];
+	const char *path = root->path ? root->path : a->awaitee_name;
+	if (!path)
+		return add_edge(w, a, -1, NULL);
+	bool is_env;
+	enum future_kind kind = future_kind__from_name(path, &is_env);
+	int32_t f = walk__get_future(w, path, kind, root->die_offset, root->size);
+	if (f < 0)
+		return -ENOMEM;
+	return add_edge(w, a, f, NULL);
+}
+
+int awaits__resolve(struct walk *w)
+{
+	for (uint32_t i = 0; i < w->nr_awaits; i++) {
+		struct await_rec *a = &w->awaits[i];
+		int err = resolve_one(w, a);
+		if (err)
+			return err;
+		/* the state's awaitee type, for the JSON */
+		struct future *f = &w->m->futures[a->future];
+		for (uint32_t s = 0; s < f->nr_states; s++)
+			if (f->states[s].kind == STATE_SUSPEND &&
+			    f->states[s].suspend_index == a->await_index)
+				f->states[s].awaitee_type = a->awaitee_name;
+	}
+	return 0;
+}
+
+void awaits__free(struct walk *w)
+{
+	for (uint32_t i = 0; i < w->nr_awaits; i++)
+		free(w->awaits[i].nodes);
+	free(w->awaits);
+	w->awaits = NULL;
+	w->nr_awaits = 0;
+}

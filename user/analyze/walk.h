@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The analyzer's walk state and helpers (walk.c), shared by the DWARF walk
+ * (analyzer.c) and the passes after it (analyzer_post.h, awaits.h). Internal to
+ * analyze/: nothing outside the folder includes it.
+ */
+#ifndef ASYNCBPF_ANALYZE_WALK_H
+#define ASYNCBPF_ANALYZE_WALK_H
+
+#include <elfutils/libdw.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analyze/analyzer.h"
+#include "lib/hashmap.h"
+#include "model/model.h"
+#include "lib/strpool.h"
+
+/* Bounds: inputs are hostile (we run as root). */
+#define MAX_DIE_DEPTH	256
+#define MAX_STATES	4096
+#define MAX_AWAIT_DEPTH 8
+#define MAX_AWAIT_NODES 128
+#define MAX_PATH_LEN	4096
+
+#define FUTURE_POLL_SUFFIX " as core::future::future::Future>::poll"
+
+/* One type reached from an __awaitee type through members and pointers. */
+struct await_node {
+	const char *path; /* interned (model pool) full path, or NULL for anonymous types */
+	int32_t parent;	  /* index in the same tree, -1 for the root */
+	uint64_t die_offset;
+	uint64_t size;
+	bool is_env; /* a compiler-generated future: never descended into */
+	bool is_dyn; /* a `dyn Trait` type: the concrete future is unknown statically */
+};
+
+/* An await point waiting for resolution once every future of the binary is known. */
+struct await_rec {
+	int32_t future;
+	uint32_t await_index;
+	const char *file;
+	uint32_t line;
+	uint64_t awaitee_offset; /* DIE of the __awaitee type (CU-local until resolved) */
+	const char *awaitee_name;
+	struct await_node *nodes;
+	uint32_t nr_nodes;
+};
+
+struct drop_rec {
+	const char *type_path;
+	const char *linkage_name;
+	uint64_t addr;
+};
+
+struct pending_poll {
+	uint32_t poll;
+	uint64_t return_type; /* DIE offset of the return type */
+	Dwarf_Die param;      /* first formal parameter (for its location at entry) */
+	bool has_param;
+};
+
+struct walk {
+	struct target *t;
+	struct model *m;
+	const struct analyzer_opts *o;
+	Dwarf *dw;
+	Dwarf_Die cu;
+
+	/* per compile unit */
+	struct strpool cu_pool;	   /* type paths of this CU */
+	struct u64_map type_paths; /* DIE offset -> const char * (cu_pool) */
+	struct pending_poll *pending;
+	uint32_t nr_pending, cap_pending;
+	uint32_t first_cu_await; /* awaits recorded by this CU start here */
+
+	/* whole binary */
+	struct u64_map future_by_path; /* interned path -> future index */
+	struct u64_map poll_by_addr;   /* low_pc -> poll index */
+	struct u64_map poll_by_key;    /* interned linkage name -> poll index */
+	struct u64_map origin_class;   /* abstract DIE offset -> poll index + 1, or 0 */
+	struct u64_map drop_by_path;   /* interned type path -> drop index */
+	struct u64_map filled_futures; /* future index -> 1 once states were read */
+	struct u64_map foreign_paths;  /* DIE offset in another CU -> path (foreign_pool) */
+	struct u64_map indexed_cus;    /* CU DIE offset -> 1 once its paths are indexed */
+	struct strpool foreign_pool;
+	struct await_rec *awaits;
+	uint32_t nr_awaits, cap_awaits;
+	struct drop_rec *drops;
+	uint32_t nr_drops, cap_drops;
+};
+
+/* DWARF helpers (walk.c) */
+bool starts_with(const char *s, const char *prefix);
+bool die_type(Dwarf_Die *die, Dwarf_Die *type);
+uint64_t die_bytesize(Dwarf_Die *die);
+bool member_offset(Dwarf_Die *member, uint64_t *off);
+
+/* walk.c */
+/* Full path of a type DIE: this CU's table, else (a DW_FORM_ref_addr into another
+ * unit) a walk of that unit's namespaces; NULL if unnamed or not found. */
+const char *walk__type_path(struct walk *w, uint64_t die_offset);
+int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind,
+			 uint64_t die_offset, uint64_t size);
+enum future_kind future_kind__from_name(const char *name, bool *is_env);
+
+#endif

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Subcommands and what they share: resolving the target and analyzing it. */
+#ifndef ASYNCBPF_COMMANDS_H
+#define ASYNCBPF_COMMANDS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "model/model.h"
+
+int cmd_analyze(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+/* asyncbpf trace; also `asyncbpf -p PID ...` (argv[0] is then "asyncbpf"). */
+int cmd_trace(int argc, char **argv);
+/* asyncbpf profile: sampling, async-aware flame graphs (docs/profile.md). */
+int cmd_profile(int argc, char **argv);
+
+struct target_spec {
+	const char *path; /* a binary, or NULL with pid */
+	pid_t pid;
+};
+
+/* Parse "-p PID" values: returns 0 or prints why and returns EXIT_USAGE. */
+int parse_pid(const char *cmd, const char *s, pid_t *pid);
+
+/*
+ * Open and analyze the target into m (model__init'ed here). Prints warnings and
+ * errors itself. Returns an exit status (EXIT_OK on success).
+ */
+int load_model(const char *cmd, const struct target_spec *spec, struct model *m);
+
+/* Print model warnings to stderr (a summary line beyond the first few). */
+void print_warnings(const char *cmd, const struct model *m);
+
+#endif

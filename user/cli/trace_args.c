@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/* asyncbpf trace's command line (trace_args.h, docs/tracing.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "lib/exitcodes.h"
+#include "lib/log.h"
+#include "cli/trace_args.h"
+
+const char trace_usage[] =
+    "Usage: asyncbpf trace -p PID [PATTERN...] [OPTIONS]\n"
+    "       asyncbpf trace [PATTERN...] [OPTIONS] -- CMD [ARGS...]\n"
+    "       asyncbpf -p PID                  (trace with the defaults)\n"
+    "\n"
+    "Trace every poll of the selected futures of a running Rust program (or of CMD,\n"
+    "started stopped before it runs and traced until it exits). Without patterns or a\n"
+    "whitelist the selection is your own crates' futures (docs/selection.md).\n"
+    "\n"
+    "  -p, --pid PID          trace a running process\n"
+    "  PATTERN                glob on Rust paths: 'demo::*', '*::handler'\n"
+    "  -e, --expand DIR       grow the selection along the await graph: up, down, both\n"
+    "  -w, --whitelist F      select from a whitelist file (asyncbpf list -o F)\n"
+    "      --all-crates       default selection is every crate's futures\n"
+    "  -o, --output F         Perfetto trace (default asyncbpf-PID.pftrace)\n"
+    "      --chrome F         also write Chrome trace JSON\n"
+    "      --folded F         also write async stacks weighted by busy time (flamegraph)\n"
+    "      --dot F            also write the await graph seen, with counts (Graphviz)\n"
+    "      --summary-json F   also write the summary as JSON\n"
+    "      --records F        also write every poll as a JSON line (raw records)\n"
+    "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
+    "      --ringbuf-size N   ring buffer bytes, K/M/G suffixes (default 16M)\n"
+    "      --exits MODE       how poll exits are seen: auto (default), ret (probe every\n"
+    "                         `ret`/tail jump; safe with panics), uretprobe (cheaper;\n"
+    "                         aborts a target whose panic unwinds through a poll)\n"
+    "      --attach MODE      auto (default), multi (uprobe_multi only), perf (one\n"
+    "                         perf-event link per probe, as on kernels before 6.6)\n"
+    "      --max-probes N     refuse more than N probes (default 20000; 0: no limit)\n"
+    "  -v, --verbose          all warnings and libbpf's log\n"
+    "\n"
+    "Exit status: 0 traced; in launch mode CMD's own status (128+N if killed by\n"
+    "signal N); 2 usage; 3 no such process or command; 4 not privileged; 6 nothing\n"
+    "selected; 7 a kernel feature is missing; 8 an output could not be written.\n"
+    "\n"
+    "Examples:\n"
+    "  sudo asyncbpf -p \"$(pidof server)\"\n"
+    "  sudo asyncbpf trace -p 4242 'server::handlers::*' --expand down -o h.pftrace\n"
+    "  sudo asyncbpf trace --chrome run.json -- target/debug/server --port 8080\n";
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	}
+	if (*end || v < 4096 || v > (1ull << 30))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int trace_args__parse(int argc, char **argv, struct trace_args *a)
+{
+	static const struct option opts[] = {
+	    {"pid", required_argument, NULL, 'p'},
+	    {"expand", required_argument, NULL, 'e'},
+	    {"whitelist", required_argument, NULL, 'w'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"chrome", required_argument, NULL, 'C'},
+	    {"summary-json", required_argument, NULL, 'S'},
+	    {"records", required_argument, NULL, 'r'},
+	    {"folded", required_argument, NULL, 'F'},
+	    {"dot", required_argument, NULL, 'D'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"ringbuf-size", required_argument, NULL, 'R'},
+	    {"exits", required_argument, NULL, 'X'},
+	    {"attach", required_argument, NULL, 'A'},
+	    {"max-probes", required_argument, NULL, 'M'},
+	    {"all-crates", no_argument, NULL, 'a'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c, r, nopt = argc;
+	char *end;
+
+	/* everything after "--" is the command: getopt must not permute it */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			nopt = i;
+			a->command = &argv[i + 1];
+			break;
+		}
+	a->max_probes = TRACE_DEFAULT_MAX_PROBES;
+	optind = 1;
+	while ((c = getopt_long(nopt, argv, "p:e:w:o:d:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if ((r = parse_pid("trace", optarg, &a->pid)))
+				return r;
+			break;
+		case 'e':
+			if (!strcmp(optarg, "up"))
+				a->expand = EXPAND_UP;
+			else if (!strcmp(optarg, "down"))
+				a->expand = EXPAND_DOWN;
+			else if (!strcmp(optarg, "both"))
+				a->expand = EXPAND_BOTH;
+			else {
+				pr_warn("trace: --expand takes up, down or both, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'w': a->whitelist = optarg; break;
+		case 'o': a->output = optarg; break;
+		case 'C': a->chrome = optarg; break;
+		case 'S': a->summary_json = optarg; break;
+		case 'r': a->records = optarg; break;
+		case 'F': a->folded = optarg; break;
+		case 'D': a->dot = optarg; break;
+		case 'd':
+			errno = 0;
+			a->duration = strtod(optarg, &end);
+			if (errno || *end || !(a->duration > 0) || a->duration > 1e9) {
+				pr_warn("trace: --duration takes positive seconds, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'R':
+			if (parse_size(optarg, &a->ringbuf_size)) {
+				pr_warn("trace: --ringbuf-size takes 4K to 1G bytes, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'X':
+			if (!strcmp(optarg, "auto"))
+				a->exits = EXITS_AUTO;
+			else if (!strcmp(optarg, "ret"))
+				a->exits = EXITS_RET;
+			else if (!strcmp(optarg, "uretprobe"))
+				a->exits = EXITS_URETPROBE;
+			else {
+				pr_warn("trace: --exits takes auto, ret or uretprobe, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'A':
+			if (!strcmp(optarg, "auto"))
+				a->attach = ATTACH_AUTO;
+			else if (!strcmp(optarg, "multi"))
+				a->attach = ATTACH_MULTI;
+			else if (!strcmp(optarg, "perf"))
+				a->attach = ATTACH_PERF;
+			else {
+				pr_warn("trace: --attach takes auto, multi or perf, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'M':
+			errno = 0;
+			a->max_probes = strtoul(optarg, &end, 10);
+			if (errno || *end || optarg[0] == '-' || end == optarg) {
+				pr_warn(
+				    "trace: --max-probes takes a number (0: no limit), not '%s'\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'a': a->all_crates = true; break;
+		case 'v':
+			a->verbose = true;
+			log_verbosity = 2;
+			break;
+		case 'h': fputs(trace_usage, stdout); return -1;
+		default: fputs(trace_usage, stderr); return EXIT_USAGE;
+		}
+	}
+	a->patterns = &argv[optind];
+	a->nr_patterns = nopt - optind;
+	if (a->command && !a->command[0]) {
+		pr_warn("trace: nothing after '--': name the command to launch\n");
+		return EXIT_USAGE;
+	}
+	if (!a->pid == !a->command) {
+		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}

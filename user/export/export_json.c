@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The analyzer's model as JSON (docs/json-schema.md).
+ *
+ * Streamed by hand: a binary can hold tens of thousands of futures and polls, and a
+ * cJSON tree of all of them would cost far more memory than the model itself. Every
+ * string comes from a hostile binary, so the escaper guarantees valid JSON (RFC 8259)
+ * whatever the bytes: control characters are escaped, bytes that are not well-formed
+ * UTF-8 become U+FFFD.
+ */
+#include "export/export.h"
+#include "lib/text.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_MAX_DEPTH 16
+
+struct json_writer {
+	FILE *out;
+	int depth;
+	bool need_comma[JSON_MAX_DEPTH];
+};
+
+/* Comma, line break (top two levels only: one future or poll per line) and key. */
+static void jw_prefix(struct json_writer *w, const char *key)
+{
+	if (w->need_comma[w->depth])
+		putc(',', w->out);
+	w->need_comma[w->depth] = true;
+	if (w->depth >= 1 && w->depth <= 2) {
+		putc('\n', w->out);
+		for (int i = 0; i < w->depth; i++)
+			putc(' ', w->out);
+	}
+	if (key) {
+		/* keys are our own identifiers: nothing to escape */
+		putc('"', w->out);
+		fputs(key, w->out);
+		fputs("\":", w->out);
+	}
+}
+
+static void jw_open(struct json_writer *w, const char *key, char bracket)
+{
+	if (w->depth > 0 || w->need_comma[0])
+		jw_prefix(w, key);
+	putc(bracket, w->out);
+	/* the structure is fixed by this file: JSON_MAX_DEPTH is never reached */
+	if (w->depth + 1 < JSON_MAX_DEPTH)
+		w->depth++;
+	w->need_comma[w->depth] = false;
+}
+
+static void jw_close(struct json_writer *w, char bracket)
+{
+	bool had_items = w->need_comma[w->depth];
+
+	w->depth--;
+	if (had_items && w->depth <= 1) {
+		putc('\n', w->out);
+		for (int i = 0; i < w->depth; i++)
+			putc(' ', w->out);
+	}
+	putc(bracket, w->out);
+}
+
+static void jw_object(struct json_writer *w, const char *key)
+{
+	jw_open(w, key, '{');
+}
+
+static void jw_object_end(struct json_writer *w)
+{
+	jw_close(w, '}');
+}
+
+static void jw_array(struct json_writer *w, const char *key)
+{
+	jw_open(w, key, '[');
+}
+
+static void jw_array_end(struct json_writer *w)
+{
+	jw_close(w, ']');
+}
+
+static void jw_null(struct json_writer *w, const char *key)
+{
+	jw_prefix(w, key);
+	fputs("null", w->out);
+}
+
+/* NULL becomes null */
+static void jw_string(struct json_writer *w, const char *key, const char *value)
+{
+	jw_prefix(w, key);
+	if (value)
+		json__write_string(w->out, value);
+	else
+		fputs("null", w->out);
+}
+
+static void jw_u64(struct json_writer *w, const char *key, uint64_t value)
+{
+	jw_prefix(w, key);
+	fprintf(w->out, "%" PRIu64, value);
+}
+
+static void jw_i64(struct json_writer *w, const char *key, int64_t value)
+{
+	jw_prefix(w, key);
+	fprintf(w->out, "%" PRId64, value);
+}
+
+static void jw_bool(struct json_writer *w, const char *key, bool value)
+{
+	jw_prefix(w, key);
+	fputs(value ? "true" : "false", w->out);
+}
+
+/* A future index as an id, or null when it does not name a future of this model. */
+static void jw_future_ref(struct json_writer *w, const char *key, const struct model *m,
+			  int32_t index)
+{
+	if (index >= 0 && (uint32_t)index < m->nr_futures)
+		jw_u64(w, key, (uint64_t)index);
+	else
+		jw_null(w, key);
+}
+
+/*
+ * Which polls belong to each future, as compressed rows: the polls of future f are
+ * poll_ids[first[f] .. first[f + 1]), in poll order.
+ */
+struct polls_by_future {
+	uint32_t *first; /* nr_futures + 1 */
+	uint32_t *poll_ids;
+};
+
+static int polls_by_future__build(struct polls_by_future *idx, const struct model *m)
+{
+	uint32_t *fill;
+
+	idx->first = calloc((size_t)m->nr_futures + 1, sizeof(*idx->first));
+	idx->poll_ids = calloc(m->nr_polls ? m->nr_polls : 1, sizeof(*idx->poll_ids));
+	fill = calloc(m->nr_futures ? m->nr_futures : 1, sizeof(*fill));
+	if (!idx->first || !idx->poll_ids || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		int32_t f = m->polls[i].future;
+		if (f >= 0 && (uint32_t)f < m->nr_futures)
+			idx->first[f + 1]++;
+	}
+	for (uint32_t f = 0; f < m->nr_futures; f++)
+		idx->first[f + 1] += idx->first[f];
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		int32_t f = m->polls[i].future;
+		if (f >= 0 && (uint32_t)f < m->nr_futures)
+			idx->poll_ids[idx->first[f] + fill[f]++] = i;
+	}
+	free(fill);
+	return 0;
+}
+
+static void polls_by_future__free(struct polls_by_future *idx)
+{
+	free(idx->first);
+	free(idx->poll_ids);
+}
+
+static void write_binary(struct json_writer *w, const struct model *m)
+{
+	jw_object(w, "binary");
+	jw_string(w, "path", m->path);
+	jw_string(w, "elf_path", m->elf_path);
+	jw_string(w, "debuginfo_path", m->debuginfo_path);
+	jw_string(w, "build_id", m->build_id);
+	jw_bool(w, "pie", m->pie);
+	jw_bool(w, "has_dwarf", m->has_dwarf);
+	jw_bool(w, "symbols_only", m->symbols_only);
+	jw_u64(w, "debug_info_size", m->debug_info_size);
+	jw_object_end(w);
+}
+
+static void write_stats(struct json_writer *w, const struct model *m)
+{
+	uint64_t roots = 0, inlined_only = 0;
+
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		roots += m->futures[i].is_root;
+		inlined_only += m->futures[i].inlined_only;
+	}
+	jw_object(w, "stats");
+	jw_u64(w, "compile_units", m->nr_cus);
+	jw_u64(w, "dies", m->nr_dies);
+	jw_u64(w, "cu_errors", m->nr_cu_errors);
+	jw_u64(w, "limits_hit", m->nr_limits_hit);
+	jw_u64(w, "futures", m->nr_futures);
+	jw_u64(w, "polls", m->nr_polls);
+	jw_u64(w, "edges", m->nr_edges);
+	jw_u64(w, "roots", roots);
+	jw_u64(w, "inlined_only", inlined_only);
+	jw_object_end(w);
+}
+
+static void write_future(struct json_writer *w, const struct model *m, uint32_t id,
+			 const struct polls_by_future *idx)
+{
+	const struct future *f = &m->futures[id];
+	char name[1024];
+
+	future__display_name(f, name, sizeof(name));
+	jw_object(w, NULL);
+	jw_u64(w, "id", id);
+	jw_string(w, "path", f->path);
+	jw_string(w, "name", name);
+	jw_string(w, "crate", f->crate);
+	jw_string(w, "crate_class", crate_class__name(f->crate_class));
+	jw_string(w, "kind", future_kind__name(f->kind));
+	jw_u64(w, "die_offset", f->die_offset);
+	jw_u64(w, "size", f->size);
+	if (f->has_state) {
+		jw_object(w, "state");
+		jw_u64(w, "offset", f->state_offset);
+		jw_u64(w, "size", f->state_size);
+		jw_object_end(w);
+	} else {
+		jw_null(w, "state");
+	}
+
+	jw_array(w, "states");
+	for (uint32_t i = 0; f->states && i < f->nr_states; i++) {
+		const struct future_state *s = &f->states[i];
+		jw_object(w, NULL);
+		jw_u64(w, "discr", s->discr);
+		jw_string(w, "kind", state_kind__name(s->kind));
+		if (s->kind == STATE_SUSPEND)
+			jw_u64(w, "index", s->suspend_index);
+		jw_string(w, "name", s->name);
+		jw_string(w, "file", s->file);
+		jw_u64(w, "line", s->line);
+		jw_string(w, "awaitee", s->awaitee_type);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+
+	jw_string(w, "file", f->file);
+	jw_u64(w, "line", f->line);
+	if (f->drop_symbol) {
+		jw_object(w, "drop_in_place");
+		jw_string(w, "symbol", f->drop_symbol);
+		jw_u64(w, "addr", f->drop_addr);
+		jw_object_end(w);
+	} else {
+		jw_null(w, "drop_in_place");
+	}
+	if (f->poll >= 0 && (uint32_t)f->poll < m->nr_polls)
+		jw_u64(w, "poll", (uint64_t)f->poll);
+	else
+		jw_null(w, "poll");
+	jw_array(w, "polls");
+	for (uint32_t k = idx->first[id]; k < idx->first[id + 1]; k++)
+		jw_u64(w, NULL, idx->poll_ids[k]);
+	jw_array_end(w);
+	jw_bool(w, "inlined_only", f->inlined_only);
+	jw_bool(w, "root", f->is_root);
+	jw_object_end(w);
+}
+
+static void write_entry(struct json_writer *w, const struct entry_site *e)
+{
+	if (!e->valid) {
+		jw_null(w, "entry");
+		return;
+	}
+	/* insn is a fixed buffer filled by the disassembler: never trust its NUL */
+	char insn[sizeof(e->insn) + 1];
+	memcpy(insn, e->insn, sizeof(e->insn));
+	insn[sizeof(e->insn)] = '\0';
+
+	jw_object(w, "entry");
+	jw_u64(w, "addr", e->addr);
+	jw_u64(w, "file_offset", e->file_offset);
+	jw_bool(w, "emulated", e->emulated);
+	jw_string(w, "insn", insn);
+	jw_i64(w, "sp_delta", e->sp_delta);
+	jw_object(w, "self");
+	jw_string(w, "kind", self_location__name(e->self_kind));
+	if (e->self_kind == SELF_LOC_REG)
+		jw_string(w, "reg", dwarf_reg__name(e->self_reg));
+	else
+		jw_null(w, "reg");
+	if (e->self_kind == SELF_LOC_STACK)
+		jw_i64(w, "sp_offset", e->self_sp_offset);
+	else
+		jw_null(w, "sp_offset");
+	jw_object_end(w);
+	jw_object_end(w);
+}
+
+static void write_return(struct json_writer *w, const struct poll_layout *r)
+{
+	if (!r->known) {
+		jw_null(w, "return");
+		return;
+	}
+	jw_object(w, "return");
+	jw_u64(w, "size", r->size);
+	jw_u64(w, "discr_offset", r->discr_offset);
+	jw_u64(w, "discr_size", r->discr_size);
+	if (r->pending_has_value)
+		jw_u64(w, "pending_value", r->pending_value);
+	else
+		jw_null(w, "pending_value");
+	if (r->ready_has_value)
+		jw_u64(w, "ready_value", r->ready_value);
+	else
+		jw_null(w, "ready_value");
+	jw_bool(w, "in_memory", r->in_memory);
+	jw_object_end(w);
+}
+
+static void write_poll(struct json_writer *w, const struct model *m, uint32_t id)
+{
+	const struct poll_fn *p = &m->polls[id];
+
+	jw_object(w, NULL);
+	jw_u64(w, "id", id);
+	jw_string(w, "name", p->name);
+	jw_string(w, "linkage_name", p->linkage_name);
+	jw_string(w, "crate", p->crate);
+	jw_string(w, "crate_class", crate_class__name(p->crate_class));
+	jw_u64(w, "addr", p->addr);
+	jw_u64(w, "size", p->size);
+	jw_u64(w, "file_offset", p->file_offset);
+	jw_string(w, "file", p->file);
+	jw_u64(w, "line", p->line);
+	jw_future_ref(w, "future", m, p->future);
+	jw_bool(w, "inlined_only", p->inlined_only);
+
+	jw_array(w, "inline_sites");
+	for (uint32_t i = 0; p->inline_sites && i < p->nr_inline_sites; i++) {
+		const struct inline_site *s = &p->inline_sites[i];
+		jw_object(w, NULL);
+		jw_u64(w, "addr", s->addr);
+		jw_string(w, "caller", s->caller);
+		jw_string(w, "file", s->file);
+		jw_u64(w, "line", s->line);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+	jw_u64(w, "inline_sites_total",
+	       p->nr_inline_sites_total > p->nr_inline_sites ? p->nr_inline_sites_total
+							     : p->nr_inline_sites);
+
+	jw_array(w, "exits");
+	for (uint32_t i = 0; p->exits && i < p->nr_exits; i++) {
+		const struct exit_site *x = &p->exits[i];
+		jw_object(w, NULL);
+		jw_u64(w, "addr", x->addr);
+		jw_u64(w, "file_offset", x->file_offset);
+		jw_string(w, "kind", exit_kind__name(x->kind));
+		if (x->kind == EXIT_TAIL_JMP)
+			jw_u64(w, "target", x->target);
+		jw_bool(w, "probeable", x->probeable);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+
+	write_entry(w, &p->entry);
+	jw_string(w, "self_arg_reg", dwarf_reg__name(p->self_arg_reg));
+	write_return(w, &p->ret);
+	jw_string(w, "disasm_error", p->disasm_error);
+	jw_object_end(w);
+}
+
+static void write_edge(struct json_writer *w, const struct model *m, uint32_t id)
+{
+	const struct await_edge *e = &m->edges[id];
+
+	jw_object(w, NULL);
+	jw_future_ref(w, "from", m, e->from);
+	jw_future_ref(w, "to", m, e->to);
+	jw_u64(w, "await_index", e->await_index);
+	jw_string(w, "file", e->file);
+	jw_u64(w, "line", e->line);
+	jw_string(w, "awaitee_type", e->awaitee_type);
+	jw_string(w, "via", e->via);
+	jw_object_end(w);
+}
+
+int export_json__write(const struct model *m, FILE *out)
+{
+	struct json_writer w = {.out = out};
+	struct polls_by_future idx = {0};
+	int err;
+
+	err = polls_by_future__build(&idx, m);
+	if (err)
+		goto cleanup;
+
+	jw_object(&w, NULL);
+	jw_string(&w, "schema", "asyncbpf-model/1");
+	write_binary(&w, m);
+	write_stats(&w, m);
+
+	jw_array(&w, "warnings");
+	for (uint32_t i = 0; m->warnings && i < m->nr_warnings; i++)
+		jw_string(&w, NULL, m->warnings[i].text);
+	jw_array_end(&w);
+
+	jw_array(&w, "futures");
+	for (uint32_t i = 0; i < m->nr_futures && !ferror(out); i++)
+		write_future(&w, m, i, &idx);
+	jw_array_end(&w);
+
+	jw_array(&w, "polls");
+	for (uint32_t i = 0; i < m->nr_polls && !ferror(out); i++)
+		write_poll(&w, m, i);
+	jw_array_end(&w);
+
+	jw_array(&w, "edges");
+	for (uint32_t i = 0; i < m->nr_edges && !ferror(out); i++)
+		write_edge(&w, m, i);
+	jw_array_end(&w);
+
+	jw_array(&w, "roots");
+	for (uint32_t i = 0; i < m->nr_futures; i++)
+		if (m->futures[i].is_root)
+			jw_u64(&w, NULL, i);
+	jw_array_end(&w);
+
+	jw_object_end(&w);
+	putc('\n', out);
+	if (fflush(out) == EOF || ferror(out))
+		err = -EIO;
+cleanup:
+	polls_by_future__free(&idx);
+	return err;
+}

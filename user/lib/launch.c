@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Launch mode: start a command blocked before exec, let it go, wait (launch.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/exitcodes.h"
+#include "lib/launch.h"
+
+/* execvp's PATH search, done before the fork so the model is of the file we exec. */
+int launch__resolve(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	struct stat st;
+
+	if (strchr(name, '/')) {
+		if (snprintf(out, len, "%s", name) >= (int)len)
+			return -ENAMETOOLONG;
+		return access(out, X_OK) ? -errno : 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t n = colon ? (size_t)(colon - path) : strlen(path);
+
+		if (snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name) < (int)len &&
+		    !access(out, X_OK) && !stat(out, &st) && S_ISREG(st.st_mode))
+			return 0;
+		path += n + (colon ? 1 : 0);
+		if (!colon)
+			break;
+	}
+	return -ENOENT;
+}
+
+/* The child: wait until the parent has attached (or gave up), then exec. */
+pid_t launch__start_stopped(const char *cmd, const char *path, char **argv, int *go_fd)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		char go = 0;
+		ssize_t n;
+
+		close(fds[1]);
+		do
+			n = read(fds[0], &go, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1 || go != 'g')
+			_exit(127); /* the tracer failed: never run the command untraced */
+		close(fds[0]);
+		execv(path, argv);
+		fprintf(stderr, "asyncbpf: %s: cannot execute %s: %s\n", cmd, path,
+			strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	*go_fd = fds[1];
+	return pid;
+}
+
+int launch__wait(pid_t child)
+{
+	int st;
+
+	while (waitpid(child, &st, 0) < 0)
+		if (errno != EINTR)
+			return EXIT_FAILURE_INTERNAL;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return EXIT_FAILURE_INTERNAL;
+}
+
+int launch__go(int *go_fd)
+{
+	int r = 0;
+
+	if (*go_fd < 0)
+		return -EBADF;
+	if (write(*go_fd, "g", 1) != 1)
+		r = -errno;
+	close(*go_fd);
+	*go_fd = -1;
+	return r;
+}

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "model/model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void model__init(struct model *m)
+{
+	memset(m, 0, sizeof(*m));
+	strpool__init(&m->strings);
+}
+
+void model__free(struct model *m)
+{
+	for (uint32_t i = 0; i < m->nr_futures; i++)
+		free(m->futures[i].states);
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		free(m->polls[i].exits);
+		free(m->polls[i].inline_sites);
+	}
+	free(m->futures);
+	free(m->polls);
+	free(m->edges);
+	free(m->warnings);
+	strpool__free(&m->strings);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Grow *arr (element size sz) so one more fits; returns the new zeroed slot. */
+static void *append(void **arr, uint32_t *nr, uint32_t *cap, size_t sz)
+{
+	if (*nr == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 64;
+		if (ncap < *cap) /* overflow */
+			return NULL;
+		void *n = realloc(*arr, (size_t)ncap * sz);
+		if (!n)
+			return NULL;
+		*arr = n;
+		*cap = ncap;
+	}
+	void *slot = (char *)*arr + (size_t)(*nr) * sz;
+	memset(slot, 0, sz);
+	(*nr)++;
+	return slot;
+}
+
+struct future *model__add_future(struct model *m)
+{
+	struct future *f =
+	    append((void **)&m->futures, &m->nr_futures, &m->cap_futures, sizeof(*f));
+	if (f)
+		f->poll = -1;
+	return f;
+}
+
+struct poll_fn *model__add_poll(struct model *m)
+{
+	struct poll_fn *p = append((void **)&m->polls, &m->nr_polls, &m->cap_polls, sizeof(*p));
+	if (p)
+		p->future = -1;
+	return p;
+}
+
+struct await_edge *model__add_edge(struct model *m)
+{
+	struct await_edge *e = append((void **)&m->edges, &m->nr_edges, &m->cap_edges, sizeof(*e));
+	if (e)
+		e->from = e->to = -1;
+	return e;
+}
+
+void model__warn(struct model *m, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	/* cap: a hostile input must not make us store millions of warnings */
+	if (m->nr_warnings >= 1000)
+		return;
+	struct model_warning *w =
+	    append((void **)&m->warnings, &m->nr_warnings, &m->cap_warnings, sizeof(*w));
+	if (w)
+		w->text = strpool__intern(&m->strings, buf);
+}
+
+int32_t model__find_future(const struct model *m, const char *path)
+{
+	for (uint32_t i = 0; i < m->nr_futures; i++)
+		if (strcmp(m->futures[i].path, path) == 0)
+			return (int32_t)i;
+	return -1;
+}
+
+const char *future_kind__name(enum future_kind k)
+{
+	switch (k) {
+	case FUTURE_ASYNC_FN: return "async_fn";
+	case FUTURE_ASYNC_BLOCK: return "async_block";
+	case FUTURE_ASYNC_CLOSURE: return "async_closure";
+	case FUTURE_HANDWRITTEN: return "handwritten";
+	}
+	return "unknown";
+}
+
+const char *state_kind__name(enum state_kind k)
+{
+	switch (k) {
+	case STATE_UNRESUMED: return "unresumed";
+	case STATE_RETURNED: return "returned";
+	case STATE_PANICKED: return "panicked";
+	case STATE_SUSPEND: return "suspend";
+	case STATE_OTHER: return "other";
+	}
+	return "unknown";
+}
+
+const char *exit_kind__name(enum exit_kind k)
+{
+	switch (k) {
+	case EXIT_RET: return "ret";
+	case EXIT_TAIL_JMP: return "tail_jmp";
+	case EXIT_TAIL_JMP_INDIRECT: return "tail_jmp_indirect";
+	}
+	return "unknown";
+}
+
+const char *crate_class__name(enum crate_class c)
+{
+	switch (c) {
+	case CRATE_USER: return "user";
+	case CRATE_STD: return "std";
+	case CRATE_RUNTIME: return "runtime";
+	case CRATE_OTHER: return "dependency";
+	}
+	return "unknown";
+}
+
+static const char *const dwarf_reg_names[] = {
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+    "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+};
+
+const char *dwarf_reg__name(uint16_t dwarf_reg)
+{
+	if (dwarf_reg >= sizeof(dwarf_reg_names) / sizeof(dwarf_reg_names[0]))
+		return "?";
+	return dwarf_reg_names[dwarf_reg];
+}
+
+const char *self_location__name(enum self_location l)
+{
+	switch (l) {
+	case SELF_LOC_UNKNOWN: return "unknown";
+	case SELF_LOC_REG: return "register";
+	case SELF_LOC_STACK: return "stack";
+	}
+	return "unknown";
+}
+
+void model__finish(struct model *m)
+{
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		m->futures[i].poll = -1;
+		m->futures[i].is_root = true;
+	}
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		struct poll_fn *p = &m->polls[i];
+		if (p->future < 0 || (uint32_t)p->future >= m->nr_futures)
+			continue;
+		struct future *f = &m->futures[p->future];
+		if (!p->inlined_only && f->poll < 0)
+			f->poll = (int32_t)i;
+	}
+	for (uint32_t i = 0; i < m->nr_futures; i++)
+		m->futures[i].inlined_only = false;
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		const struct poll_fn *p = &m->polls[i];
+		if (p->inlined_only && p->future >= 0 && (uint32_t)p->future < m->nr_futures)
+			m->futures[p->future].inlined_only = true;
+	}
+	for (uint32_t i = 0; i < m->nr_futures; i++)
+		if (m->futures[i].poll >= 0)
+			m->futures[i].inlined_only = false;
+	for (uint32_t i = 0; i < m->nr_edges; i++) {
+		const struct await_edge *e = &m->edges[i];
+		if (e->to >= 0 && e->to != e->from)
+			m->futures[e->to].is_root = false;
+	}
+}
+
+const char *rust_path__last_segment(const char *path)
+{
+	const char *last = path;
+	int depth = 0;
+
+	for (const char *p = path; p && *p; p++) {
+		if (*p == '<' || *p == '(' || *p == '[')
+			depth++;
+		else if ((*p == '>' || *p == ')' || *p == ']') && depth > 0)
+			depth--;
+		else if (depth == 0 && p[0] == ':' && p[1] == ':')
+			last = p + 2;
+	}
+	return last;
+}
+
+void future__display_name(const struct future *f, char *buf, size_t len)
+{
+	static const struct {
+		const char *env, *shown;
+	} kinds[] = {
+	    {"{async_fn_env#", NULL},
+	    {"{async_block_env#", "{async_block#"},
+	    {"{async_closure_env#", "{async_closure#"},
+	};
+	const char *path = f->path ? f->path : "";
+	const char *last = rust_path__last_segment(path);
+
+	if (!len)
+		return;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		size_t el = strlen(kinds[k].env);
+		if (strncmp(last, kinds[k].env, el) != 0)
+			continue;
+		const char *close = strchr(last + el, '}');
+		if (!close)
+			break;
+		/* the segment's own text up to '}' has no generics: safe to cut there */
+		int prefix = last > path + 2 ? (int)(last - 2 - path) : 0;
+		if (kinds[k].shown)
+			snprintf(buf, len, "%.*s%s%s%.*s%s", prefix, path, prefix ? "::" : "",
+				 kinds[k].shown, (int)(close - (last + el)), last + el, close);
+		else /* async fn: the fn's own path, generics kept */
+			snprintf(buf, len, "%.*s%s", prefix, path, close + 1);
+		return;
+	}
+	snprintf(buf, len, "%s", path);
+}

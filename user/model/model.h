@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The analyzer's model of a Rust binary's futures: what every other module
+ * (selection, exporters, later the tracer) consumes. Pure data; strings are
+ * interned in the model's string pool and live as long as the model.
+ */
+#ifndef ASYNCBPF_MODEL_H
+#define ASYNCBPF_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/strpool.h"
+
+enum future_kind {
+	FUTURE_ASYNC_FN,      /* {async_fn_env#N} */
+	FUTURE_ASYNC_BLOCK,   /* {async_block_env#N} */
+	FUTURE_ASYNC_CLOSURE, /* {async_closure_env#N} (coroutine closure) */
+	FUTURE_HANDWRITTEN,   /* a type with <T as core::future::future::Future>::poll */
+};
+
+enum state_kind {
+	STATE_UNRESUMED,
+	STATE_RETURNED,
+	STATE_PANICKED,
+	STATE_SUSPEND,
+	STATE_OTHER, /* a variant name we do not recognise: reported, not guessed */
+};
+
+struct future_state {
+	uint64_t discr;
+	enum state_kind kind;
+	uint32_t suspend_index; /* k of Suspend<k>, valid for STATE_SUSPEND */
+	const char *name;	/* variant type name: "Unresumed", "Suspend0", ... */
+	const char *file;
+	uint32_t line;
+	const char *awaitee_type; /* type name of __awaitee, NULL if none */
+};
+
+enum crate_class {
+	CRATE_USER,    /* the user's own crates: default selection */
+	CRATE_STD,     /* std, core, alloc, proc_macro, test */
+	CRATE_RUNTIME, /* async runtimes and their support crates (see crate.c) */
+	CRATE_OTHER,   /* third-party dependencies */
+};
+
+struct future {
+	const char *path;  /* full Rust path: "demo::middle::{async_fn_env#0}" */
+	const char *crate; /* first path segment */
+	enum crate_class crate_class;
+	enum future_kind kind;
+	uint64_t die_offset; /* first DIE seen for this type (global .debug_info offset) */
+	uint64_t size;
+	bool has_state;
+	uint64_t state_offset; /* of __state inside the future */
+	uint32_t state_size;
+	struct future_state *states;
+	uint32_t nr_states;
+	const char *file; /* declaration: the Unresumed variant's line, or the poll fn's */
+	uint32_t line;
+	const char *drop_symbol; /* linkage name of core::ptr::drop_in_place<T>, NULL if none */
+	uint64_t drop_addr;
+	int32_t poll;	   /* index of the first out-of-line poll fn, -1 if none */
+	bool inlined_only; /* no out-of-line poll, but inlined copies exist */
+	bool is_root;	   /* nobody awaits it: a task entry point */
+};
+
+enum exit_kind {
+	EXIT_RET,		/* ret */
+	EXIT_TAIL_JMP,		/* direct jmp whose target is outside the function */
+	EXIT_TAIL_JMP_INDIRECT, /* jmp through register/memory that is not a jump table */
+};
+
+struct exit_site {
+	uint64_t addr;
+	uint64_t file_offset;
+	enum exit_kind kind;
+	uint64_t target; /* EXIT_TAIL_JMP: the jump target; else 0 */
+	bool probeable;	 /* false: the kernel refuses a uprobe here (e.g. `notrack jmp`) */
+};
+
+enum self_location {
+	SELF_LOC_UNKNOWN,
+	SELF_LOC_REG,	/* in a register (DWARF x86-64 register number) */
+	SELF_LOC_STACK, /* in memory at [rsp + self_sp_offset] at the site */
+};
+
+/* The cheapest place to put the entry probe: see disasm.h. */
+struct entry_site {
+	bool valid;
+	uint64_t addr;
+	uint64_t file_offset;
+	bool emulated;	  /* the kernel emulates this instruction (no single-step) */
+	char insn[64];	  /* "push rbp" */
+	int32_t sp_delta; /* rsp at the site minus rsp at function entry (<= 0) */
+	enum self_location self_kind;
+	uint16_t self_reg;	/* DWARF register number, SELF_LOC_REG */
+	int32_t self_sp_offset; /* SELF_LOC_STACK */
+};
+
+/* Layout of core::task::poll::Poll<T> as returned by a poll fn. */
+struct poll_layout {
+	bool known;
+	uint64_t size;
+	uint64_t discr_offset;
+	uint32_t discr_size;
+	bool pending_has_value; /* false: Pending is the variant_part's default */
+	uint64_t pending_value;
+	bool ready_has_value;
+	uint64_t ready_value;
+	bool in_memory; /* returned through a hidden pointer (rax at return) */
+};
+
+struct inline_site {
+	uint64_t addr;	    /* entry pc of the inlined copy */
+	const char *caller; /* demangled name of the function it is inlined into */
+	const char *file;   /* call site */
+	uint32_t line;
+};
+
+struct poll_fn {
+	const char *name;	  /* demangled */
+	const char *linkage_name; /* NULL when only inlined and no linkage name is known */
+	const char *crate;
+	enum crate_class crate_class;
+	uint64_t addr, size;
+	uint64_t file_offset; /* what a uprobe needs: addr mapped through the executable PT_LOAD */
+	const char *file;
+	uint32_t line;
+	int32_t future; /* index into model.futures, -1 if unknown */
+	bool inlined_only;
+	struct inline_site *inline_sites;
+	uint32_t nr_inline_sites;
+	uint32_t nr_inline_sites_total; /* before the cap */
+	struct exit_site *exits;
+	uint32_t nr_exits;
+	struct entry_site entry;
+	struct poll_layout ret;
+	uint16_t self_arg_reg; /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */
+	const char *disasm_error; /* NULL when disassembly succeeded */
+};
+
+struct await_edge {
+	int32_t from;	      /* future index */
+	int32_t to;	      /* future index, or -1 when unresolved (dyn Future, ...) */
+	uint32_t await_index; /* k of Suspend<k> */
+	const char *file;
+	uint32_t line;
+	const char *awaitee_type; /* the __awaitee type as written in DWARF */
+	const char *via;	  /* wrapper chain resolved through, NULL if direct */
+};
+
+struct model_warning {
+	const char *text;
+};
+
+struct model {
+	/* the input */
+	const char *path;	    /* what the user named */
+	const char *elf_path;	    /* the file actually read */
+	const char *debuginfo_path; /* where DWARF came from, NULL if none */
+	const char *build_id;	    /* hex, NULL if none */
+	bool pie;
+	bool has_dwarf;
+	bool symbols_only; /* fell back to symbol names: no states, no awaits */
+	uint64_t debug_info_size;
+
+	struct future *futures;
+	uint32_t nr_futures, cap_futures;
+	struct poll_fn *polls;
+	uint32_t nr_polls, cap_polls;
+	struct await_edge *edges;
+	uint32_t nr_edges, cap_edges;
+	struct model_warning *warnings;
+	uint32_t nr_warnings, cap_warnings;
+
+	/* walk statistics */
+	uint64_t nr_cus, nr_dies, nr_cu_errors;
+	uint64_t nr_limits_hit; /* bounds that cut a walk short (depth, count) */
+
+	struct strpool strings;
+};
+
+void model__init(struct model *m);
+void model__free(struct model *m);
+
+/* Append helpers: return the new element (zeroed) or NULL on ENOMEM. */
+struct future *model__add_future(struct model *m);
+struct poll_fn *model__add_poll(struct model *m);
+struct await_edge *model__add_edge(struct model *m);
+void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int32_t model__find_future(const struct model *m, const char *path);
+const char *future_kind__name(enum future_kind k);
+const char *state_kind__name(enum state_kind k);
+const char *exit_kind__name(enum exit_kind k);
+const char *crate_class__name(enum crate_class c);
+const char *self_location__name(enum self_location l);
+/* Name of an x86-64 DWARF register number ("rdi"; 16 is "rip"), or "?" */
+const char *dwarf_reg__name(uint16_t dwarf_reg);
+
+/* The last "::" segment of a Rust path outside generic arguments, tuples and arrays:
+ * "{async_fn_env#0}<a::B>" for "x::f::{async_fn_env#0}<a::B>". */
+const char *rust_path__last_segment(const char *path);
+
+/*
+ * Human name of a future: "demo::middle" for demo::middle::{async_fn_env#0},
+ * "demo::generic<u32>" for demo::generic::{async_fn_env#0}<u32>; blocks and
+ * closures keep their {async_block#N} segment; hand-written futures their type path.
+ * Truncates to len; always NUL-terminates.
+ */
+void future__display_name(const struct future *f, char *buf, size_t len);
+
+/* After futures/polls/edges are filled: link polls, mark roots. Idempotent. */
+void model__finish(struct model *m);
+
+#endif

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The consumer: ring-buffer records (struct poll_record, bpf/asyncbpf.h) become
+ * completed polls (struct trace_poll) for the exporters and the summary. Threads are
+ * named from /proc/PID/task/TID/comm the first time one of their polls arrives.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/hashmap.h"
+#include "lib/sysfacts.h"
+#include "trace/tracer.h"
+
+int trace_record__decode(const void *data, size_t size, const struct model *m,
+			 struct trace_poll *out)
+{
+	struct poll_record r;
+
+	if (size < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, data, sizeof(r));
+	if (r.type != RECORD_POLL || r.result > RESULT_OPEN)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->start_ns = r.start_ns;
+	out->end_ns = r.end_ns;
+	out->pid = r.pid;
+	out->tid = r.tid;
+	out->poll = r.poll;
+	out->future = r.poll < m->nr_polls && m->polls[r.poll].future >= 0
+			  ? (uint32_t)m->polls[r.poll].future
+			  : TRACE_NO_INDEX;
+	out->self = r.self;
+	out->parent_self = r.parent_self;
+	out->parent_poll = r.depth ? r.parent_poll : TRACE_NO_INDEX;
+	out->task_self = r.task_self;
+	out->task_poll = r.task_poll;
+	out->depth = r.depth;
+	/* enum record_result has enum poll_result's order */
+	out->result = (enum poll_result)r.result;
+	out->await_index = r.result == RESULT_PENDING ? r.await_index : -1;
+	out->state_before = r.state_before;
+	out->state_after = r.state_after;
+	return 0;
+}
+
+int trace_consumer__init(struct trace_consumer *c, const struct model *m, pid_t pid,
+			 struct perfetto_writer *perfetto, struct chrome_trace *chrome,
+			 struct trace_summary *summary)
+{
+	memset(c, 0, sizeof(*c));
+	c->m = m;
+	c->pid = pid;
+	c->perfetto = perfetto;
+	c->chrome = chrome;
+	c->summary = summary;
+	c->threads = calloc(1, sizeof(*c->threads));
+	if (!c->threads)
+		return -ENOMEM;
+	u64_map__init(c->threads);
+	return 0;
+}
+
+static void name_thread(struct trace_consumer *c, uint32_t pid, uint32_t tid)
+{
+	char path[64], name[64] = "";
+	uint64_t seen;
+	int r;
+
+	if (u64_map__get(c->threads, tid, &seen))
+		return;
+	if (u64_map__set(c->threads, tid, 1))
+		return; /* out of memory: the thread stays unnamed */
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	if (sysfacts__read_small_file(path, name, sizeof(name)) || !name[0])
+		return; /* the thread is gone: its track keeps the tid only */
+	if (c->perfetto && (r = perfetto_writer__add_thread(c->perfetto, tid, name)) &&
+	    !c->write_err)
+		c->write_err = r;
+	if (c->chrome && (r = chrome_trace__add_thread(c->chrome, tid, name)) && !c->write_err)
+		c->write_err = r;
+}
+
+int trace_consumer__handle(void *ctx, void *data, size_t size)
+{
+	struct trace_consumer *c = ctx;
+	struct trace_poll p;
+	int r;
+
+	if (trace_record__decode(data, size, c->m, &p)) {
+		c->summary->bad_records++;
+		return 0;
+	}
+	name_thread(c, p.pid, p.tid);
+	if (c->records)
+		fprintf(c->records,
+			"{\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"pid\":%" PRIu32
+			",\"tid\":%" PRIu32 ",\"poll\":%" PRIu32 ",\"future\":%" PRId64
+			",\"self\":%" PRIu64 ",\"parent_self\":%" PRIu64 ",\"parent_poll\":%" PRId64
+			",\"task_self\":%" PRIu64 ",\"task_poll\":%" PRIu32 ",\"depth\":%u"
+			",\"result\":%d,\"await_index\":%" PRId32 ",\"state_before\":%" PRIu64
+			",\"state_after\":%" PRIu64 "}\n",
+			p.start_ns, p.end_ns, p.pid, p.tid, p.poll,
+			p.future == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.future, p.self,
+			p.parent_self,
+			p.parent_poll == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.parent_poll,
+			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result, p.await_index,
+			p.state_before, p.state_after);
+	trace_summary__add(c->summary, &p);
+	if (c->perfetto && (r = perfetto_writer__add_poll(c->perfetto, &p)) && !c->write_err)
+		c->write_err = r;
+	if (c->chrome && (r = chrome_trace__add_poll(c->chrome, &p)) && !c->write_err)
+		c->write_err = r;
+	/* folded: a poll it cannot keep is counted there (trace_folded__dropped) */
+	if (c->folded)
+		trace_folded__add(c->folded, &p);
+	if (c->dot && (r = trace_dot__add(c->dot, &p)) && !c->write_err)
+		c->write_err = r;
+	return 0;
+}
+
+void trace_consumer__free(struct trace_consumer *c)
+{
+	if (c->threads)
+		u64_map__free(c->threads);
+	free(c->threads);
+	c->threads = NULL;
+}

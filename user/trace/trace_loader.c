@@ -1,0 +1,759 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The probe plan (model + selection → probe sites with specs) and the BPF side's
+ * lifecycle: open → size maps, fill rodata → load → fill specs → attach → ready;
+ * detach in reverse. See docs/tracing.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "lib/log.h"
+#include "trace.skel.h"
+#include "trace/tracer.h"
+#include "lib/uprobe_multi.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns()'s clock */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- plan ---- */
+
+static int plan_grow(struct trace_plan *plan)
+{
+	uint32_t cap = plan->cap ? plan->cap * 2 : 64;
+	struct poll_spec *specs;
+	unsigned long *offsets;
+	__u64 *cookies;
+	bool *returns;
+
+	specs = realloc(plan->specs, cap * sizeof(*specs));
+	if (!specs)
+		return -ENOMEM;
+	plan->specs = specs;
+	offsets = realloc(plan->offsets, cap * sizeof(*offsets));
+	if (!offsets)
+		return -ENOMEM;
+	plan->offsets = offsets;
+	cookies = realloc(plan->cookies, cap * sizeof(*cookies));
+	if (!cookies)
+		return -ENOMEM;
+	plan->cookies = cookies;
+	returns = realloc(plan->returns, cap * sizeof(*returns));
+	if (!returns)
+		return -ENOMEM;
+	plan->returns = returns;
+	plan->cap = cap;
+	return 0;
+}
+
+/* The site must lie inside the function the analyzer disassembled. */
+static bool inside(const struct poll_fn *pf, uint64_t file_offset)
+{
+	return file_offset >= pf->file_offset && file_offset - pf->file_offset < pf->size;
+}
+
+static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t poll)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	const struct future *f = pf->future >= 0 && (uint32_t)pf->future < m->nr_futures
+				     ? &m->futures[pf->future]
+				     : NULL;
+
+	memset(spec, 0, sizeof(*spec));
+	spec->poll = poll;
+	spec->future = f ? (uint32_t)pf->future : ~0u;
+	if (f && f->has_state &&
+	    (f->state_size == 1 || f->state_size == 2 || f->state_size == 4 ||
+	     f->state_size == 8)) {
+		spec->flags |= SPEC_HAS_STATE;
+		spec->state_offset = (__u32)f->state_offset;
+		spec->state_size = (__u8)f->state_size;
+	}
+	if (pf->ret.known && pf->ret.discr_size && pf->ret.discr_size <= 8 &&
+	    pf->ret.discr_offset < 4096) {
+		spec->flags |= SPEC_RET_KNOWN;
+		if (pf->ret.in_memory)
+			spec->flags |= SPEC_RET_IN_MEMORY;
+		if (pf->ret.pending_has_value) {
+			spec->flags |= SPEC_RET_PENDING_VALUE;
+			spec->ret_pending_value = pf->ret.pending_value;
+		}
+		if (pf->ret.ready_has_value) {
+			spec->flags |= SPEC_RET_READY_VALUE;
+			spec->ret_ready_value = pf->ret.ready_value;
+		}
+		spec->ret_discr_offset = (__u32)pf->ret.discr_offset;
+		spec->ret_discr_size = (__u8)pf->ret.discr_size;
+	}
+}
+
+static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
+		    bool ret)
+{
+	if (plan->nr == plan->cap && plan_grow(plan))
+		return -ENOMEM;
+	plan->specs[plan->nr] = *spec;
+	plan->offsets[plan->nr] = (unsigned long)offset;
+	plan->cookies[plan->nr] = plan->nr;
+	plan->returns[plan->nr] = ret;
+	plan->nr_returns += ret;
+	plan->nr++;
+	return 0;
+}
+
+const char *plan_problem__describe(uint32_t kind)
+{
+	switch (kind) {
+	case PLAN_NO_EXIT: return "no exit site the kernel can probe: not traced";
+	case PLAN_NO_ENTRY: return "no entry site the kernel can probe: not traced";
+	case PLAN_UNPROBEABLE_EXIT:
+		return "an exit the kernel cannot probe: polls leaving there end truncated";
+	case PLAN_REFUSED_SITE: return "a probe site outside the function: refused";
+	}
+	return "?";
+}
+
+static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
+			 uint64_t file_offset)
+{
+	struct plan_problem *p;
+
+	if (plan->nr_problems == plan->cap_problems) {
+		uint32_t cap = plan->cap_problems ? plan->cap_problems * 2 : 16;
+
+		p = realloc(plan->problems, cap * sizeof(*p));
+		if (!p)
+			return; /* the counts still say it */
+		plan->problems = p;
+		plan->cap_problems = cap;
+	}
+	plan->problems[plan->nr_problems++] =
+	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll, bool uretprobes)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	struct poll_spec entry;
+	uint64_t entry_offset;
+	uint32_t exits = 0, first = plan->nr;
+	bool shared = false;
+
+	fill_common(&entry, m, poll);
+	entry.kind = PROBE_ENTRY;
+	if (pf->entry.valid && inside(pf, pf->entry.file_offset) && pf->entry.sp_delta <= 0) {
+		entry_offset = pf->entry.file_offset;
+		entry.sp_delta = pf->entry.sp_delta;
+		if (pf->entry.self_kind == SELF_LOC_REG) {
+			entry.self_kind = SPEC_SELF_REG;
+			entry.self_reg = pf->entry.self_reg;
+		} else if (pf->entry.self_kind == SELF_LOC_STACK) {
+			entry.self_kind = SPEC_SELF_STACK;
+			entry.self_sp_offset = pf->entry.self_sp_offset;
+		}
+	} else if (!pf->entry.valid &&
+		   !pf->disasm_error) { /* the analyzer found no probeable instruction at all */
+		plan->nr_no_entry++;
+		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
+		return 0;
+	} else {
+		/* first instruction: self in the ABI's argument register */
+		entry_offset = pf->file_offset;
+		entry.self_kind = SPEC_SELF_REG;
+		entry.self_reg = pf->self_arg_reg;
+	}
+	if (uretprobes) {
+		/* one uretprobe at the function's start: it fires after the `ret` */
+		struct poll_spec exit;
+
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		exit.flags |= SPEC_EXIT_RETURNED;
+		entry.flags |= SPEC_URETPROBE_EXITS;
+		if (plan_add(plan, &exit, pf->file_offset, true) ||
+		    plan_add(plan, &entry, entry_offset, false))
+			return -ENOMEM;
+		plan->nr_entries++;
+		plan->nr_exits++;
+		plan->nr_polls++;
+		return 0;
+	}
+	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */
+		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
+		return 0;
+	}
+	for (uint32_t i = 0; i < pf->nr_exits; i++) {
+		const struct exit_site *x = &pf->exits[i];
+		struct poll_spec exit;
+		if (!x->probeable) {
+			plan->nr_unprobeable_exits++;
+			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
+			continue;
+		}
+		if (!inside(pf, x->file_offset)) {
+			plan->nr_refused++;
+			plan_problem(plan, poll, PLAN_REFUSED_SITE, x->file_offset);
+			continue;
+		}
+		if (x->file_offset == entry_offset) {
+			shared =
+			    true; /* a function that is one tail jump: enter and leave at once */
+			continue;
+		}
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		if (plan_add(plan, &exit, x->file_offset, false))
+			return -ENOMEM;
+		exits++;
+	}
+	if (!exits && !shared) {
+		plan->nr = first;
+		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
+		return 0;
+	}
+	if (shared)
+		entry.kind |= PROBE_EXIT;
+	if (plan_add(plan, &entry, entry_offset, false))
+		return -ENOMEM;
+	plan->nr_entries++;
+	plan->nr_exits += exits + shared;
+	plan->nr_polls++;
+	return 0;
+}
+
+int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
+		      bool uretprobes, char *err, size_t errlen)
+{
+	memset(plan, 0, sizeof(*plan));
+	for (uint32_t p = 0; p < m->nr_polls; p++) {
+		const struct poll_fn *pf = &m->polls[p];
+
+		if (pf->inlined_only || pf->future < 0 || (uint32_t)pf->future >= s->nr ||
+		    !s->futures[pf->future] || !pf->size)
+			continue;
+		if (plan_poll(plan, m, p, uretprobes)) {
+			snprintf(err, errlen, "out of memory building the probe plan");
+			return -ENOMEM;
+		}
+	}
+	if (!plan->nr) {
+		snprintf(err, errlen,
+			 "no selected future has an out-of-line poll function with probeable "
+			 "entry and exit sites (%u without exits, %u without entry)",
+			 plan->nr_no_exit, plan->nr_no_entry);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void trace_plan__free(struct trace_plan *plan)
+{
+	free(plan->specs);
+	free(plan->offsets);
+	free(plan->cookies);
+	free(plan->returns);
+	free(plan->problems);
+	memset(plan, 0, sizeof(*plan));
+}
+
+/* ---- BPF lifecycle ---- */
+
+static bool libbpf_verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !libbpf_verbose)
+		return 0;
+	return libbpf_verbose ? vfprintf(stderr, fmt, args) : 0;
+}
+
+static uint64_t round_ringbuf_size(uint64_t size)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), r = page;
+
+	while (r < size && r < (1ull << 31))
+		r <<= 1;
+	return r;
+}
+
+/* One BPF_MAP_UPDATE_BATCH for every spec (5,000 single updates cost ~8 ms here). */
+static int fill_specs(int fd, const struct trace_plan *plan, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	__u32 *keys = calloc(plan->nr, sizeof(*keys)), count = plan->nr;
+	int r = 0;
+
+	if (!keys) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (__u32 i = 0; i < plan->nr; i++)
+		keys[i] = i;
+	if (bpf_map_update_batch(fd, keys, plan->specs, &count, &opts)) {
+		/* kernels without batch ops on arrays: one update per spec */
+		for (__u32 i = 0; i < plan->nr && !r; i++)
+			if (bpf_map_update_elem(fd, &i, &plan->specs[i], BPF_ANY))
+				r = -errno;
+	}
+	free(keys);
+	if (r)
+		snprintf(err, errlen, "filling the probe specs failed: %s", strerror(-r));
+	return r;
+}
+
+/* Open, size, load (for uprobe_multi or for perf-event uprobes) and fill the specs. */
+static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
+			 const struct tracer_opts *o, bool multi, char *err, size_t errlen)
+{
+	uint64_t rb_size =
+	    round_ringbuf_size(o->ringbuf_size ? o->ringbuf_size : TRACE_DEFAULT_RINGBUF_SIZE);
+	struct trace_bpf *skel;
+	int r;
+
+	trace_bpf__destroy(t->skel);
+	t->skel = skel = trace_bpf__open();
+	if (!skel) {
+		r = -errno;
+		snprintf(err, errlen, "opening the BPF object failed: %s", strerror(-r));
+		return r;
+	}
+	skel->rodata->target_tgid = (__u32)o->pid;
+	skel->rodata->nr_specs = plan->nr;
+	/* a quarter of the buffer waiting: wake the consumer well before it fills */
+	skel->rodata->wakeup_bytes = rb_size / 4;
+	if ((r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
+		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
+		return r;
+	}
+	/* libbpf 1.1 knows no "uprobe.multi" section: set the attach type by hand */
+	if (multi)
+		bpf_program__set_expected_attach_type(
+		    skel->progs.poll_probe, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	/* -v: the verifier's statistics for each program (log level 4: stats only) */
+	static char vlog[4][512];
+	struct bpf_program *prog;
+	int nprog = 0;
+
+	if (o->verbose)
+		bpf_object__for_each_program(prog, skel->obj)
+		{
+			if (nprog >= 4)
+				break;
+			vlog[nprog][0] = 0;
+			bpf_program__set_log_buf(prog, vlog[nprog], sizeof(vlog[nprog]));
+			bpf_program__set_log_level(prog, 4);
+			nprog++;
+		}
+	r = trace_bpf__load(skel);
+	nprog = 0;
+	if (o->verbose && !r)
+		bpf_object__for_each_program(prog, skel->obj)
+		{
+			if (nprog >= 4)
+				break;
+			vlog[nprog][strcspn(vlog[nprog], "\n")] = 0;
+			pr_debug("trace: verifier, %s: %s\n", bpf_program__name(prog), vlog[nprog]);
+			bpf_program__set_log_buf(prog, NULL, 0);
+			nprog++;
+		}
+	if (r) {
+		snprintf(err, errlen,
+			 "loading the BPF programs failed: %s (run 'asyncbpf check'; -v shows "
+			 "libbpf's log)",
+			 strerror(-r));
+		return r;
+	}
+	t->multi = multi;
+	return fill_specs(bpf_map__fd(skel->maps.trace_specs), plan, err, errlen);
+}
+
+int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct model *m,
+		 const struct tracer_opts *o, char *err, size_t errlen)
+{
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->multi_fd = -1;
+	t->multi_ret_fd = -1;
+	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
+	libbpf_verbose = o->verbose;
+	libbpf_set_print(libbpf_print);
+	if (o->attach == ATTACH_PERF)
+		return load_skeleton(t, plan, o, false, err, errlen);
+	r = load_skeleton(t, plan, o, true, err, errlen);
+	if (r && o->attach == ATTACH_AUTO) {
+		/* kernels before 6.6 refuse the attach type: perf-event uprobes instead */
+		pr_info("trace: %s; retrying for perf-event uprobes\n", err);
+		r = load_skeleton(t, plan, o, false, err, errlen);
+	}
+	return r;
+}
+
+static int attach_perf(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		       char *err, size_t errlen)
+{
+	t->links = calloc(plan->nr, sizeof(*t->links));
+	if (!t->links) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < plan->nr; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = plan->cookies[i],
+			    .retprobe = plan->returns[i]);
+
+		if (o->progress && i && i % 1000 == 0)
+			o->progress(i, plan->nr);
+		t->links[i] = bpf_program__attach_uprobe_opts(t->skel->progs.poll_probe, o->pid,
+							      o->path, plan->offsets[i], &opts);
+		if (!t->links[i]) {
+			int r = -errno;
+
+			snprintf(err, errlen, "prog 'poll_probe': failed to attach to %s+0x%lx: %s",
+				 o->path, plan->offsets[i], strerror(-r));
+			t->probes_failed = plan->nr - i;
+			return r;
+		}
+		t->nr_links = i + 1;
+		t->probes_attached++;
+	}
+	return 0;
+}
+
+/* The plan's probes of one kind (uretprobes or not) through one uprobe_multi link. */
+static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
+			     const struct tracer_opts *o, bool ret)
+{
+	uint32_t n = ret ? plan->nr_returns : plan->nr - plan->nr_returns, k = 0;
+	unsigned long *offsets;
+	__u64 *cookies;
+	int fd;
+
+	if (!n)
+		return -ENODATA;
+	offsets = calloc(n, sizeof(*offsets));
+	cookies = calloc(n, sizeof(*cookies));
+	if (!offsets || !cookies) {
+		free(offsets);
+		free(cookies);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < plan->nr; i++)
+		if (plan->returns[i] == ret) {
+			offsets[k] = plan->offsets[i];
+			cookies[k++] = plan->cookies[i];
+		}
+	fd = uprobe_multi__attach(bpf_program__fd(t->skel->progs.poll_probe), o->path, offsets,
+				  cookies, n, o->pid, ret);
+	free(offsets);
+	free(cookies);
+	return fd;
+}
+
+/* Watch the target's execs (tp_btf): without it, an exec is noticed only at its exit. */
+static void attach_exec(struct tracer *t)
+{
+	if (!t->exec_link) {
+		t->exec_link = bpf_program__attach(t->skel->progs.on_exec);
+		if (!t->exec_link)
+			pr_warn("trace: cannot watch the target's execs "
+				"(tp_btf/sched_process_exec: %s): tracing will not stop when it "
+				"runs another program\n",
+				strerror(errno));
+	}
+	if (!t->thread_exit_link) {
+		t->thread_exit_link = bpf_program__attach(t->skel->progs.on_thread_exit);
+		if (!t->thread_exit_link)
+			pr_warn("trace: cannot watch the target's threads exit "
+				"(tp_btf/sched_process_exit: %s): polls a panic cut short on a "
+				"thread that never polls again are not reported\n",
+				strerror(errno));
+	}
+}
+
+static int attach_probes(struct tracer *t, const struct trace_plan *plan,
+			 const struct tracer_opts *o, char *err, size_t errlen)
+{
+	int fd = -ENODATA, r;
+
+	if (t->multi) {
+		if (plan->nr_returns) {
+			fd = attach_multi_kind(t, plan, o, true);
+			if (fd >= 0)
+				t->multi_ret_fd = fd;
+		}
+		if (fd >= 0 || fd == -ENODATA)
+			fd = attach_multi_kind(t, plan, o, false);
+		if (fd >= 0 || (fd == -ENODATA && t->multi_ret_fd >= 0)) {
+			t->multi_fd = fd;
+			t->probes_attached = plan->nr;
+			return 0;
+		}
+		if (t->multi_ret_fd >= 0) {
+			close(t->multi_ret_fd);
+			t->multi_ret_fd = -1;
+		}
+		snprintf(err, errlen,
+			 "BPF_LINK_CREATE(BPF_TRACE_UPROBE_MULTI) of %u probes in %s failed: %s",
+			 plan->nr, o->path, strerror(-fd));
+		if (fd == -ESRCH || fd == -ENOENT || fd == -EACCES || fd == -EPERM ||
+		    o->attach == ATTACH_MULTI)
+			return fd; /* the target or the file is gone, or not allowed: no fallback */
+		pr_warn("trace: %s; falling back to perf-event uprobes\n", err);
+		/* the program was loaded for uprobe_multi: perf-event links need a reload */
+		r = load_skeleton(t, plan, o, false, err, errlen);
+		if (r)
+			return r;
+	}
+	if (o->attach == ATTACH_PERF)
+		pr_info("trace: --attach=perf: attaching %u probes with one perf-event link each "
+			"(slow: detaching takes ~0.1 s per probe here)\n",
+			plan->nr);
+	else
+		pr_warn("trace: uprobe_multi is unavailable: attaching %u probes with one "
+			"perf-event link each (slow: detaching takes ~0.1 s per probe here)\n",
+			plan->nr);
+	return attach_perf(t, plan, o, err, errlen);
+}
+
+int tracer__attach(struct tracer *t, const struct trace_plan *plan, const struct tracer_opts *o,
+		   char *err, size_t errlen)
+{
+	int r = attach_probes(t, plan, o, err, errlen);
+
+	if (!r)
+		attach_exec(t);
+	return r;
+}
+
+uint32_t tracer__exec_count(const struct tracer *t)
+{
+	if (!t->skel || !t->skel->bss)
+		return 0;
+	return __atomic_load_n(&t->skel->bss->exec_count, __ATOMIC_RELAXED);
+}
+
+void tracer__set_ready(struct tracer *t, bool ready)
+{
+	if (t->skel && t->skel->bss)
+		__atomic_store_n(&t->skel->bss->trace_ready, ready ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+void tracer__detach(struct tracer *t)
+{
+	tracer__set_ready(t, false);
+	if (t->multi_fd >= 0) {
+		close(t->multi_fd);
+		t->multi_fd = -1;
+	}
+	if (t->multi_ret_fd >= 0) {
+		close(t->multi_ret_fd);
+		t->multi_ret_fd = -1;
+	}
+	for (uint32_t i = t->nr_links; i > 0; i--)
+		bpf_link__destroy(t->links[i - 1]);
+	bpf_link__destroy(t->exec_link);
+	t->exec_link = NULL;
+	bpf_link__destroy(t->thread_exit_link);
+	t->thread_exit_link = NULL;
+	free(t->links);
+	t->links = NULL;
+	t->nr_links = 0;
+}
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9: a pidfd for any thread, not just the leader */
+#endif
+
+static unsigned int log2_u64(uint64_t v)
+{
+	return v > 1 ? 63 - (unsigned int)__builtin_clzll(v) : 0;
+}
+
+/* Emit one thread's open frames, innermost first, as the BPF side's emit() would. */
+static uint32_t dump_thread(const struct thread_stack *st, struct poll_stats *stats,
+			    uint32_t nr_polls, int (*sink)(void *, void *, size_t), void *ctx)
+{
+	uint32_t depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth, n = 0;
+	uint64_t now = mono_ns();
+
+	for (uint32_t i = depth; i > 0; i--) {
+		const struct poll_frame *f = &st->frames[i - 1];
+		struct poll_record r = {
+		    .type = RECORD_POLL,
+		    .pid = (__u32)(st->pid_tgid >> 32),
+		    .tid = (__u32)st->pid_tgid,
+		    .poll = f->poll,
+		    .start_ns = f->start_ns,
+		    .end_ns = now > f->start_ns ? now : f->start_ns,
+		    .self = f->self,
+		    .parent_self = i > 1 ? st->frames[i - 2].self : 0,
+		    .task_self = st->frames[0].self,
+		    .parent_poll = i > 1 ? st->frames[i - 2].poll : ~0u,
+		    .task_poll = st->frames[0].poll,
+		    .depth = (__u16)(i - 1),
+		    .result = RESULT_OPEN,
+		    .await_index = -1,
+		    .state_before = f->state,
+		    .state_after = f->state,
+		};
+
+		if (stats && f->poll < nr_polls) {
+			struct poll_stats *ps = &stats[f->poll];
+
+			ps->records++;
+			ps->emitted++;
+			ps->busy_ns += r.end_ns - r.start_ns;
+			ps->hist[log2_u64(r.end_ns - r.start_ns) & (TRACE_HIST_BUCKETS - 1)]++;
+		}
+		sink(ctx, &r, sizeof(r));
+		n++;
+	}
+	return n;
+}
+
+int tracer__dump_open(struct tracer *t, pid_t pid, struct poll_stats *stats,
+		      int (*sink)(void *, void *, size_t), void *ctx, uint32_t *emitted, char *err,
+		      size_t errlen)
+{
+	int map_fd = bpf_map__fd(t->skel->maps.trace_stacks), r = 0;
+	struct thread_stack *st = malloc(sizeof(*st));
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	*emitted = 0;
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir) {
+		free(st);
+		return 0; /* the process is gone, and its threads' stacks with it */
+	}
+	while ((de = readdir(dir))) {
+		int tid = atoi(de->d_name), fd;
+
+		if (tid <= 0)
+			continue;
+		/* task storage is keyed by a pidfd: one for this thread */
+		fd = (int)syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
+		if (fd < 0) {
+			if (errno == EINVAL && !r) {
+				r = -EINVAL;
+				snprintf(
+				    err, errlen,
+				    "this kernel has no pidfds for threads (PIDFD_THREAD, Linux "
+				    "6.9): only the main thread's polls running at stop are "
+				    "reported");
+			}
+			continue;
+		}
+		if (!bpf_map_lookup_elem(map_fd, &fd, st) && (st->pid_tgid >> 32) == (__u32)pid)
+			*emitted += dump_thread(st, stats, t->nr_polls, sink, ctx);
+		close(fd);
+	}
+	closedir(dir);
+	free(st);
+	return r;
+}
+
+int tracer__ringbuf_fd(const struct tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.trace_events);
+}
+
+int tracer__read_counters(const struct tracer *t, __u64 *counters)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *values;
+	__u32 zero = 0;
+	int r = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values))
+		r = -errno;
+	for (int c = 0; !r && c < ncpu; c++)
+		for (int k = 0; k < COUNTER_COUNT; k++)
+			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
+	free(values);
+	return r;
+}
+
+int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct poll_stats *percpu = NULL;
+	__u64 *values = NULL;
+	__u32 zero = 0;
+	int r = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	percpu = calloc((size_t)ncpu, sizeof(*percpu));
+	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
+	if (!percpu || !values) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t p = 0; stats && p < t->nr_polls; p++) {
+		memset(&stats[p], 0, sizeof(stats[p]));
+		if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_stats), &p, percpu)) {
+			r = -errno;
+			goto out;
+		}
+		for (int c = 0; c < ncpu; c++) {
+			stats[p].entries += percpu[c].entries;
+			stats[p].records += percpu[c].records;
+			stats[p].emitted += percpu[c].emitted;
+			stats[p].dropped += percpu[c].dropped;
+			stats[p].truncated += percpu[c].truncated;
+			stats[p].busy_ns += percpu[c].busy_ns;
+			for (int b = 0; b < TRACE_HIST_BUCKETS; b++)
+				stats[p].hist[b] += percpu[c].hist[b];
+		}
+	}
+	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values)) {
+		r = -errno;
+		goto out;
+	}
+	for (int c = 0; c < ncpu; c++)
+		for (int k = 0; k < COUNTER_COUNT; k++)
+			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
+out:
+	free(percpu);
+	free(values);
+	return r;
+}
+
+void tracer__free(struct tracer *t)
+{
+	tracer__detach(t);
+	trace_bpf__destroy(t->skel);
+	t->skel = NULL;
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The end-of-run summary (trace_summary.h, docs/tracing.md "Summary"): per traced
+ * poll function (one per future type) counts by result, busy time, poll-duration and
+ * lifetime percentiles; the futures still pending at the end; the busiest tasks; the
+ * run's totals, with every loss said loudly. Poll fns whose records were dropped take
+ * busy time and percentiles from the BPF side's exact counters and log2 histogram.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace_summary.h"
+
+int trace_summary__init(struct trace_summary *s, const struct model *m)
+{
+	memset(s, 0, sizeof(*s));
+	s->m = m;
+	instance_table__init(&s->instances, TRACE_SUMMARY_MAX_INSTANCES);
+	task_table__init(&s->tasks, TRACE_SUMMARY_MAX_TASKS);
+	s->polls = calloc(m->nr_polls ? m->nr_polls : 1, sizeof(*s->polls));
+	return s->polls ? 0 : -ENOMEM;
+}
+
+void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks)
+{
+	s->instances.max = max_instances;
+	s->tasks.max = max_tasks;
+}
+
+int u64_vec__push(struct u64_vec *v, uint64_t x)
+{
+	if (v->nr == v->cap) {
+		uint64_t cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *n = realloc(v->v, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		v->v = n;
+		v->cap = cap;
+	}
+	v->v[v->nr++] = x;
+	return 0;
+}
+
+void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
+{
+	struct poll_summary *ps;
+	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+
+	s->records++;
+	if (!s->first_ns || p->start_ns < s->first_ns)
+		s->first_ns = p->start_ns;
+	if (p->end_ns > s->last_ns)
+		s->last_ns = p->end_ns;
+	if (p->poll >= s->m->nr_polls || (unsigned)p->result >= POLL_RESULT_COUNT) {
+		s->bad_records++;
+		return;
+	}
+	ps = &s->polls[p->poll];
+	ps->polls++;
+	ps->counts[p->result]++;
+	ps->busy_ns += d;
+	if (u64_vec__push(&ps->durations, d))
+		s->oom = true;
+	instance_table__add(s, p);
+	task_table__add(s, p);
+}
+
+int trace_summary__set_bpf_stats(struct trace_summary *s, const struct poll_stats *stats,
+				 uint32_t nr)
+{
+	struct poll_stats *copy;
+
+	if (nr > s->m->nr_polls)
+		nr = s->m->nr_polls;
+	copy = calloc(nr ? nr : 1, sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	if (nr)
+		memcpy(copy, stats, nr * sizeof(*copy));
+	free(s->bpf);
+	s->bpf = copy;
+	s->nr_bpf = nr;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void u64_vec__sort(struct u64_vec *v)
+{
+	if (v->nr)
+		qsort(v->v, v->nr, sizeof(*v->v), cmp_u64);
+}
+
+uint64_t summary__percentile(const uint64_t *sorted, uint64_t n, unsigned pct)
+{
+	uint64_t rank;
+
+	if (!n)
+		return 0;
+	rank = (n * pct + 99) / 100;
+	return sorted[rank ? rank - 1 : 0];
+}
+
+uint64_t summary__bucket_low(unsigned i)
+{
+	return i ? 1ull << i : 0;
+}
+
+uint64_t summary__bucket_high(unsigned i)
+{
+	return i + 1 >= 64 ? UINT64_MAX : 1ull << (i + 1);
+}
+
+uint64_t summary__hist_percentile(const __u64 *hist, unsigned pct)
+{
+	uint64_t n = 0, rank, seen = 0;
+
+	for (unsigned i = 0; i < TRACE_HIST_BUCKETS; i++)
+		n += hist[i];
+	if (!n)
+		return 0;
+	rank = (n * pct + 99) / 100;
+	if (!rank)
+		rank = 1;
+	for (unsigned i = 0; i < TRACE_HIST_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen >= rank)
+			return summary__bucket_high(i);
+	}
+	return UINT64_MAX; /* not reached */
+}
+
+/* The highest non-empty bucket's upper bound. */
+static uint64_t hist_max(const __u64 *hist)
+{
+	for (unsigned i = TRACE_HIST_BUCKETS; i-- > 0;)
+		if (hist[i])
+			return summary__bucket_high(i);
+	return 0;
+}
+
+static void row_fill(struct trace_summary *s, uint32_t poll, struct summary_row *r)
+{
+	struct poll_summary *ps = &s->polls[poll];
+	const struct poll_stats *bs = poll < s->nr_bpf ? &s->bpf[poll] : NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->poll = poll;
+	u64_vec__sort(&ps->durations);
+	u64_vec__sort(&ps->lifetimes);
+	r->busy_ns = ps->busy_ns;
+	r->p50 = summary__percentile(ps->durations.v, ps->durations.nr, 50);
+	r->p99 = summary__percentile(ps->durations.v, ps->durations.nr, 99);
+	r->max = ps->durations.nr ? ps->durations.v[ps->durations.nr - 1] : 0;
+	r->life_p50 = summary__percentile(ps->lifetimes.v, ps->lifetimes.nr, 50);
+	r->life_p99 = summary__percentile(ps->lifetimes.v, ps->lifetimes.nr, 99);
+	r->life_max = ps->lifetimes.nr ? ps->lifetimes.v[ps->lifetimes.nr - 1] : 0;
+	if (bs && bs->dropped) {
+		/* the records miss polls: the BPF side saw every one of them */
+		r->dropped = bs->dropped;
+		r->from_histogram = true;
+		r->busy_ns = bs->busy_ns;
+		r->p50 = summary__hist_percentile(bs->hist, 50);
+		r->p99 = summary__hist_percentile(bs->hist, 99);
+		r->max = hist_max(bs->hist);
+	}
+}
+
+static int cmp_row_busy(const void *a, const void *b)
+{
+	const struct summary_row *x = a, *y = b;
+
+	if (x->busy_ns != y->busy_ns)
+		return x->busy_ns > y->busy_ns ? -1 : 1;
+	return x->poll < y->poll ? -1 : x->poll > y->poll;
+}
+
+static bool poll_seen(const struct trace_summary *s, uint32_t poll)
+{
+	return s->polls[poll].polls || (poll < s->nr_bpf && s->bpf[poll].records);
+}
+
+struct summary_row *trace_summary__rows(struct trace_summary *s, uint32_t *nr)
+{
+	struct summary_row *r = calloc(s->m->nr_polls ? s->m->nr_polls : 1, sizeof(*r));
+
+	*nr = 0;
+	if (!r)
+		return NULL;
+	for (uint32_t p = 0; p < s->m->nr_polls; p++)
+		if (poll_seen(s, p))
+			row_fill(s, p, &r[(*nr)++]);
+	qsort(r, *nr, sizeof(*r), cmp_row_busy);
+	return r;
+}
+
+void summary__poll_name(const struct model *m, uint32_t poll, char *buf, size_t len)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+
+	if (pf->future >= 0 && (uint32_t)pf->future < m->nr_futures)
+		future__display_name(&m->futures[pf->future], buf, len);
+	else
+		snprintf(buf, len, "%s", pf->name ? pf->name : "(unknown poll)");
+}
+
+const char *summary__await_site(const struct model *m, uint32_t poll, int32_t await_index,
+				uint32_t *line)
+{
+	int32_t fi = m->polls[poll].future;
+	const struct future *f;
+
+	if (fi < 0 || (uint32_t)fi >= m->nr_futures)
+		return NULL;
+	f = &m->futures[fi];
+	if (await_index < 0) {
+		*line = f->line;
+		return f->file; /* no await point: where the future is declared */
+	}
+	for (uint32_t i = 0; i < f->nr_states; i++) {
+		const struct future_state *st = &f->states[i];
+
+		if (st->kind == STATE_SUSPEND && st->suspend_index == (uint32_t)await_index &&
+		    st->file) {
+			*line = st->line;
+			return st->file;
+		}
+	}
+	for (uint32_t i = 0; i < m->nr_edges; i++) {
+		const struct await_edge *e = &m->edges[i];
+
+		if (e->from == fi && e->await_index == (uint32_t)await_index && e->file) {
+			*line = e->line;
+			return e->file;
+		}
+	}
+	return NULL;
+}
+
+uint64_t trace_summary__running(const struct trace_summary *s)
+{
+	uint64_t n = 0;
+
+	for (uint32_t p = 0; p < s->m->nr_polls; p++)
+		n += s->polls[p].counts[POLL_OPEN];
+	return n;
+}
+
+void trace_summary__free(struct trace_summary *s)
+{
+	for (uint32_t p = 0; s->polls && p < s->m->nr_polls; p++) {
+		free(s->polls[p].durations.v);
+		free(s->polls[p].lifetimes.v);
+	}
+	free(s->polls);
+	s->polls = NULL;
+	free(s->bpf);
+	s->bpf = NULL;
+	instance_table__free(&s->instances);
+	task_table__free(&s->tasks);
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --summary-json (docs/tracing.md, "--summary-json"), schema
+ * asyncbpf-trace-summary/2: futures (counts, percentiles, lifetimes, log2 histogram),
+ * the futures still pending at the end (every group), tasks (every one kept), totals.
+ * cJSON's adders are NULL-safe: a failed allocation of one field leaves that field
+ * out; failures of the tables behind it and of printing are returned.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "trace/trace_summary.h"
+
+static void add_u64(cJSON *o, const char *key, uint64_t v)
+{
+	cJSON_AddNumberToObject(o, key, (double)v);
+}
+
+static cJSON *add_object(cJSON *arr)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static void add_hist(cJSON *o, const struct poll_stats *bs)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "hist_log2_ns");
+
+	for (unsigned i = 0; arr && bs && i < TRACE_HIST_BUCKETS; i++) {
+		cJSON *pair;
+
+		if (!bs->hist[i])
+			continue;
+		pair = cJSON_CreateArray();
+		if (!pair || !cJSON_AddItemToArray(arr, pair)) {
+			cJSON_Delete(pair);
+			return;
+		}
+		cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)summary__bucket_low(i)));
+		cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)bs->hist[i]));
+	}
+}
+
+static void add_future(cJSON *arr, const struct trace_summary *s, const struct summary_row *r)
+{
+	const struct poll_summary *ps = &s->polls[r->poll];
+	const struct poll_fn *pf = &s->m->polls[r->poll];
+	const struct future *f = pf->future >= 0 ? &s->m->futures[pf->future] : NULL;
+	const struct poll_stats *bs = r->poll < s->nr_bpf ? &s->bpf[r->poll] : NULL;
+	cJSON *o = add_object(arr);
+	char name[1024];
+
+	if (!o)
+		return;
+	summary__poll_name(s->m, r->poll, name, sizeof(name));
+	cJSON_AddStringToObject(o, "name", name);
+	if (f && f->path)
+		cJSON_AddStringToObject(o, "path", f->path);
+	else
+		cJSON_AddNullToObject(o, "path");
+	cJSON_AddStringToObject(o, "kind", f ? future_kind__name(f->kind) : "unknown");
+	add_u64(o, "poll", r->poll);
+	add_u64(o, "polls", ps->polls);
+	add_u64(o, "ready", ps->counts[POLL_READY]);
+	add_u64(o, "pending", ps->counts[POLL_PENDING]);
+	add_u64(o, "panicked", ps->counts[POLL_PANICKED]);
+	add_u64(o, "truncated", ps->counts[POLL_TRUNCATED]);
+	add_u64(o, "running", ps->counts[POLL_OPEN]);
+	add_u64(o, "unknown", ps->counts[POLL_UNKNOWN]);
+	add_u64(o, "busy_ns", r->busy_ns);
+	add_u64(o, "p50_ns", r->p50);
+	add_u64(o, "p99_ns", r->p99);
+	add_u64(o, "max_ns", r->max);
+	cJSON_AddStringToObject(o, "percentiles_from", r->from_histogram ? "histogram" : "records");
+	add_u64(o, "dropped", r->dropped);
+	if (bs)
+		add_u64(o, "bpf_records", bs->records);
+	else
+		cJSON_AddNullToObject(o, "bpf_records");
+	add_u64(o, "lifetimes", ps->lifetimes.nr);
+	add_u64(o, "lifetime_min_ns", ps->lifetimes.nr ? ps->lifetimes.v[0] : 0);
+	add_u64(o, "lifetime_p50_ns", r->life_p50);
+	add_u64(o, "lifetime_p99_ns", r->life_p99);
+	add_u64(o, "lifetime_max_ns", r->life_max);
+	add_u64(o, "abandoned", ps->abandoned);
+	add_u64(o, "lifetimes_started_before", ps->started_before);
+	add_hist(o, bs);
+}
+
+static void add_group(cJSON *arr, const struct trace_summary *s, const struct pending_group *g)
+{
+	cJSON *o = add_object(arr);
+	char name[1024];
+	uint32_t line = 0;
+	const char *file = NULL;
+
+	if (!o)
+		return;
+	summary__poll_name(s->m, g->poll, name, sizeof(name));
+	cJSON_AddStringToObject(o, "name", name);
+	add_u64(o, "poll", g->poll);
+	cJSON_AddStringToObject(o, "state", g->result == POLL_OPEN ? "running" : "pending");
+	if (g->await_index >= 0)
+		cJSON_AddNumberToObject(o, "await_index", g->await_index);
+	else
+		cJSON_AddNullToObject(o, "await_index");
+	/* running: the await it resumed from, if any (not a declaration line) */
+	if (g->result == POLL_PENDING || g->await_index >= 0)
+		file = summary__await_site(s->m, g->poll, g->await_index, &line);
+	if (file) {
+		cJSON_AddStringToObject(o, "file", file);
+		add_u64(o, "line", line);
+	} else {
+		cJSON_AddNullToObject(o, "file");
+		cJSON_AddNullToObject(o, "line");
+	}
+	add_u64(o, "count", g->count);
+}
+
+static int add_pending(cJSON *root, const struct trace_summary *s)
+{
+	struct pending_report r;
+	cJSON *o = cJSON_AddObjectToObject(root, "pending_at_end"), *arr;
+
+	if (instance_table__pending(&s->instances, &r))
+		return -ENOMEM;
+	add_u64(o, "pending", r.pending);
+	add_u64(o, "running", r.running);
+	add_u64(o, "truncated", r.truncated);
+	add_u64(o, "unknown", r.unknown);
+	arr = cJSON_AddArrayToObject(o, "groups");
+	for (uint32_t i = 0; arr && i < r.nr; i++)
+		add_group(arr, s, &r.groups[i]);
+	pending_report__free(&r);
+	return 0;
+}
+
+static void add_task(cJSON *arr, const struct trace_summary *s, const struct task_summary *t)
+{
+	cJSON *o = add_object(arr);
+	char name[1024];
+
+	if (!o)
+		return;
+	if (t->poll < s->m->nr_polls)
+		summary__poll_name(s->m, t->poll, name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "(poll %u)", t->poll);
+	cJSON_AddStringToObject(o, "name", name);
+	add_u64(o, "poll", t->poll);
+	add_u64(o, "self", t->self);
+	cJSON_AddBoolToObject(o, "completed", t->completed);
+	add_u64(o, "polls", t->own_polls);
+	add_u64(o, "all_polls", t->all_polls);
+	add_u64(o, "busy_ns", t->busy_ns);
+	add_u64(o, "idle_ns", task_summary__idle(t));
+	add_u64(o, "span_ns", t->has_own ? t->last_end_ns - t->first_start_ns : 0);
+	add_u64(o, "first_start_ns", t->first_start_ns);
+	add_u64(o, "last_end_ns", t->last_end_ns);
+	add_u64(o, "first_seen_ns", t->first_seen_ns);
+	add_u64(o, "last_seen_ns", t->last_seen_ns);
+}
+
+static int add_tasks(cJSON *root, const struct trace_summary *s)
+{
+	const struct task_table *t = &s->tasks;
+	cJSON *o = cJSON_AddObjectToObject(root, "tasks"), *arr;
+	uint32_t *order = task_table__by_busy(t), done = 0;
+
+	if (!order)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nr; i++)
+		done += t->tasks[i].completed;
+	add_u64(o, "count", t->nr);
+	add_u64(o, "completed", done);
+	add_u64(o, "untracked_polls", t->untracked_polls);
+	add_u64(o, "untracked_tasks", t->untracked_tasks);
+	arr = cJSON_AddArrayToObject(o, "list");
+	for (uint32_t i = 0; arr && i < t->nr; i++)
+		add_task(arr, s, &t->tasks[order[i]]);
+	free(order);
+	return 0;
+}
+
+static void add_totals(cJSON *root, const struct trace_summary *s, const struct trace_run_totals *t)
+{
+	cJSON *tot = cJSON_AddObjectToObject(root, "totals");
+
+	add_u64(tot, "records", t->totals.polls);
+	add_u64(tot, "dropped", t->totals.dropped);
+	add_u64(tot, "truncated", t->totals.truncated);
+	add_u64(tot, "running_at_stop", trace_summary__running(s));
+	add_u64(tot, "probes_attached", t->totals.probes_attached);
+	add_u64(tot, "probes_failed", t->totals.probes_failed);
+	add_u64(tot, "unprobeable_exits", t->unprobeable_exits);
+	add_u64(tot, "unmatched_exits", t->unmatched_exits);
+	add_u64(tot, "stack_overflow", t->stack_overflow);
+	add_u64(tot, "no_storage", t->no_storage);
+	add_u64(tot, "bpf_records", t->bpf_records);
+	add_u64(tot, "probe_hits", t->hits);
+	add_u64(tot, "malformed_records", s->bad_records);
+	add_u64(tot, "untracked_instance_polls", s->instances.untracked_polls);
+	add_u64(tot, "max_live_instances", s->instances.max);
+	add_u64(tot, "untracked_task_polls", s->tasks.untracked_polls);
+	add_u64(tot, "max_tasks", s->tasks.max);
+	cJSON_AddBoolToObject(tot, "out_of_memory", s->oom);
+	add_u64(tot, "duration_ns", t->totals.duration_ns);
+}
+
+int trace_summary__write_json(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	uint32_t nr = 0;
+	struct summary_row *r = trace_summary__rows(s, &nr);
+	char *text = NULL;
+	int ret = -ENOMEM;
+
+	if (!root || !r)
+		goto out;
+	cJSON_AddStringToObject(root, "schema", "asyncbpf-trace-summary/2");
+	arr = cJSON_AddArrayToObject(root, "futures");
+	for (uint32_t i = 0; arr && i < nr; i++)
+		add_future(arr, s, &r[i]);
+	if (add_pending(root, s) || add_tasks(root, s))
+		goto out;
+	add_totals(root, s, t);
+	text = cJSON_Print(root);
+	if (!text)
+		goto out;
+	ret = fprintf(out, "%s\n", text) < 0 ? -EIO : 0;
+out:
+	cJSON_free(text);
+	cJSON_Delete(root);
+	free(r);
+	return ret;
+}

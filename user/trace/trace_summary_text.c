@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The summary as text (docs/tracing.md, "Summary"): one row per traced poll fn,
+ * busiest first; the futures still pending at the end (top groups); the busiest
+ * tasks; the totals, and a WARNING line for every kind of loss.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "trace/trace_summary.h"
+
+/* Width 10 either way: "≈" is one column but three bytes. */
+static void print_us(FILE *out, uint64_t ns, bool approximate)
+{
+	if (approximate)
+		fprintf(out, " \u2248%9.1f", (double)ns / 1e3);
+	else
+		fprintf(out, " %10.1f", (double)ns / 1e3);
+}
+
+static void print_row(const struct trace_summary *s, const struct summary_row *r, FILE *out)
+{
+	const struct poll_summary *ps = &s->polls[r->poll];
+	char name[256];
+
+	summary__poll_name(s->m, r->poll, name, sizeof(name));
+	fprintf(out,
+		"%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+		" %8" PRIu64 " %10.3f",
+		ps->polls, ps->counts[POLL_READY], ps->counts[POLL_PENDING],
+		ps->counts[POLL_PANICKED], ps->counts[POLL_TRUNCATED], ps->counts[POLL_OPEN],
+		ps->counts[POLL_UNKNOWN], (double)r->busy_ns / 1e6);
+	print_us(out, r->p50, r->from_histogram);
+	print_us(out, r->p99, r->from_histogram);
+	print_us(out, r->max, r->from_histogram);
+	fprintf(out, " %8" PRIu64, ps->lifetimes.nr);
+	print_us(out, r->life_p50, false);
+	print_us(out, r->life_p99, false);
+	fprintf(out, "  %s", name);
+	if (r->dropped)
+		fprintf(out,
+			"  (%" PRIu64
+			" records dropped: busy time from the BPF counters, \u2248 from "
+			"its histogram)",
+			r->dropped);
+	fputc('\n', out);
+}
+
+static void print_futures(struct trace_summary *s, FILE *out)
+{
+	uint32_t nr;
+	struct summary_row *r = trace_summary__rows(s, &nr);
+
+	fprintf(out, "%8s %8s %8s %8s %8s %8s %8s %10s %10s %10s %10s %8s %10s %10s  %s\n", "POLLS",
+		"READY", "PENDING", "PANICKED", "TRUNC", "RUNNING", "UNKNOWN", "BUSY_MS", "P50_US",
+		"P99_US", "MAX_US", "LIVES", "LIFE50_US", "LIFE99_US", "FUTURE");
+	for (uint32_t i = 0; r && i < nr; i++)
+		print_row(s, &r[i], out);
+	if (!r)
+		s->oom = true;
+	else if (!nr)
+		fprintf(out, "(no poll completed)\n");
+	free(r);
+}
+
+static void print_group(const struct trace_summary *s, const struct pending_group *g, FILE *out)
+{
+	char name[256];
+	uint32_t line = 0;
+	const char *file;
+
+	summary__poll_name(s->m, g->poll, name, sizeof(name));
+	fprintf(out, "  %8" PRIu64 " \u00d7 %s ", g->count, name);
+	file = summary__await_site(s->m, g->poll, g->await_index, &line);
+	if (g->result == POLL_OPEN) {
+		fprintf(out, "running when tracing stopped");
+		if (g->await_index >= 0)
+			fprintf(out, " (resumed from %s:%u, await #%d)", file ? file : "?", line,
+				g->await_index);
+		fputc('\n', out);
+		return;
+	}
+	if (g->await_index >= 0)
+		fprintf(out, "pending at %s:%u (await #%d)\n", file ? file : "?", line,
+			g->await_index);
+	else if (file)
+		fprintf(out, "pending (no await point; declared at %s:%u)\n", file, line);
+	else
+		fprintf(out, "pending (no await point)\n");
+}
+
+static void print_pending(struct trace_summary *s, FILE *out)
+{
+	struct pending_report r;
+	uint32_t shown;
+
+	if (instance_table__pending(&s->instances, &r)) {
+		s->oom = true;
+		return;
+	}
+	if (!r.nr)
+		fprintf(out, "\nno future pending at the end\n");
+	else
+		fprintf(out,
+			"\nfutures still pending at the end: %" PRIu64 " pending, %" PRIu64
+			" running when tracing stopped\n",
+			r.pending, r.running);
+	shown = r.nr < TRACE_SUMMARY_TEXT_PENDING ? r.nr : TRACE_SUMMARY_TEXT_PENDING;
+	for (uint32_t i = 0; i < shown; i++)
+		print_group(s, &r.groups[i], out);
+	if (r.nr > shown)
+		fprintf(out, "  ... and %u more (all of them in --summary-json)\n", r.nr - shown);
+	if (r.truncated || r.unknown)
+		fprintf(out,
+			"  not listed: %" PRIu64 " whose last poll was truncated, %" PRIu64
+			" whose last result is unknown\n",
+			r.truncated, r.unknown);
+	pending_report__free(&r);
+}
+
+static void print_task(const struct trace_summary *s, const struct task_summary *t, FILE *out)
+{
+	char name[256];
+
+	if (t->poll < s->m->nr_polls)
+		summary__poll_name(s->m, t->poll, name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "(poll %u)", t->poll);
+	fprintf(out, "%8" PRIu64 " %10" PRIu64 " %10.3f %10.3f %10.3f  %-4s  %s @ 0x%" PRIx64 "\n",
+		t->own_polls, t->all_polls, (double)t->busy_ns / 1e6,
+		(double)task_summary__idle(t) / 1e6,
+		t->has_own ? (double)(t->last_end_ns - t->first_start_ns) / 1e6 : 0.0,
+		t->completed ? "yes" : "no", name, t->self);
+}
+
+static void print_tasks(struct trace_summary *s, FILE *out)
+{
+	const struct task_table *t = &s->tasks;
+	uint32_t *order = task_table__by_busy(t), shown, done = 0;
+	uint64_t busy = 0, idle = 0;
+
+	if (!order) {
+		s->oom = true;
+		return;
+	}
+	for (uint32_t i = 0; i < t->nr; i++) {
+		done += t->tasks[i].completed;
+		busy += t->tasks[i].busy_ns;
+		idle += task_summary__idle(&t->tasks[i]);
+	}
+	fprintf(out, "\ntasks: %u (%u completed), busy %.3f ms, idle %.3f ms", t->nr, done,
+		(double)busy / 1e6, (double)idle / 1e6);
+	shown = t->nr < TRACE_SUMMARY_TEXT_TASKS ? t->nr : TRACE_SUMMARY_TEXT_TASKS;
+	if (shown) {
+		fprintf(out, "; the busiest %u:\n", shown);
+		fprintf(out, "%8s %10s %10s %10s %10s  %-4s  %s\n", "POLLS", "ALL_POLLS", "BUSY_MS",
+			"IDLE_MS", "SPAN_MS", "DONE", "TASK");
+	} else {
+		fputc('\n', out);
+	}
+	for (uint32_t i = 0; i < shown; i++)
+		print_task(s, &t->tasks[order[i]], out);
+	free(order);
+}
+
+static void print_warnings(const struct trace_summary *s, const struct trace_run_totals *t,
+			   FILE *out)
+{
+	const struct trace_totals *tt = &t->totals;
+
+	if (tt->dropped)
+		fprintf(
+		    out,
+		    "WARNING: %" PRIu64 " records DROPPED (ring buffer full): the trace has "
+		    "holes; the busy times and \u2248 percentiles of the futures concerned come "
+		    "from the BPF statistics, their counts by result, lifetimes, pending futures "
+		    "and tasks miss the dropped polls; raise --ringbuf-size\n",
+		    tt->dropped);
+	if (tt->truncated)
+		fprintf(out,
+			"WARNING: %" PRIu64
+			" polls TRUNCATED (their exit was never seen: an unwind, "
+			"or an exit the kernel cannot probe): their end times are bounds\n",
+			tt->truncated);
+	if (tt->probes_failed)
+		fprintf(out,
+			"WARNING: %" PRIu64 " probes FAILED to attach: their polls are missing\n",
+			tt->probes_failed);
+	if (t->stack_overflow)
+		fprintf(out,
+			"WARNING: %" PRIu64 " polls nested deeper than %d traced frames were not "
+			"traced\n",
+			t->stack_overflow, TRACE_MAX_DEPTH);
+	if (s->instances.untracked_polls)
+		fprintf(out,
+			"WARNING: %" PRIu64 " polls of future instances past the cap of %u live "
+			"instances: their lifetimes and pending state are not counted\n",
+			s->instances.untracked_polls, s->instances.max);
+	if (s->tasks.untracked_polls)
+		fprintf(out,
+			"WARNING: %" PRIu64 " polls of tasks past the cap of %u tasks (%" PRIu64
+			" such tasks ended): not in the task list\n",
+			s->tasks.untracked_polls, s->tasks.max, s->tasks.untracked_tasks);
+	if (s->bad_records)
+		fprintf(out, "WARNING: %" PRIu64 " malformed records ignored\n", s->bad_records);
+	if (s->oom)
+		fprintf(out,
+			"WARNING: out of memory: percentiles, lifetimes and tasks are partial\n");
+}
+
+void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
+{
+	const struct trace_totals *tt = &t->totals;
+
+	print_futures(s, out);
+	print_pending(s, out);
+	print_tasks(s, out);
+	fprintf(out,
+		"\nrecords %" PRIu64 ", dropped %" PRIu64 ", truncated %" PRIu64
+		", running at stop %" PRIu64 ", probes attached %" PRIu64 ", probes failed %" PRIu64
+		", unprobeable exits %" PRIu64 ", unmatched exits %" PRIu64
+		", untracked polls %" PRIu64 ", duration %.3f s\n",
+		tt->polls, tt->dropped, tt->truncated, trace_summary__running(s),
+		tt->probes_attached, tt->probes_failed, t->unprobeable_exits, t->unmatched_exits,
+		s->instances.untracked_polls + s->tasks.untracked_polls,
+		(double)tt->duration_ns / 1e9);
+	print_warnings(s, t, out);
+}
