@@ -9,19 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/cfg.h"
+#include "analyze/flow.h"
+#include "analyze/insn.h" /* DWARF_REG_* */
 #include "model/model.h"
-
-/* x86-64 DWARF register numbers (System V psABI, table 3.36) */
-enum {
-	DWARF_REG_RAX = 0,
-	DWARF_REG_RDX = 1,
-	DWARF_REG_RCX = 2,
-	DWARF_REG_RBX = 3,
-	DWARF_REG_RSI = 4,
-	DWARF_REG_RDI = 5,
-	DWARF_REG_RBP = 6,
-	DWARF_REG_RSP = 7,
-};
 
 /*
  * Disassemble one function: code holds its bytes [addr, addr + size).
@@ -37,6 +28,15 @@ enum {
 int disasm__analyze_function(const uint8_t *code, size_t size, uint64_t addr, uint16_t self_reg,
 			     struct exit_site **exits, uint32_t *nr_exits, struct entry_site *entry,
 			     char *err, size_t errlen);
+
+/*
+ * The same answers from a function's CFG and dataflow, built once by the caller
+ * (analyzer_post.c builds them with a reader, so jump tables are read). 0 or
+ * -ENOMEM / -EINVAL (a self register that is not a general-purpose register).
+ */
+int disasm__sites(const struct cfg *g, const struct flow *f, uint16_t self_reg,
+		  struct exit_site **exits, uint32_t *nr_exits, struct entry_site *entry, char *err,
+		  size_t errlen);
 
 /* Name of a DWARF x86-64 register number ("rdi"), or "?" */
 const char *disasm__reg_name(uint16_t dwarf_reg);
