@@ -104,7 +104,7 @@ struct poll_spec {
 	__u8 ret_discr_size;
 	__u16 pad;
 	__u32 ret_discr_offset;
-	__u32 pad2;
+	__u32 max_state; /* SPEC_HAS_STATE: the highest __state value a state has */
 	__u64 ret_pending_value;
 	__u64 ret_ready_value;
 };
@@ -119,7 +119,18 @@ enum record_result {
 	RESULT_OPEN = 5, /* still on the stack when tracing stopped (tracer__dump_open) */
 };
 
-/* rustc's generator states (ARCHITECTURE.md): 0 Unresumed, 1 Returned, 2 Panicked, 3+k Suspend k */
+/* Why a result is RESULT_UNKNOWN (poll_record.unknown_reason). */
+enum unknown_reason {
+	UNKNOWN_NONE = 0,
+	UNKNOWN_NO_SELF = 1,   /* where self arrives is not known (the analyzer's abi: unknown) */
+	UNKNOWN_NO_LAYOUT = 2, /* hand-written: Poll<T>'s layout or return convention unknown */
+	UNKNOWN_BAD_STATE = 3, /* __state after the poll is no state the future has */
+	UNKNOWN_BAD_DISCR = 4, /* the returned discriminant is neither Pending's nor Ready's */
+	UNKNOWN_BAD_AWAIT = 5, /* (user space) Suspend k of a k the future has no await for */
+	UNKNOWN_REASON_COUNT,
+};
+
+/* rustc's coroutine states (docs/design.md): 0 Unresumed, 1 Returned, 2 Panicked, 3+k Suspend k */
 #define STATE_RETURNED_VALUE 1
 #define STATE_PANICKED_VALUE 2
 #define STATE_SUSPEND0_VALUE 3
@@ -154,9 +165,9 @@ struct poll_record {
 	__u32 parent_poll; /* ~0 at depth 0 */
 	__u32 task_poll;
 	__u16 depth;
-	__u8 result; /* enum record_result */
-	__u8 pad;
-	__s32 await_index; /* RESULT_PENDING of a compiler future: k of Suspend k; else -1 */
+	__u8 result;	     /* enum record_result */
+	__u8 unknown_reason; /* enum unknown_reason, for RESULT_UNKNOWN */
+	__s32 await_index;   /* RESULT_PENDING of a compiler future: k of Suspend k; else -1 */
 	__u64 state_before, state_after;
 };
 

@@ -195,7 +195,7 @@ static __always_inline __u32 log2_u64(__u64 v)
 
 /* Emit frames[index] as completed with `result`; counts records, emitted, dropped. */
 static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now, __u8 result,
-				 __s32 await_index, __u64 state_after, __u64 pid_tgid)
+				 __u8 why, __s32 await_index, __u64 state_after, __u64 pid_tgid)
 {
 	struct poll_record *r;
 	struct poll_frame *f, *parent;
@@ -243,7 +243,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	r->task_poll = st->frames[0].poll;
 	r->depth = index;
 	r->result = result;
-	r->pad = 0;
+	r->unknown_reason = result == RESULT_UNKNOWN ? why : UNKNOWN_NONE;
 	r->await_index = await_index;
 	r->state_before = f->state;
 	r->state_after = state_after;
@@ -290,7 +290,8 @@ static long pop_one(__u64 i, void *data)
 	f = &st->frames[top];
 	if (!c->all && (f->sp > c->sp || (!c->inclusive && f->sp == c->sp)))
 		return 1;
-	emit(st, top, c->now, c->all ? c->all_result : RESULT_TRUNCATED, -1, f->state, c->pid_tgid);
+	emit(st, top, c->now, c->all ? c->all_result : RESULT_TRUNCATED, UNKNOWN_NONE, -1, f->state,
+	     c->pid_tgid);
 	st->depth = depth - 1;
 	return 0;
 }
@@ -366,11 +367,13 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 }
 
 /* Ready/Pending of a hand-written future from its Poll<T> return value. */
-static __always_inline __u8 result_from_return(struct uregs *ctx, const struct poll_spec *spec)
+static __always_inline __u8 result_from_return(struct uregs *ctx, const struct poll_spec *spec,
+					       __u8 *why)
 {
 	__u32 off = spec->ret_discr_offset, size = spec->ret_discr_size;
 	__u64 v;
 
+	*why = UNKNOWN_NO_LAYOUT;
 	if (!(spec->flags & SPEC_RET_KNOWN) || !size || size > 8)
 		return RESULT_UNKNOWN;
 	if (spec->flags & SPEC_RET_IN_MEMORY) {
@@ -387,6 +390,7 @@ static __always_inline __u8 result_from_return(struct uregs *ctx, const struct p
 		if (size < 8)
 			v &= (1ULL << (size * 8)) - 1;
 	}
+	*why = UNKNOWN_BAD_DISCR;
 	if ((spec->flags & SPEC_RET_PENDING_VALUE) && v == spec->ret_pending_value)
 		return RESULT_PENDING;
 	if ((spec->flags & SPEC_RET_READY_VALUE) && v == spec->ret_ready_value)
@@ -408,7 +412,7 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 	__u64 sp = ctx->sp - ((spec->flags & SPEC_EXIT_RETURNED) ? 8 : 0), state = 0;
 	__u32 depth, top;
 	__s32 await_index = -1;
-	__u8 result;
+	__u8 result, why = UNKNOWN_NONE;
 
 	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st) {
@@ -435,21 +439,26 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 	if (spec->flags & SPEC_HAS_STATE) {
 		state =
 		    f->self ? read_user_uint(f->self + spec->state_offset, spec->state_size) : 0;
-		if (!f->self)
+		if (!f->self) {
 			result = RESULT_UNKNOWN;
-		else if (state == STATE_RETURNED_VALUE)
+			why = UNKNOWN_NO_SELF;
+		} else if (state == STATE_RETURNED_VALUE) {
 			result = RESULT_READY;
-		else if (state == STATE_PANICKED_VALUE)
+		} else if (state == STATE_PANICKED_VALUE) {
 			result = RESULT_PANICKED;
-		else if (state >= STATE_SUSPEND0_VALUE) {
+		} else if (state >= STATE_SUSPEND0_VALUE && state <= spec->max_state) {
 			result = RESULT_PENDING;
 			await_index = state - STATE_SUSPEND0_VALUE;
-		} else
+		} else {
+			/* Unresumed after a poll, or past the future's last state: no value
+			 * this future can hold (a wrong self would read such garbage) */
 			result = RESULT_UNKNOWN;
+			why = UNKNOWN_BAD_STATE;
+		}
 	} else {
-		result = result_from_return(ctx, spec);
+		result = result_from_return(ctx, spec, &why);
 	}
-	emit(st, top, now, result, await_index, state, pid_tgid);
+	emit(st, top, now, result, why, await_index, state, pid_tgid);
 	st->depth = depth - 1;
 }
 

@@ -538,30 +538,41 @@ OBJ = "obj"
 LIST = "list"
 
 SCHEMA_TOP = {"schema": (STR,), "binary": (OBJ,), "stats": (OBJ,), "warnings": (LIST,), "futures": (LIST,),
-              "polls": (LIST,), "edges": (LIST,), "roots": (LIST,)}
+              "polls": (LIST,), "edges": (LIST,), "vtables": (LIST,), "roots": (LIST,)}
 SCHEMA_BINARY = {"path": (STR, NULL), "elf_path": (STR, NULL), "debuginfo_path": (STR, NULL),
                  "build_id": (STR, NULL), "pie": (BOOL,), "has_dwarf": (BOOL,), "symbols_only": (BOOL,),
                  "debug_info_size": (INT,)}
 SCHEMA_STATS = {k: (INT,) for k in ("compile_units", "dies", "cu_errors", "limits_hit", "futures", "polls",
-                                    "edges", "roots", "inlined_only")}
+                                    "edges", "vtables", "roots", "inlined_only", "abi_from_code",
+                                    "abi_from_dwarf", "abi_from_size", "abi_unknown", "abi_rule_overridden")}
 SCHEMA_FUTURE = {"id": (INT,), "path": (STR, NULL), "name": (STR,), "crate": (STR, NULL), "crate_class": (STR,),
                  "kind": (STR,), "die_offset": (INT,), "size": (INT,), "state": (OBJ, NULL), "states": (LIST,),
                  "file": (STR, NULL), "line": (INT,), "drop_in_place": (OBJ, NULL), "poll": (INT, NULL),
-                 "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,)}
+                 "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,), "folded_into": (INT, NULL)}
 SCHEMA_STATE = {"discr": (INT,), "kind": (STR,), "name": (STR, NULL), "file": (STR, NULL), "line": (INT,),
                 "awaitee": (STR, NULL)}
 SCHEMA_POLL = {"id": (INT,), "name": (STR, NULL), "linkage_name": (STR, NULL), "crate": (STR, NULL),
                "crate_class": (STR,), "addr": (INT,), "size": (INT,), "file_offset": (INT,), "file": (STR, NULL),
                "line": (INT,), "future": (INT, NULL), "inlined_only": (BOOL,), "inline_sites": (LIST,),
-               "inline_sites_total": (INT,), "exits": (LIST,), "entry": (OBJ, NULL), "self_arg_reg": (STR,),
-               "return": (OBJ, NULL), "disasm_error": (STR, NULL)}
+               "inline_sites_total": (INT,), "exits": (LIST,), "entry": (OBJ, NULL),
+               "self_arg_reg": (STR, NULL), "return": (OBJ, NULL), "abi": (OBJ,), "folded": (INT,),
+               "disasm_error": (STR, NULL)}
 SCHEMA_INLINE_SITE = {"addr": (INT,), "caller": (STR, NULL), "file": (STR, NULL), "line": (INT,)}
 SCHEMA_EXIT = {"addr": (INT,), "file_offset": (INT,), "kind": (STR,)}
 SCHEMA_ENTRY = {"addr": (INT,), "file_offset": (INT,), "emulated": (BOOL,), "insn": (STR,), "sp_delta": (INT,),
                 "self": (OBJ,)}
 SCHEMA_SELF = {"kind": (STR,), "reg": (STR, NULL), "sp_offset": (INT, NULL)}
 SCHEMA_RETURN = {"size": (INT,), "discr_offset": (INT,), "discr_size": (INT,), "pending_value": (INT, NULL),
-                 "ready_value": (INT, NULL), "in_memory": (BOOL,)}
+                 "ready_value": (INT, NULL), "in_memory": (BOOL, NULL)}
+SCHEMA_ABI = {"source": (STR,), "convention": (STR,), "code_convention": (STR,), "code_self": (STR, NULL),
+              "dwarf_self": (STR, NULL), "size_rule": (STR,), "size_rule_overridden": (BOOL,), "rets": (INT,),
+              "rets_hidden_pointer": (INT,), "rets_constant": (INT,), "state_via_rdi": (INT,),
+              "state_via_rsi": (INT,), "self_slot_via_rdi": (INT,), "self_slot_via_rsi": (INT,),
+              "discr_match": (INT,), "discr_mismatch": (INT,)}
+SCHEMA_VTABLE = {"type": (STR,), "future": (INT, NULL), "addr": (INT,), "drop": (INT,), "size": (INT,),
+                 "align": (INT,), "poll": (INT,), "poll_fn": (INT, NULL)}
+ABI_SOURCES = {"none", "code", "dwarf", "size", "unknown"}
+CONVENTIONS = {"unknown", "registers", "memory"}
 SCHEMA_EDGE = {"from": (INT, NULL), "to": (INT, NULL), "await_index": (INT,), "file": (STR, NULL), "line": (INT,),
                "awaitee_type": (STR, NULL), "via": (STR, NULL)}
 
@@ -673,6 +684,14 @@ def schema_errors(doc):
                 errors.append(f"{w}.entry.sp_delta > 0")
         if p["return"] is not None:
             check_shape(p["return"], SCHEMA_RETURN, w + ".return", errors)
+        check_shape(p["abi"], SCHEMA_ABI, w + ".abi", errors)
+        if p["abi"].get("source") not in ABI_SOURCES:
+            errors.append(f"{w}.abi.source {p['abi'].get('source')!r}")
+        for k in ("convention", "code_convention", "size_rule"):
+            if p["abi"].get(k) not in CONVENTIONS:
+                errors.append(f"{w}.abi.{k} {p['abi'].get(k)!r}")
+        if (p["self_arg_reg"] is None) != (p["abi"].get("source") in ("none", "unknown")):
+            errors.append(f"{w}.self_arg_reg is null exactly when abi.source is none or unknown")
     for i, e in enumerate(doc["edges"]):
         w = f"$.edges[{i}]"
         check_shape(e, SCHEMA_EDGE, w, errors)
@@ -680,6 +699,15 @@ def schema_errors(doc):
             continue
         ref(e["from"], nf, w + ".from")
         ref(e["to"], nf, w + ".to")
+    for i, v in enumerate(doc["vtables"]):
+        w = f"$.vtables[{i}]"
+        check_shape(v, SCHEMA_VTABLE, w, errors)
+        if errors:
+            continue
+        ref(v["future"], nf, w + ".future")
+        ref(v["poll_fn"], np_, w + ".poll_fn")
+    for i, f in enumerate(doc["futures"]):
+        ref(f.get("folded_into"), nf, f"$.futures[{i}].folded_into")
     for r in doc["roots"]:
         ref(r, nf, "$.roots[]")
     if doc["roots"] != sorted(doc["roots"]):

@@ -181,6 +181,13 @@ static void build_model(struct model *m)
 	p->entry.self_kind = SELF_LOC_REG;
 	p->entry.self_reg = DWARF_REG_RDI;
 	p->self_arg_reg = DWARF_REG_RDI;
+	p->self_known = true;
+	p->abi.source = ABI_SOURCE_CODE;
+	p->abi.code_self = DWARF_REG_RDI;
+	p->abi.code_ret = RET_CONV_REGISTERS;
+	p->abi.rets = 2;
+	p->abi.rets_direct = 2;
+	p->abi.state_via[0] = 3;
 
 	/* poll 1: demo::middle, inlined only */
 	p = must(model__add_poll(m));
@@ -216,6 +223,10 @@ static void build_model(struct model *m)
 	p->entry.self_kind = SELF_LOC_STACK;
 	p->entry.self_sp_offset = 8;
 	p->self_arg_reg = DWARF_REG_RSI;
+	p->self_known = true;
+	p->abi.source = ABI_SOURCE_DWARF;
+	p->abi.dwarf_self = DWARF_REG_RSI;
+	p->abi.rule_ret = RET_CONV_MEMORY;
 	p->ret = (struct poll_layout){.known = true,
 				      .size = 24,
 				      .discr_offset = 0,
@@ -223,7 +234,8 @@ static void build_model(struct model *m)
 				      .pending_has_value = false,
 				      .ready_has_value = true,
 				      .ready_value = BIG_NICHE,
-				      .in_memory = true};
+				      .in_memory = true,
+				      .convention = RET_CONV_MEMORY};
 	p->disasm_error = "capstone: bad \"insn\" at\n0x7ffff7a00100";
 
 	/* poll 3: a second out-of-line copy of demo::top's poll */
@@ -241,8 +253,13 @@ static void build_model(struct model *m)
 				      .pending_has_value = true,
 				      .pending_value = 1,
 				      .ready_has_value = true,
-				      .ready_value = 0};
+				      .ready_value = 0,
+				      .convention = RET_CONV_REGISTERS};
 	p->self_arg_reg = DWARF_REG_RDI;
+	p->self_known = true;
+	p->abi.source = ABI_SOURCE_CODE;
+	p->abi.rule_ret = RET_CONV_MEMORY; /* an older compiler's rule, overridden */
+	p->abi.rule_disagrees = true;
 
 	/* poll 4: demo::lonely */
 	p = must(model__add_poll(m));
@@ -250,7 +267,8 @@ static void build_model(struct model *m)
 	p->crate = "demo";
 	p->addr = 0x40a000;
 	p->future = 5;
-	p->self_arg_reg = DWARF_REG_RDI;
+	p->self_arg_reg = DWARF_REG_RDI; /* not known: printed as null */
+	p->abi.source = ABI_SOURCE_UNKNOWN;
 
 	e = must(model__add_edge(m));
 	*e = (struct await_edge){
@@ -571,6 +589,16 @@ static void test_json(void)
 	CHECK_STR(sget(get(e0, "self"), "reg"), "rdi");
 	CHECK(is_null(get(e0, "self"), "sp_offset"));
 	CHECK_STR(sget(p0, "self_arg_reg"), "rdi");
+	const cJSON *a0 = get(p0, "abi");
+	CHECK_STR(sget(a0, "source"), "code");
+	CHECK_STR(sget(a0, "code_convention"), "registers");
+	CHECK_STR(sget(a0, "code_self"), "rdi");
+	CHECK(is_null(a0, "dwarf_self"));
+	CHECK_EQ_U64(nget(a0, "rets"), 2);
+	CHECK_EQ_U64(nget(a0, "rets_constant"), 2);
+	CHECK_EQ_U64(nget(a0, "rets_hidden_pointer"), 0);
+	CHECK_EQ_U64(nget(a0, "state_via_rdi"), 3);
+	CHECK_BOOL(a0, "size_rule_overridden", false);
 	CHECK(is_null(p0, "return"));
 	CHECK(is_null(p0, "disasm_error"));
 
@@ -605,12 +633,20 @@ static void test_json(void)
 	CHECK(is_null(r2, "pending_value"));
 	CHECK(cJSON_IsNumber(get(r2, "ready_value")));
 	CHECK_BOOL(r2, "in_memory", true);
+	CHECK_STR(sget(get(p2, "abi"), "source"), "dwarf");
+	CHECK_STR(sget(get(p2, "abi"), "dwarf_self"), "rsi");
+	CHECK_STR(sget(get(p2, "abi"), "convention"), "memory");
 	CHECK_STR(sget(p2, "disasm_error"), "capstone: bad \"insn\" at\n0x7ffff7a00100");
 
 	const cJSON *r3 = get(at(root, "polls", 3), "return");
 	CHECK_EQ_U64(nget(r3, "pending_value"), 1);
 	CHECK_EQ_U64(nget(r3, "ready_value"), 0);
 	CHECK_BOOL(r3, "in_memory", false);
+	CHECK_BOOL(get(at(root, "polls", 3), "abi"), "size_rule_overridden", true);
+	CHECK_STR(sget(get(at(root, "polls", 3), "abi"), "size_rule"), "memory");
+	const cJSON *p4 = at(root, "polls", 4);
+	CHECK(is_null(p4, "self_arg_reg"));
+	CHECK_STR(sget(get(p4, "abi"), "source"), "unknown");
 
 	/* edges */
 	CHECK_EQ_U64(array_size(root, "edges"), 5);

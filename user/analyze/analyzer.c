@@ -223,6 +223,32 @@ static int on_struct(struct walk *w, Dwarf_Die *die, const char *path, size_t pa
 	return read_env_states(w, fidx, die);
 }
 
+/*
+ * `<T as core::future::future::Future>::{vtable}`: a dyn Future vtable rustc
+ * describes, at its address (DW_OP_addr). Kept for the passes that read it.
+ */
+static int on_variable(struct walk *w, Dwarf_Die *die)
+{
+	static const char prefix[] = "<", suffix[] = " as core::future::future::Future>::{vtable}";
+	const char *n = dwarf_diename(die);
+	size_t nl = n ? strlen(n) : 0, sl = sizeof(suffix) - 1;
+	Dwarf_Attribute a;
+	Dwarf_Op *ops;
+	size_t nops;
+
+	if (nl <= sl + 1 || n[0] != prefix[0] || strcmp(n + nl - sl, suffix) != 0)
+		return 0;
+	if (!dwarf_attr(die, DW_AT_location, &a) || dwarf_getlocation(&a, &ops, &nops) != 0 ||
+	    nops != 1 || ops[0].atom != DW_OP_addr || !ops[0].number)
+		return 0;
+	struct future_vtable *v = model__add_vtable(w->m);
+	if (!v)
+		return -ENOMEM;
+	v->type = strpool__printf(&w->m->strings, "%.*s", (int)(nl - sl - 1), n + 1);
+	v->addr = ops[0].number;
+	return v->type ? 0 : -ENOMEM;
+}
+
 static bool is_poll_name(const char *name, const char *demangled)
 {
 	for (size_t i = 0; i < 3; i++)
@@ -308,6 +334,14 @@ static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *
 	p->has_param = has_param;
 	if (has_param)
 		p->param = *param;
+	/* debug builds: self lives in a slot at frame base + N; the frame base is rsp */
+	p->frame_reg = -1;
+	Dwarf_Attribute fb;
+	Dwarf_Op *ops;
+	size_t nops;
+	if (dwarf_attr(fn, DW_AT_frame_base, &fb) && dwarf_getlocation(&fb, &ops, &nops) == 0 &&
+	    nops == 1 && (ops[0].atom == DW_OP_reg7 || ops[0].atom == DW_OP_reg6))
+		p->frame_reg = (int8_t)(ops[0].atom - DW_OP_reg0);
 	return 0;
 }
 
@@ -636,6 +670,10 @@ static int walk_cu(struct walk *w, Dwarf_Die *cudie)
 			}
 			break;
 		}
+		case DW_TAG_variable:
+			if (!caller && (err = on_variable(w, die)))
+				return err;
+			break;
 		case DW_TAG_lexical_block: descend = true; break;
 		case DW_TAG_inlined_subroutine:
 			if ((err = on_inlined(w, die, caller)))
@@ -771,6 +809,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		m->nr_polls = kept;
 		analyzer__link_drops(&w);
 		model__finish(m);
+		r = analyzer__link_vtables(&w);
+		model__finish(m);
 		for (uint32_t i = 0; i < m->nr_futures; i++) {
 			struct future *f = &m->futures[i];
 			for (uint32_t p = 0; p < m->nr_polls && !f->file; p++)
@@ -781,7 +821,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 				}
 		}
 		analyzer__classify_crates(m);
-		r = analyzer__disassemble_polls(&w);
+		if (!r)
+			r = analyzer__disassemble_polls(&w);
 	}
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory while analyzing %s", t->display);

@@ -13,7 +13,10 @@
 
 #include "analyze/analyzer_post.h"
 #include "analyze/demangle.h"
+#include "analyze/abi.h"
+#include "analyze/cfg.h"
 #include "analyze/disasm.h"
+#include "analyze/flow.h"
 #include "analyze/crate.h"
 
 enum abi_class { ABI_ZST, ABI_SCALAR, ABI_SCALAR_PAIR, ABI_AGGREGATE };
@@ -107,6 +110,32 @@ static bool returned_in_memory(const struct poll_layout *l, enum abi_class paylo
 	return whole == ABI_AGGREGATE;
 }
 
+/*
+ * A variant's DW_AT_discr_value. A 16-byte discriminant (Poll<u128>: a u128 tag)
+ * comes as a block: little-endian, accepted when it fits in 64 bits (the tag is
+ * then read as its low 8 bytes, see analyzer__resolve_pending).
+ */
+static bool discr_value(Dwarf_Die *variant, Dwarf_Word *v)
+{
+	Dwarf_Attribute a;
+	Dwarf_Block b;
+
+	if (!dwarf_attr(variant, DW_AT_discr_value, &a))
+		return false;
+	if (dwarf_formudata(&a, v) == 0)
+		return true;
+	if (dwarf_formblock(&a, &b) != 0 || b.length == 0 || b.length > 16)
+		return false;
+	*v = 0;
+	for (size_t i = 0; i < b.length; i++) {
+		if (i >= 8 && b.data[i])
+			return false;
+		if (i < 8)
+			*v |= (Dwarf_Word)b.data[i] << (8 * i);
+	}
+	return true;
+}
+
 /* Poll<T> return layout and the register self arrives in, once the CU's type paths
  * are known (the return type must be core::task::poll::Poll, not another Poll). */
 void analyzer__resolve_pending(struct walk *w)
@@ -142,9 +171,7 @@ void analyzer__resolve_pending(struct walk *w)
 						continue;
 					const char *vn = dwarf_diename(&mem);
 					Dwarf_Word dv;
-					bool has =
-					    dwarf_formudata(dwarf_attr(&var, DW_AT_discr_value, &a),
-							    &dv) == 0;
+					bool has = discr_value(&var, &dv);
 					if (vn && strcmp(vn, "Pending") == 0) {
 						l->pending_has_value = has;
 						l->pending_value = has ? dv : 0;
@@ -157,23 +184,35 @@ void analyzer__resolve_pending(struct walk *w)
 							      : ABI_AGGREGATE;
 					}
 				} while (dwarf_siblingof(&var, &var) == 0);
-				l->known = l->discr_size > 0 &&
+				/* a 16-byte tag whose values fit in 64 bits: read its low half */
+				if (l->discr_size == 16)
+					l->discr_size = 8;
+				l->known = l->discr_size > 0 && l->discr_size <= 8 &&
 					   (l->pending_has_value || l->ready_has_value);
 				break;
 			} while (dwarf_siblingof(&child, &child) == 0);
 		}
-		l->in_memory = returned_in_memory(l, payload);
-		p->self_arg_reg = l->in_memory ? DWARF_REG_RSI : DWARF_REG_RDI;
-		/* Where DWARF says where self is at entry, believe it over the ABI rule. */
+		/* An older compiler's size rule: evidence of last resort (abi_decide). */
+		p->abi.rule_ret =
+		    returned_in_memory(l, payload) ? RET_CONV_MEMORY : RET_CONV_REGISTERS;
+		/* Where DWARF states self's register at entry (optimized builds). */
 		Dwarf_Attribute loc;
 		Dwarf_Op *expr;
 		size_t len;
 		if (pp->has_param && dwarf_attr(&pp->param, DW_AT_location, &loc) &&
 		    dwarf_getlocation_addr(&loc, p->addr, &expr, &len, 1) == 1 && len == 1) {
 			if (expr[0].atom >= DW_OP_reg0 && expr[0].atom <= DW_OP_reg31)
-				p->self_arg_reg = (uint16_t)(expr[0].atom - DW_OP_reg0);
-			else if (expr[0].atom == DW_OP_regx)
-				p->self_arg_reg = (uint16_t)expr[0].number;
+				p->abi.dwarf_self = (int16_t)(expr[0].atom - DW_OP_reg0);
+			else if (expr[0].atom == DW_OP_regx && expr[0].number < 32)
+				p->abi.dwarf_self = (int16_t)expr[0].number;
+		}
+		/* Debug builds: self in a stack slot, DW_OP_fbreg N off an rsp/rbp frame base. */
+		if (pp->has_param && pp->frame_reg >= 0 &&
+		    dwarf_attr(&pp->param, DW_AT_location, &loc) &&
+		    dwarf_getlocation(&loc, &expr, &len) == 0 && len == 1 &&
+		    expr[0].atom == DW_OP_fbreg) {
+			p->abi.dwarf_slot_reg = pp->frame_reg;
+			p->abi.dwarf_slot_off = (int64_t)expr[0].number;
 		}
 	}
 	w->nr_pending = 0;
@@ -249,10 +288,104 @@ void analyzer__classify_crates(struct model *m)
 	}
 }
 
+/* Jump tables live in .rodata: cfg.c reads them through this. */
+static int read_target(void *ctx, uint64_t addr, size_t len, const uint8_t **bytes)
+{
+	return target__data(ctx, addr, len, bytes);
+}
+
+/*
+ * Decide how the poll fn receives self and returns Poll<T>, from the evidence in
+ * p->abi (docs/analyzer.md, "Calling conventions"): the code first; else the
+ * register DWARF states self arrives in; else, for a Poll<T> of at most 8 bytes,
+ * registers (never returned in memory); else unknown: self and the result of
+ * this poll fn are then not read (its records say unknown), rather than guessed.
+ */
+static void abi_decide(struct model *m, struct poll_fn *p, const struct future *f)
+{
+	struct poll_abi *a = &p->abi;
+	enum ret_convention conv = RET_CONV_UNKNOWN;
+	int self = -1;
+	bool known_size = p->ret.size > 0;
+
+	if (a->code_ret != RET_CONV_UNKNOWN && a->code_self >= 0) {
+		conv = a->code_ret;
+		self = a->code_self;
+		a->source = ABI_SOURCE_CODE;
+	} else if (a->dwarf_self == DWARF_REG_RDI || a->dwarf_self == DWARF_REG_RSI) {
+		self = a->dwarf_self;
+		conv = self == DWARF_REG_RSI ? RET_CONV_MEMORY : RET_CONV_REGISTERS;
+		a->source = ABI_SOURCE_DWARF;
+	} else if (known_size && p->ret.size <= 8) {
+		self = DWARF_REG_RDI;
+		conv = RET_CONV_REGISTERS;
+		a->source = ABI_SOURCE_SIZE;
+	} else if (!known_size && f && f->kind != FUTURE_HANDWRITTEN && a->code_self >= 0) {
+		/* no Poll<T> layout to decode (a compiler future reads __state): self is enough */
+		self = a->code_self;
+		conv = self == DWARF_REG_RSI ? RET_CONV_MEMORY : RET_CONV_REGISTERS;
+		a->source = ABI_SOURCE_CODE;
+	} else {
+		a->source = ABI_SOURCE_UNKNOWN;
+	}
+	p->self_known = self >= 0;
+	p->self_arg_reg = self >= 0 ? (uint16_t)self : DWARF_REG_RDI;
+	p->ret.convention = conv;
+	p->ret.in_memory = conv == RET_CONV_MEMORY;
+	a->rule_disagrees = known_size && conv != RET_CONV_UNKNOWN && a->rule_ret != conv;
+	/* a constant discriminant DWARF's layout does not know: do not decode it */
+	if (a->discr_mismatch)
+		p->ret.known = false;
+	switch (a->source) {
+	case ABI_SOURCE_CODE: m->nr_abi_code++; break;
+	case ABI_SOURCE_DWARF: m->nr_abi_dwarf++; break;
+	case ABI_SOURCE_SIZE: m->nr_abi_size++; break;
+	default: m->nr_abi_unknown++; break;
+	}
+	m->nr_abi_rule_overridden += a->rule_disagrees;
+}
+
+static int disassemble_poll(struct walk *w, struct poll_fn *p, const uint8_t *code)
+{
+	struct model *m = w->m;
+	const struct future *f =
+	    p->future >= 0 && (uint32_t)p->future < m->nr_futures ? &m->futures[p->future] : NULL;
+	struct cfg g;
+	struct flow fl = {0};
+	char err[256] = "";
+	int r;
+
+	r = cfg__build(&g, code, p->size, p->addr, read_target, w->t, err, sizeof(err));
+	if (r == -ENOMEM)
+		return r;
+	if (r) {
+		p->disasm_error = strpool__intern(&m->strings, err[0] ? err : strerror(-r));
+		p->abi.source = ABI_SOURCE_UNKNOWN;
+		m->nr_abi_unknown++;
+		return p->disasm_error ? 0 : -ENOMEM;
+	}
+	r = flow__run(&fl, &g);
+	if (!r) {
+		abi__read(&g, &fl, f && f->has_state, f ? f->state_offset : 0,
+			  f ? f->state_size : 0, &p->ret, &p->abi);
+		abi_decide(m, p, f);
+		r = disasm__sites(&g, &fl, p->self_arg_reg, &p->exits, &p->nr_exits, &p->entry, err,
+				  sizeof(err));
+		if (!p->self_known && p->entry.valid)
+			p->entry.self_kind = SELF_LOC_UNKNOWN;
+	}
+	flow__free(&fl);
+	cfg__free(&g);
+	if (r == -ENOMEM)
+		return r;
+	if (r)
+		p->disasm_error = strpool__intern(&m->strings, err[0] ? err : strerror(-r));
+	return 0;
+}
+
 int analyzer__disassemble_polls(struct walk *w)
 {
 	struct model *m = w->m;
-	char err[256];
 
 	if (w->t->ehdr.e_machine != EM_X86_64) {
 		model__warn(
@@ -278,20 +411,19 @@ int analyzer__disassemble_polls(struct walk *w)
 							  p->addr, p->size);
 			continue;
 		}
-		err[0] = '\0';
-		r = disasm__analyze_function(code, p->size, p->addr, p->self_arg_reg, &p->exits,
-					     &p->nr_exits, &p->entry, err, sizeof(err));
-		if (r == -ENOMEM)
+		r = disassemble_poll(w, p, code);
+		if (r)
 			return r;
-		if (r) {
-			p->disasm_error = strpool__intern(&m->strings, err[0] ? err : strerror(-r));
-			continue;
-		}
 		for (uint32_t k = 0; k < p->nr_exits; k++)
 			target__file_offset(w->t, p->exits[k].addr, &p->exits[k].file_offset);
 		if (p->entry.valid)
 			target__file_offset(w->t, p->entry.addr, &p->entry.file_offset);
 	}
+	if (m->nr_abi_unknown)
+		model__warn(m,
+			    "%u poll fn(s): where self arrives and how Poll<T> is returned could "
+			    "not be read off the code or DWARF: their results are reported unknown",
+			    m->nr_abi_unknown);
 	return 0;
 }
 
@@ -305,4 +437,55 @@ void analyzer__link_drops(struct walk *w)
 			f->drop_addr = w->drops[d].addr;
 		}
 	}
+}
+
+int analyzer__link_vtables(struct walk *w)
+{
+	struct model *m = w->m;
+	struct u64_map by_addr;
+	int r = 0;
+
+	u64_map__init(&by_addr);
+	for (uint32_t i = 0; i < m->nr_polls; i++)
+		if (!m->polls[i].inlined_only && m->polls[i].addr &&
+		    u64_map__set(&by_addr, m->polls[i].addr, i)) {
+			r = -ENOMEM;
+			goto out;
+		}
+	for (uint32_t i = 0; i < m->nr_vtables; i++) {
+		struct future_vtable *v = &m->vtables[i];
+		uint64_t *words[4] = {&v->drop, &v->size, &v->align, &v->poll}, idx;
+
+		for (int k = 0; k < 4; k++) {
+			r = target__pointer(w->t, v->addr + 8 * (uint64_t)k, words[k]);
+			if (r == -ENOMEM)
+				goto out;
+			r = 0;
+		}
+		v->future = model__find_future(m, v->type);
+		v->poll_fn = v->poll && u64_map__get(&by_addr, v->poll, &idx) ? (int32_t)idx : -1;
+		if (v->poll_fn < 0)
+			continue;
+		int32_t owner = m->polls[v->poll_fn].future;
+		if (owner < 0 || owner == v->future)
+			continue;
+		/* T's poll is another future's function: the compiler folded identical code */
+		if (v->future < 0) {
+			bool env;
+			enum future_kind kind = future_kind__from_name(v->type, &env);
+			v->future = walk__get_future(w, v->type, kind, 0, v->size);
+			if (v->future < 0) {
+				r = -ENOMEM;
+				goto out;
+			}
+		}
+		struct future *f = &m->futures[v->future];
+		if (f->poll >= 0 || f->folded_into >= 0)
+			continue; /* it has code of its own, or was seen already */
+		f->folded_into = owner;
+		m->polls[v->poll_fn].nr_folded++;
+	}
+out:
+	u64_map__free(&by_addr);
+	return r;
 }

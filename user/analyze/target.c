@@ -365,6 +365,12 @@ int target__open_pid(struct target *t, pid_t pid, const struct target_opts *o, c
 
 void target__close(struct target *t)
 {
+	if (t->relocs) {
+		u64_map__free(t->relocs);
+		free(t->relocs);
+		t->relocs = NULL;
+	}
+	t->relocs_read = false;
 	if (t->dwfl)
 		dwfl_end(t->dwfl);
 	if (t->elf)
@@ -390,13 +396,15 @@ int target__file_offset(const struct target *t, uint64_t addr, uint64_t *offset)
 	return -ENOENT;
 }
 
-int target__code(const struct target *t, uint64_t addr, uint64_t size, const uint8_t **bytes)
+/* Bytes of [addr, addr+size) from one allocated PROGBITS section with these flags. */
+static int section_bytes(const struct target *t, uint64_t addr, uint64_t size, uint64_t flags,
+			 const uint8_t **bytes)
 {
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(t->elf, scn)) != NULL) {
 		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & flags) != flags ||
 		    sh.sh_type != SHT_PROGBITS)
 			continue;
 		if (addr < sh.sh_addr || addr - sh.sh_addr >= sh.sh_size)
@@ -410,6 +418,82 @@ int target__code(const struct target *t, uint64_t addr, uint64_t size, const uin
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int target__code(const struct target *t, uint64_t addr, uint64_t size, const uint8_t **bytes)
+{
+	return section_bytes(t, addr, size, SHF_EXECINSTR | SHF_ALLOC, bytes);
+}
+
+int target__data(const struct target *t, uint64_t addr, uint64_t size, const uint8_t **bytes)
+{
+	return section_bytes(t, addr, size, SHF_ALLOC, bytes);
+}
+
+/* One SHT_RELA section's entries that write a known value (x86-64 psABI types). */
+static int read_rela(struct target *t, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL), *symd = NULL;
+	Elf_Scn *symscn = sh->sh_link ? elf_getscn(t->elf, sh->sh_link) : NULL;
+	size_t n;
+
+	if (!d || !sh->sh_entsize)
+		return 0;
+	if (symscn)
+		symd = elf_getdata(symscn, NULL);
+	n = d->d_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		uint64_t v;
+
+		if (!gelf_getrela(d, (int)i, &r))
+			break;
+		switch (GELF_R_TYPE(r.r_info)) {
+		case R_X86_64_RELATIVE: v = (uint64_t)r.r_addend; break;
+		case R_X86_64_64:
+		case R_X86_64_GLOB_DAT:
+		case R_X86_64_JUMP_SLOT:
+			if (!symd || !gelf_getsym(symd, (int)GELF_R_SYM(r.r_info), &sym) ||
+			    sym.st_shndx == SHN_UNDEF)
+				continue; /* another object's symbol: unknown here */
+			v = sym.st_value +
+			    (GELF_R_TYPE(r.r_info) == R_X86_64_64 ? (uint64_t)r.r_addend : 0);
+			break;
+		default: continue;
+		}
+		if (u64_map__set(t->relocs, r.r_offset, v))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int target__pointer(struct target *t, uint64_t addr, uint64_t *value)
+{
+	const uint8_t *b;
+
+	if (!t->relocs_read) {
+		Elf_Scn *scn = NULL;
+
+		t->relocs = calloc(1, sizeof(*t->relocs));
+		if (!t->relocs)
+			return -ENOMEM;
+		u64_map__init(t->relocs);
+		t->relocs_read = true;
+		if (t->ehdr.e_machine == EM_X86_64)
+			while ((scn = elf_nextscn(t->elf, scn)) != NULL) {
+				GElf_Shdr sh;
+				if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA &&
+				    read_rela(t, scn, &sh))
+					return -ENOMEM;
+			}
+	}
+	if (t->relocs && u64_map__get(t->relocs, addr, value))
+		return 0;
+	if (target__data(t, addr, 8, &b))
+		return -ENOENT;
+	memcpy(value, b, 8);
+	return 0;
 }
 
 void target__explain_missing_dwarf(const struct target *t, char *buf, size_t len)

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/hashmap.h"
+
 #define TARGET_MAX_SEGMENTS 64
 
 struct load_segment {
@@ -40,6 +42,8 @@ struct target {
 	char debuglink[256]; /* .gnu_debuglink name, "" if none */
 	struct load_segment segs[TARGET_MAX_SEGMENTS];
 	unsigned nr_segs;
+	struct u64_map *relocs; /* link-time address -> value the loader writes (target__pointer) */
+	bool relocs_read;
 };
 
 struct target_opts {
@@ -70,6 +74,16 @@ int target__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 int target__file_offset(const struct target *t, uint64_t addr, uint64_t *offset);
 /* Bytes of [addr, addr+size) from the executable's sections; -ENOENT / -ERANGE. */
 int target__code(const struct target *t, uint64_t addr, uint64_t size, const uint8_t **bytes);
+/* Bytes of [addr, addr+size) from any section loaded at run time (.rodata: jump
+ * tables); -ENOENT / -ERANGE. */
+int target__data(const struct target *t, uint64_t addr, uint64_t size, const uint8_t **bytes);
+/*
+ * The 8-byte value at a link-time address as the program sees it once loaded:
+ * what a dynamic relocation writes there (position-independent binaries keep
+ * vtables as R_X86_64_RELATIVE relocations over zeros), else the file's bytes.
+ * Returns 0, -ENOENT (not in the file) or -ENOMEM.
+ */
+int target__pointer(struct target *t, uint64_t addr, uint64_t *value);
 /* Why there is no DWARF: a sentence for the user (debuglink/build-id findings). */
 void target__explain_missing_dwarf(const struct target *t, char *buf, size_t len);
 

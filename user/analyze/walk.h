@@ -58,6 +58,7 @@ struct pending_poll {
 	uint64_t return_type; /* DIE offset of the return type */
 	Dwarf_Die param;      /* first formal parameter (for its location at entry) */
 	bool has_param;
+	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
 struct walk {

@@ -203,8 +203,14 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	jw_u64(w, "futures", m->nr_futures);
 	jw_u64(w, "polls", m->nr_polls);
 	jw_u64(w, "edges", m->nr_edges);
+	jw_u64(w, "vtables", m->nr_vtables);
 	jw_u64(w, "roots", roots);
 	jw_u64(w, "inlined_only", inlined_only);
+	jw_u64(w, "abi_from_code", m->nr_abi_code);
+	jw_u64(w, "abi_from_dwarf", m->nr_abi_dwarf);
+	jw_u64(w, "abi_from_size", m->nr_abi_size);
+	jw_u64(w, "abi_unknown", m->nr_abi_unknown);
+	jw_u64(w, "abi_rule_overridden", m->nr_abi_rule_overridden);
 	jw_object_end(w);
 }
 
@@ -269,6 +275,26 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 	jw_array_end(w);
 	jw_bool(w, "inlined_only", f->inlined_only);
 	jw_bool(w, "root", f->is_root);
+	jw_future_ref(w, "folded_into", m, f->folded_into);
+	jw_object_end(w);
+}
+
+static void write_vtable(struct json_writer *w, const struct model *m, uint32_t id)
+{
+	const struct future_vtable *v = &m->vtables[id];
+
+	jw_object(w, NULL);
+	jw_string(w, "type", v->type);
+	jw_future_ref(w, "future", m, v->future);
+	jw_u64(w, "addr", v->addr);
+	jw_u64(w, "drop", v->drop);
+	jw_u64(w, "size", v->size);
+	jw_u64(w, "align", v->align);
+	jw_u64(w, "poll", v->poll);
+	if (v->poll_fn >= 0)
+		jw_u64(w, "poll_fn", (uint64_t)v->poll_fn);
+	else
+		jw_null(w, "poll_fn");
 	jw_object_end(w);
 }
 
@@ -321,7 +347,43 @@ static void write_return(struct json_writer *w, const struct poll_layout *r)
 		jw_u64(w, "ready_value", r->ready_value);
 	else
 		jw_null(w, "ready_value");
-	jw_bool(w, "in_memory", r->in_memory);
+	if (r->convention == RET_CONV_UNKNOWN)
+		jw_null(w, "in_memory");
+	else
+		jw_bool(w, "in_memory", r->in_memory);
+	jw_object_end(w);
+}
+
+static void jw_reg_or_null(struct json_writer *w, const char *key, int reg)
+{
+	if (reg >= 0)
+		jw_string(w, key, dwarf_reg__name((uint16_t)reg));
+	else
+		jw_null(w, key);
+}
+
+/* How self and the result were located, with the code's evidence. */
+static void write_abi(struct json_writer *w, const struct poll_fn *p)
+{
+	const struct poll_abi *a = &p->abi;
+
+	jw_object(w, "abi");
+	jw_string(w, "source", abi_source__name(a->source));
+	jw_string(w, "convention", ret_convention__name(p->ret.convention));
+	jw_string(w, "code_convention", ret_convention__name(a->code_ret));
+	jw_reg_or_null(w, "code_self", a->code_self);
+	jw_reg_or_null(w, "dwarf_self", a->dwarf_self);
+	jw_string(w, "size_rule", ret_convention__name(a->rule_ret));
+	jw_bool(w, "size_rule_overridden", a->rule_disagrees);
+	jw_u64(w, "rets", a->rets);
+	jw_u64(w, "rets_hidden_pointer", a->rets_hidden);
+	jw_u64(w, "rets_constant", a->rets_direct);
+	jw_u64(w, "state_via_rdi", a->state_via[0]);
+	jw_u64(w, "state_via_rsi", a->state_via[1]);
+	jw_u64(w, "self_slot_via_rdi", a->slot_via[0]);
+	jw_u64(w, "self_slot_via_rsi", a->slot_via[1]);
+	jw_u64(w, "discr_match", a->discr_match);
+	jw_u64(w, "discr_mismatch", a->discr_mismatch);
 	jw_object_end(w);
 }
 
@@ -373,8 +435,10 @@ static void write_poll(struct json_writer *w, const struct model *m, uint32_t id
 	jw_array_end(w);
 
 	write_entry(w, &p->entry);
-	jw_string(w, "self_arg_reg", dwarf_reg__name(p->self_arg_reg));
+	jw_reg_or_null(w, "self_arg_reg", p->self_known ? p->self_arg_reg : -1);
 	write_return(w, &p->ret);
+	write_abi(w, p);
+	jw_u64(w, "folded", p->nr_folded);
 	jw_string(w, "disasm_error", p->disasm_error);
 	jw_object_end(w);
 }
@@ -427,6 +491,11 @@ int export_json__write(const struct model *m, FILE *out)
 	jw_array(&w, "edges");
 	for (uint32_t i = 0; i < m->nr_edges && !ferror(out); i++)
 		write_edge(&w, m, i);
+	jw_array_end(&w);
+
+	jw_array(&w, "vtables");
+	for (uint32_t i = 0; i < m->nr_vtables && !ferror(out); i++)
+		write_vtable(&w, m, i);
 	jw_array_end(&w);
 
 	jw_array(&w, "roots");

@@ -23,6 +23,7 @@ void model__free(struct model *m)
 	free(m->futures);
 	free(m->polls);
 	free(m->edges);
+	free(m->vtables);
 	free(m->warnings);
 	strpool__free(&m->strings);
 	memset(m, 0, sizeof(*m));
@@ -51,17 +52,32 @@ struct future *model__add_future(struct model *m)
 {
 	struct future *f =
 	    append((void **)&m->futures, &m->nr_futures, &m->cap_futures, sizeof(*f));
-	if (f)
+	if (f) {
 		f->poll = -1;
+		f->folded_into = -1;
+	}
 	return f;
 }
 
 struct poll_fn *model__add_poll(struct model *m)
 {
 	struct poll_fn *p = append((void **)&m->polls, &m->nr_polls, &m->cap_polls, sizeof(*p));
-	if (p)
+	if (p) {
 		p->future = -1;
+		p->abi.code_self = -1;
+		p->abi.dwarf_self = -1;
+		p->abi.dwarf_slot_reg = -1;
+	}
 	return p;
+}
+
+struct future_vtable *model__add_vtable(struct model *m)
+{
+	struct future_vtable *v =
+	    append((void **)&m->vtables, &m->nr_vtables, &m->cap_vtables, sizeof(*v));
+	if (v)
+		v->future = v->poll_fn = -1;
+	return v;
 }
 
 struct await_edge *model__add_edge(struct model *m)
@@ -141,6 +157,44 @@ const char *crate_class__name(enum crate_class c)
 	return "unknown";
 }
 
+bool model__has_await(const struct model *m, uint32_t f, int32_t k)
+{
+	const struct future *fu;
+
+	if (f >= m->nr_futures)
+		return true;
+	fu = &m->futures[f];
+	if (!fu->has_state || !fu->nr_states)
+		return true;
+	for (uint32_t i = 0; i < fu->nr_states; i++)
+		if (fu->states[i].kind == STATE_SUSPEND && k >= 0 &&
+		    fu->states[i].suspend_index == (uint32_t)k)
+			return true;
+	return false;
+}
+
+const char *ret_convention__name(enum ret_convention c)
+{
+	switch (c) {
+	case RET_CONV_UNKNOWN: return "unknown";
+	case RET_CONV_REGISTERS: return "registers";
+	case RET_CONV_MEMORY: return "memory";
+	}
+	return "unknown";
+}
+
+const char *abi_source__name(enum abi_source s)
+{
+	switch (s) {
+	case ABI_SOURCE_NONE: return "none";
+	case ABI_SOURCE_CODE: return "code";
+	case ABI_SOURCE_DWARF: return "dwarf";
+	case ABI_SOURCE_SIZE: return "size";
+	case ABI_SOURCE_UNKNOWN: return "unknown";
+	}
+	return "unknown";
+}
+
 static const char *const dwarf_reg_names[] = {
     "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
     "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip",
@@ -176,6 +230,12 @@ void model__finish(struct model *m)
 		struct future *f = &m->futures[p->future];
 		if (!p->inlined_only && f->poll < 0)
 			f->poll = (int32_t)i;
+	}
+	/* a future whose poll was folded into another's runs that one's code */
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		struct future *f = &m->futures[i];
+		if (f->poll < 0 && f->folded_into >= 0 && (uint32_t)f->folded_into < m->nr_futures)
+			f->poll = m->futures[f->folded_into].poll;
 	}
 	for (uint32_t i = 0; i < m->nr_futures; i++)
 		m->futures[i].inlined_only = false;

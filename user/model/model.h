@@ -61,9 +61,11 @@ struct future {
 	uint32_t line;
 	const char *drop_symbol; /* linkage name of core::ptr::drop_in_place<T>, NULL if none */
 	uint64_t drop_addr;
-	int32_t poll;	   /* index of the first out-of-line poll fn, -1 if none */
-	bool inlined_only; /* no out-of-line poll, but inlined copies exist */
-	bool is_root;	   /* nobody awaits it: a task entry point */
+	int32_t poll;	     /* index of the first out-of-line poll fn, -1 if none */
+	int32_t folded_into; /* its poll fn is this other future's: identical code the
+				compiler folded into one function (its vtable says so); -1 */
+	bool inlined_only;   /* no out-of-line poll, but inlined copies exist */
+	bool is_root;	     /* nobody awaits it: a task entry point */
 };
 
 enum exit_kind {
@@ -99,6 +101,40 @@ struct entry_site {
 	int32_t self_sp_offset; /* SELF_LOC_STACK */
 };
 
+/* How a poll fn returns its Poll<T> (docs/analyzer.md, "Calling conventions"). */
+enum ret_convention {
+	RET_CONV_UNKNOWN,   /* not determined: hand-written results are then unknown */
+	RET_CONV_REGISTERS, /* rax (and rdx for bytes 8-15) */
+	RET_CONV_MEMORY,    /* a hidden pointer in rdi, returned in rax; self in rsi */
+};
+
+/* Where the convention of a poll fn comes from. */
+enum abi_source {
+	ABI_SOURCE_NONE,    /* not analysed (no code, or not x86-64) */
+	ABI_SOURCE_CODE,    /* read off the machine code */
+	ABI_SOURCE_DWARF,   /* self's location at entry, as DWARF states it */
+	ABI_SOURCE_SIZE,    /* a Poll<T> of at most 8 bytes: in registers, always */
+	ABI_SOURCE_UNKNOWN, /* nothing conclusive: self and the result are unknown */
+};
+
+/* What the code of a poll fn shows about its convention (analyze/abi.c). */
+struct poll_abi {
+	enum abi_source source;
+	enum ret_convention code_ret; /* the code's own verdict (unknown: inconclusive) */
+	int16_t code_self;	      /* the code's verdict on self's register, -1 unknown */
+	bool rule_disagrees;	      /* the size rule (an older compiler's) said otherwise */
+	enum ret_convention rule_ret; /* what the size rule says */
+	int16_t dwarf_self;	      /* self's register at entry per DWARF, -1 not said */
+	int8_t dwarf_slot_reg;	      /* self in a slot at [this register + dwarf_slot_off] */
+	int64_t dwarf_slot_off;	      /* (DW_OP_fbreg, the frame base a register); reg -1: none */
+	uint32_t slot_via[2];	      /* the incoming rdi, rsi stored to that slot */
+	uint32_t rets;		      /* reachable returns */
+	uint32_t rets_hidden;	      /* where rax = the incoming rdi */
+	uint32_t rets_direct;	      /* where rax = a constant */
+	uint32_t state_via[2];	      /* __state accessed through the incoming rdi, rsi */
+	uint32_t discr_match, discr_mismatch; /* constant discriminants vs DWARF's values */
+};
+
 /* Layout of core::task::poll::Poll<T> as returned by a poll fn. */
 struct poll_layout {
 	bool known;
@@ -109,7 +145,8 @@ struct poll_layout {
 	uint64_t pending_value;
 	bool ready_has_value;
 	uint64_t ready_value;
-	bool in_memory; /* returned through a hidden pointer (rax at return) */
+	bool in_memory;			/* returned through a hidden pointer (rax at return) */
+	enum ret_convention convention; /* in_memory is RET_CONV_MEMORY; unknown: neither */
 };
 
 struct inline_site {
@@ -138,6 +175,9 @@ struct poll_fn {
 	struct entry_site entry;
 	struct poll_layout ret;
 	uint16_t self_arg_reg; /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */
+	bool self_known;       /* false: where self arrives could not be told (abi.source) */
+	struct poll_abi abi;
+	uint32_t nr_folded;	  /* other futures whose poll is this very function (folded code) */
 	const char *disasm_error; /* NULL when disassembly succeeded */
 };
 
@@ -149,6 +189,19 @@ struct await_edge {
 	uint32_t line;
 	const char *awaitee_type; /* the __awaitee type as written in DWARF */
 	const char *via;	  /* wrapper chain resolved through, NULL if direct */
+};
+
+/*
+ * A `dyn Future` vtable (DWARF `<T as core::future::future::Future>::{vtable}`):
+ * what a boxed future's fat pointer points at. Its words are read as the program
+ * sees them (dynamic relocations applied).
+ */
+struct future_vtable {
+	const char *type; /* T, as the vtable's name spells it */
+	int32_t future;	  /* model future, -1 unknown */
+	int32_t poll_fn;  /* model poll fn the poll slot points at, -1 if none known */
+	uint64_t addr;	  /* link-time address of the vtable */
+	uint64_t drop, size, align, poll; /* its first four words; 0 if unreadable */
 };
 
 struct model_warning {
@@ -172,12 +225,17 @@ struct model {
 	uint32_t nr_polls, cap_polls;
 	struct await_edge *edges;
 	uint32_t nr_edges, cap_edges;
+	struct future_vtable *vtables;
+	uint32_t nr_vtables, cap_vtables;
 	struct model_warning *warnings;
 	uint32_t nr_warnings, cap_warnings;
 
 	/* walk statistics */
 	uint64_t nr_cus, nr_dies, nr_cu_errors;
 	uint64_t nr_limits_hit; /* bounds that cut a walk short (depth, count) */
+	/* calling conventions of out-of-line polls: read off the code, taken from DWARF,
+	 * from the size, unknown; and how often the code overrode the size rule */
+	uint32_t nr_abi_code, nr_abi_dwarf, nr_abi_size, nr_abi_unknown, nr_abi_rule_overridden;
 
 	struct strpool strings;
 };
@@ -189,14 +247,20 @@ void model__free(struct model *m);
 struct future *model__add_future(struct model *m);
 struct poll_fn *model__add_poll(struct model *m);
 struct await_edge *model__add_edge(struct model *m);
+struct future_vtable *model__add_vtable(struct model *m);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);
+/* Does future f have await point k (a Suspend k state)? True for a future without
+ * states (nothing to check against). */
+bool model__has_await(const struct model *m, uint32_t f, int32_t k);
 const char *future_kind__name(enum future_kind k);
 const char *state_kind__name(enum state_kind k);
 const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
 const char *self_location__name(enum self_location l);
+const char *ret_convention__name(enum ret_convention c);
+const char *abi_source__name(enum abi_source s);
 /* Name of an x86-64 DWARF register number ("rdi"; 16 is "rip"), or "?" */
 const char *dwarf_reg__name(uint16_t dwarf_reg);
 

@@ -48,8 +48,9 @@ struct trace_poll {
 	uint32_t parent_poll;	   /* the awaiter's poll index, TRACE_NO_INDEX if none */
 	uint64_t task_self;	   /* outermost traced frame on the thread: the task */
 	uint32_t task_poll;
-	uint16_t depth; /* 0 for the task's own poll */
-	uint16_t pad;
+	uint16_t depth;		/* 0 for the task's own poll */
+	uint8_t unknown_reason; /* POLL_UNKNOWN: enum unknown_reason (bpf/asyncbpf.h) */
+	uint8_t pad;
 	enum poll_result result;
 	int32_t await_index;		    /* POLL_PENDING: the Suspend k it stopped at; else -1 */
 	uint64_t state_before, state_after; /* raw __state values (0 when no __state) */

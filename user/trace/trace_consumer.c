@@ -40,7 +40,17 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	out->depth = r.depth;
 	/* enum record_result has enum poll_result's order */
 	out->result = (enum poll_result)r.result;
+	out->unknown_reason = r.result == RESULT_UNKNOWN && r.unknown_reason < UNKNOWN_REASON_COUNT
+				  ? r.unknown_reason
+				  : UNKNOWN_NONE;
 	out->await_index = r.result == RESULT_PENDING ? r.await_index : -1;
+	/* never report an await point the future does not have */
+	if (out->result == POLL_PENDING && out->future != TRACE_NO_INDEX &&
+	    !model__has_await(m, out->future, out->await_index)) {
+		out->result = POLL_UNKNOWN;
+		out->unknown_reason = UNKNOWN_BAD_AWAIT;
+		out->await_index = -1;
+	}
 	out->state_before = r.state_before;
 	out->state_after = r.state_after;
 	return 0;
@@ -100,14 +110,14 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 			",\"tid\":%" PRIu32 ",\"poll\":%" PRIu32 ",\"future\":%" PRId64
 			",\"self\":%" PRIu64 ",\"parent_self\":%" PRIu64 ",\"parent_poll\":%" PRId64
 			",\"task_self\":%" PRIu64 ",\"task_poll\":%" PRIu32 ",\"depth\":%u"
-			",\"result\":%d,\"await_index\":%" PRId32 ",\"state_before\":%" PRIu64
-			",\"state_after\":%" PRIu64 "}\n",
+			",\"result\":%d,\"unknown_reason\":%u,\"await_index\":%" PRId32
+			",\"state_before\":%" PRIu64 ",\"state_after\":%" PRIu64 "}\n",
 			p.start_ns, p.end_ns, p.pid, p.tid, p.poll,
 			p.future == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.future, p.self,
 			p.parent_self,
 			p.parent_poll == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.parent_poll,
-			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result, p.await_index,
-			p.state_before, p.state_after);
+			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result,
+			(unsigned)p.unknown_reason, p.await_index, p.state_before, p.state_after);
 	trace_summary__add(c->summary, &p);
 	if (c->perfetto && (r = perfetto_writer__add_poll(c->perfetto, &p)) && !c->write_err)
 		c->write_err = r;

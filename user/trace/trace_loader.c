@@ -82,9 +82,16 @@ static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t 
 		spec->flags |= SPEC_HAS_STATE;
 		spec->state_offset = (__u32)f->state_offset;
 		spec->state_size = (__u8)f->state_size;
+		/* the highest value a state of this future has: anything above is garbage */
+		spec->max_state = STATE_SUSPEND0_VALUE - 1;
+		for (uint32_t k = 0; k < f->nr_states; k++)
+			if (f->states[k].discr > spec->max_state &&
+			    f->states[k].discr <= UINT32_MAX)
+				spec->max_state = (__u32)f->states[k].discr;
 	}
-	if (pf->ret.known && pf->ret.discr_size && pf->ret.discr_size <= 8 &&
-	    pf->ret.discr_offset < 4096) {
+	/* the result is decoded only where the code showed how it is returned */
+	if (pf->ret.known && pf->ret.convention != RET_CONV_UNKNOWN && pf->ret.discr_size &&
+	    pf->ret.discr_size <= 8 && pf->ret.discr_offset < 4096) {
 		spec->flags |= SPEC_RET_KNOWN;
 		if (pf->ret.in_memory)
 			spec->flags |= SPEC_RET_IN_MEMORY;
@@ -171,10 +178,12 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
 		return 0;
 	} else {
-		/* first instruction: self in the ABI's argument register */
+		/* first instruction: self in its argument register, if that is known */
 		entry_offset = pf->file_offset;
-		entry.self_kind = SPEC_SELF_REG;
-		entry.self_reg = pf->self_arg_reg;
+		if (pf->self_known) {
+			entry.self_kind = SPEC_SELF_REG;
+			entry.self_reg = pf->self_arg_reg;
+		}
 	}
 	if (uretprobes) {
 		/* one uretprobe at the function's start: it fires after the `ret` */
@@ -243,9 +252,15 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 	memset(plan, 0, sizeof(*plan));
 	for (uint32_t p = 0; p < m->nr_polls; p++) {
 		const struct poll_fn *pf = &m->polls[p];
+		bool wanted =
+		    pf->future >= 0 && (uint32_t)pf->future < s->nr && s->futures[pf->future];
 
-		if (pf->inlined_only || pf->future < 0 || (uint32_t)pf->future >= s->nr ||
-		    !s->futures[pf->future] || !pf->size)
+		/* a future whose poll was folded into this function is traced through it */
+		for (uint32_t f = 0; !wanted && pf->nr_folded && f < m->nr_futures && f < s->nr;
+		     f++)
+			wanted = s->futures[f] && m->futures[f].folded_into == pf->future &&
+				 m->futures[f].poll == (int32_t)p;
+		if (pf->inlined_only || pf->future < 0 || !wanted || !pf->size)
 			continue;
 		if (plan_poll(plan, m, p, uretprobes)) {
 			snprintf(err, errlen, "out of memory building the probe plan");

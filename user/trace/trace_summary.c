@@ -61,6 +61,8 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 	ps = &s->polls[p->poll];
 	ps->polls++;
 	ps->counts[p->result]++;
+	if (p->result == POLL_UNKNOWN)
+		ps->unknown_by[p->unknown_reason < UNKNOWN_REASON_COUNT ? p->unknown_reason : 0]++;
 	ps->busy_ns += d;
 	if (u64_vec__push(&ps->durations, d))
 		s->oom = true;
@@ -210,6 +212,26 @@ void summary__poll_name(const struct model *m, uint32_t poll, char *buf, size_t 
 		future__display_name(&m->futures[pf->future], buf, len);
 	else
 		snprintf(buf, len, "%s", pf->name ? pf->name : "(unknown poll)");
+	if (pf->nr_folded) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, len > n ? len - n : 0, " (+%u folded)", pf->nr_folded);
+	}
+}
+
+void summary__folded_names(const struct model *m, uint32_t poll, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (uint32_t f = 0; f < m->nr_futures && n + 1 < len; f++) {
+		char name[256];
+
+		if (m->futures[f].folded_into != m->polls[poll].future ||
+		    m->futures[f].poll != (int32_t)poll)
+			continue;
+		future__display_name(&m->futures[f], name, sizeof(name));
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
+	}
 }
 
 const char *summary__await_site(const struct model *m, uint32_t poll, int32_t await_index,
@@ -243,6 +265,44 @@ const char *summary__await_site(const struct model *m, uint32_t poll, int32_t aw
 		}
 	}
 	return NULL;
+}
+
+const char *unknown_reason__text(unsigned reason)
+{
+	switch (reason) {
+	case UNKNOWN_NO_SELF: return "where self arrives is not known";
+	case UNKNOWN_NO_LAYOUT: return "Poll<T>'s layout or return convention is not known";
+	case UNKNOWN_BAD_STATE: return "__state held no state of the future";
+	case UNKNOWN_BAD_DISCR: return "the returned discriminant was neither Pending nor Ready";
+	case UNKNOWN_BAD_AWAIT: return "suspended at an await point the future does not have";
+	default: return "no reason recorded";
+	}
+}
+
+const char *unknown_reason__key(unsigned reason)
+{
+	switch (reason) {
+	case UNKNOWN_NO_SELF: return "no_self";
+	case UNKNOWN_NO_LAYOUT: return "no_layout";
+	case UNKNOWN_BAD_STATE: return "bad_state";
+	case UNKNOWN_BAD_DISCR: return "bad_discriminant";
+	case UNKNOWN_BAD_AWAIT: return "bad_await";
+	default: return "other";
+	}
+}
+
+uint64_t trace_summary__unknown(const struct trace_summary *s, uint64_t *by)
+{
+	uint64_t n = 0;
+
+	for (unsigned r = 0; r < UNKNOWN_REASON_COUNT; r++)
+		by[r] = 0;
+	for (uint32_t i = 0; s->polls && i < s->m->nr_polls; i++)
+		for (unsigned r = 0; r < UNKNOWN_REASON_COUNT; r++) {
+			by[r] += s->polls[i].unknown_by[r];
+			n += s->polls[i].unknown_by[r];
+		}
+	return n;
 }
 
 uint64_t trace_summary__running(const struct trace_summary *s)

@@ -35,7 +35,8 @@ struct u64_vec {
 };
 
 struct poll_summary {
-	uint64_t counts[POLL_RESULT_COUNT]; /* by enum poll_result */
+	uint64_t counts[POLL_RESULT_COUNT];	   /* by enum poll_result */
+	uint64_t unknown_by[UNKNOWN_REASON_COUNT]; /* POLL_UNKNOWN by enum unknown_reason */
 	uint64_t polls;
 	uint64_t busy_ns;
 	struct u64_vec durations; /* every poll's duration, for percentiles */
@@ -169,11 +170,19 @@ uint64_t summary__hist_percentile(const __u64 *hist, unsigned pct);
 /* [low, high) of histogram bucket i. */
 uint64_t summary__bucket_low(unsigned i);
 uint64_t summary__bucket_high(unsigned i);
-/* The future's display name, else the poll fn's name. */
+/* The future's display name, else the poll fn's name; " (+N folded)" when other
+ * futures' polls were folded into this function (their counts are in its row). */
 void summary__poll_name(const struct model *m, uint32_t poll, char *buf, size_t len);
+/* The futures folded into this poll fn, ", "-separated ("" if none). */
+void summary__folded_names(const struct model *m, uint32_t poll, char *buf, size_t len);
 /* file:line of await point k of the poll fn's future (states, else edges); NULL if unknown. */
 const char *summary__await_site(const struct model *m, uint32_t poll, int32_t await_index,
 				uint32_t *line);
+/* "self not known", ...: why results were unknown, for people (and JSON keys). */
+const char *unknown_reason__text(unsigned reason);
+const char *unknown_reason__key(unsigned reason);
+/* Unknown results of every poll fn by reason (into by[UNKNOWN_REASON_COUNT]); the total. */
+uint64_t trace_summary__unknown(const struct trace_summary *s, uint64_t *by);
 /* Polls still running when tracing stopped (POLL_OPEN records). */
 uint64_t trace_summary__running(const struct trace_summary *s);
 int u64_vec__push(struct u64_vec *v, uint64_t x);

@@ -74,6 +74,18 @@ static void add_future(cJSON *arr, const struct trace_summary *s, const struct s
 	add_u64(o, "truncated", ps->counts[POLL_TRUNCATED]);
 	add_u64(o, "running", ps->counts[POLL_OPEN]);
 	add_u64(o, "unknown", ps->counts[POLL_UNKNOWN]);
+	cJSON *folded = cJSON_AddArrayToObject(o, "folded");
+	for (uint32_t f = 0; folded && f < s->m->nr_futures; f++) {
+		char fname[512];
+
+		if (s->m->futures[f].folded_into < 0 || s->m->futures[f].poll != (int32_t)r->poll)
+			continue;
+		future__display_name(&s->m->futures[f], fname, sizeof(fname));
+		cJSON_AddItemToArray(folded, cJSON_CreateString(fname));
+	}
+	cJSON *why = cJSON_AddObjectToObject(o, "unknown_reasons");
+	for (unsigned k = 1; why && k < UNKNOWN_REASON_COUNT; k++)
+		add_u64(why, unknown_reason__key(k), ps->unknown_by[k]);
 	add_u64(o, "busy_ns", r->busy_ns);
 	add_u64(o, "p50_ns", r->p50);
 	add_u64(o, "p99_ns", r->p99);
@@ -206,6 +218,11 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 	add_u64(tot, "bpf_records", t->bpf_records);
 	add_u64(tot, "probe_hits", t->hits);
 	add_u64(tot, "malformed_records", s->bad_records);
+	uint64_t by[UNKNOWN_REASON_COUNT];
+	add_u64(tot, "unknown_results", trace_summary__unknown(s, by));
+	cJSON *why = cJSON_AddObjectToObject(tot, "unknown_reasons");
+	for (unsigned k = 1; why && k < UNKNOWN_REASON_COUNT; k++)
+		add_u64(why, unknown_reason__key(k), by[k]);
 	add_u64(tot, "untracked_instance_polls", s->instances.untracked_polls);
 	add_u64(tot, "max_live_instances", s->instances.max);
 	add_u64(tot, "untracked_task_polls", s->tasks.untracked_polls);

@@ -203,6 +203,32 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 			s->tasks.untracked_polls, s->tasks.max, s->tasks.untracked_tasks);
 	if (s->bad_records)
 		fprintf(out, "WARNING: %" PRIu64 " malformed records ignored\n", s->bad_records);
+	for (uint32_t p = 0; s->polls && p < s->m->nr_polls; p++) {
+		char name[512], folded[1024];
+
+		if (!s->m->polls[p].nr_folded || !s->polls[p].polls)
+			continue;
+		summary__poll_name(s->m, p, name, sizeof(name));
+		summary__folded_names(s->m, p, folded, sizeof(folded));
+		fprintf(
+		    out,
+		    "NOTE: %s: the compiler folded the identical poll code of %s into this "
+		    "function; its polls cannot be told apart, its counts are theirs together\n",
+		    name, folded);
+	}
+	uint64_t by[UNKNOWN_REASON_COUNT], unknown = trace_summary__unknown(s, by);
+	if (unknown) {
+		const char *sep = "";
+
+		fprintf(out, "WARNING: %" PRIu64 " results UNKNOWN (not guessed): ", unknown);
+		for (unsigned r = 0; r < UNKNOWN_REASON_COUNT; r++)
+			if (by[r]) {
+				fprintf(out, "%s%" PRIu64 " %s", sep, by[r],
+					unknown_reason__text(r));
+				sep = "; ";
+			}
+		fputc('\n', out);
+	}
 	if (s->oom)
 		fprintf(out,
 			"WARNING: out of memory: percentiles, lifetimes and tasks are partial\n");
