@@ -566,7 +566,8 @@ SCHEMA_RETURN = {"size": (INT,), "discr_offset": (INT,), "discr_size": (INT,), "
                  "ready_value": (INT, NULL), "in_memory": (BOOL, NULL)}
 SCHEMA_ABI = {"source": (STR,), "convention": (STR,), "code_convention": (STR,), "code_self": (STR, NULL),
               "dwarf_self": (STR, NULL), "size_rule": (STR,), "size_rule_overridden": (BOOL,), "rets": (INT,),
-              "rets_hidden_pointer": (INT,), "rets_constant": (INT,), "state_via_rdi": (INT,),
+              "rets_hidden_pointer": (INT,), "rets_constant": (INT,), "rets_result_unset": (INT,),
+              "state_via_rdi": (INT,),
               "state_via_rsi": (INT,), "self_slot_via_rdi": (INT,), "self_slot_via_rsi": (INT,),
               "discr_match": (INT,), "discr_mismatch": (INT,)}
 SCHEMA_VTABLE = {"type": (STR,), "future": (INT, NULL), "addr": (INT,), "drop": (INT,), "size": (INT,),

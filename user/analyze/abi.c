@@ -37,10 +37,16 @@ static bool discr_fits(const struct poll_layout *l, uint64_t v)
 
 /* What rax (and the discriminant) hold at one `ret` in state st. */
 static void ret_state(const struct flow_state *st, const struct poll_layout *l, uint32_t *hidden,
-		      uint32_t *direct, uint32_t *match, uint32_t *mismatch)
+		      uint32_t *direct, uint32_t *unset, uint32_t *match, uint32_t *mismatch)
 {
 	struct flow_val rax = st->reg[DWARF_REG_RAX];
 
+	/* rax untouched since entry: this path computes no result (its callers never
+	 * read one, so the optimizer dropped it) */
+	if (is_arg(rax, DWARF_REG_RAX, 0)) {
+		(*unset)++;
+		return;
+	}
 	if (is_arg(rax, DWARF_REG_RDI, 0)) {
 		(*hidden)++;
 		return;
@@ -77,12 +83,12 @@ static void at_ret(const struct cfg *g, const struct flow *f, uint32_t ret_insn,
 {
 	uint32_t b = g->block_of[ret_insn];
 	const struct cfg_block *blk = &g->blocks[b];
-	uint32_t hidden = 0, direct = 0, match = 0, mismatch = 0;
+	uint32_t hidden = 0, direct = 0, unset = 0, match = 0, mismatch = 0;
 	struct flow_state st;
 
 	ev->rets++;
-	ret_state(joined, l, &hidden, &direct, &match, &mismatch);
-	if (!hidden && !direct && !blk->unknown_preds) {
+	ret_state(joined, l, &hidden, &direct, &unset, &match, &mismatch);
+	if (!hidden && !direct && !unset && !blk->unknown_preds) {
 		for (uint32_t q = 0; q < blk->nr_preds; q++) {
 			uint32_t p = g->preds[blk->pred_first + q];
 
@@ -90,11 +96,12 @@ static void at_ret(const struct cfg *g, const struct flow *f, uint32_t ret_insn,
 			step_to(g, &st, g->blocks[p].first, g->blocks[p].last + 1);
 			step_to(g, &st, blk->first, ret_insn);
 			if (st.reached)
-				ret_state(&st, l, &hidden, &direct, &match, &mismatch);
+				ret_state(&st, l, &hidden, &direct, &unset, &match, &mismatch);
 		}
 	}
 	ev->rets_hidden += hidden > 0;
 	ev->rets_direct += direct > 0;
+	ev->rets_unset += unset > 0;
 	ev->discr_match += match;
 	ev->discr_mismatch += mismatch;
 }
@@ -160,7 +167,7 @@ void abi__read(const struct cfg *g, const struct flow *f, bool has_state, uint64
 	/* the code's fields only: rule_ret and dwarf_self come from DWARF */
 	ev->code_ret = RET_CONV_UNKNOWN;
 	ev->code_self = -1;
-	ev->rets = ev->rets_hidden = ev->rets_direct = 0;
+	ev->rets = ev->rets_hidden = ev->rets_direct = ev->rets_unset = 0;
 	ev->state_via[0] = ev->state_via[1] = 0;
 	ev->discr_match = ev->discr_mismatch = 0;
 	ev->slot_via[0] = ev->slot_via[1] = 0;

@@ -333,8 +333,9 @@ static void abi_decide(struct model *m, struct poll_fn *p, const struct future *
 	p->ret.convention = conv;
 	p->ret.in_memory = conv == RET_CONV_MEMORY;
 	a->rule_disagrees = known_size && conv != RET_CONV_UNKNOWN && a->rule_ret != conv;
-	/* a constant discriminant DWARF's layout does not know: do not decode it */
-	if (a->discr_mismatch)
+	/* a constant discriminant DWARF's layout does not know, or a return path that
+	 * computes no result (rax as the caller left it): do not decode it */
+	if (a->discr_mismatch || (conv == RET_CONV_REGISTERS && a->rets_unset))
 		p->ret.known = false;
 	switch (a->source) {
 	case ABI_SOURCE_CODE: m->nr_abi_code++; break;

@@ -378,6 +378,7 @@ static void write_abi(struct json_writer *w, const struct poll_fn *p)
 	jw_u64(w, "rets", a->rets);
 	jw_u64(w, "rets_hidden_pointer", a->rets_hidden);
 	jw_u64(w, "rets_constant", a->rets_direct);
+	jw_u64(w, "rets_result_unset", a->rets_unset);
 	jw_u64(w, "state_via_rdi", a->state_via[0]);
 	jw_u64(w, "state_via_rsi", a->state_via[1]);
 	jw_u64(w, "self_slot_via_rdi", a->slot_via[0]);

@@ -131,6 +131,7 @@ struct poll_abi {
 	uint32_t rets;		      /* reachable returns */
 	uint32_t rets_hidden;	      /* where rax = the incoming rdi */
 	uint32_t rets_direct;	      /* where rax = a constant */
+	uint32_t rets_unset;	      /* where rax still holds what the caller left: no result */
 	uint32_t state_via[2];	      /* __state accessed through the incoming rdi, rsi */
 	uint32_t discr_match, discr_mismatch; /* constant discriminants vs DWARF's values */
 };

@@ -212,10 +212,16 @@ void summary__poll_name(const struct model *m, uint32_t poll, char *buf, size_t 
 		future__display_name(&m->futures[pf->future], buf, len);
 	else
 		snprintf(buf, len, "%s", pf->name ? pf->name : "(unknown poll)");
-	if (pf->nr_folded) {
-		size_t n = strlen(buf);
-		snprintf(buf + n, len > n ? len - n : 0, " (+%u folded)", pf->nr_folded);
-	}
+}
+
+void summary__poll_label(const struct model *m, uint32_t poll, char *buf, size_t len)
+{
+	size_t n;
+
+	summary__poll_name(m, poll, buf, len);
+	n = strlen(buf);
+	if (m->polls[poll].nr_folded)
+		snprintf(buf + n, len > n ? len - n : 0, " (+%u folded)", m->polls[poll].nr_folded);
 }
 
 void summary__folded_names(const struct model *m, uint32_t poll, char *buf, size_t len)
@@ -271,7 +277,9 @@ const char *unknown_reason__text(unsigned reason)
 {
 	switch (reason) {
 	case UNKNOWN_NO_SELF: return "where self arrives is not known";
-	case UNKNOWN_NO_LAYOUT: return "Poll<T>'s layout or return convention is not known";
+	case UNKNOWN_NO_LAYOUT:
+		return "Poll<T> cannot be decoded (layout or convention unknown, or the poll "
+		       "computes no result)";
 	case UNKNOWN_BAD_STATE: return "__state held no state of the future";
 	case UNKNOWN_BAD_DISCR: return "the returned discriminant was neither Pending nor Ready";
 	case UNKNOWN_BAD_AWAIT: return "suspended at an await point the future does not have";

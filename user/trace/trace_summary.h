@@ -170,9 +170,11 @@ uint64_t summary__hist_percentile(const __u64 *hist, unsigned pct);
 /* [low, high) of histogram bucket i. */
 uint64_t summary__bucket_low(unsigned i);
 uint64_t summary__bucket_high(unsigned i);
-/* The future's display name, else the poll fn's name; " (+N folded)" when other
- * futures' polls were folded into this function (their counts are in its row). */
+/* The future's display name, else the poll fn's name. */
 void summary__poll_name(const struct model *m, uint32_t poll, char *buf, size_t len);
+/* The same, plus " (+N folded)" when other futures' polls were folded into this
+ * function (their counts are in its row): for the text summary. */
+void summary__poll_label(const struct model *m, uint32_t poll, char *buf, size_t len);
 /* The futures folded into this poll fn, ", "-separated ("" if none). */
 void summary__folded_names(const struct model *m, uint32_t poll, char *buf, size_t len);
 /* file:line of await point k of the poll fn's future (states, else edges); NULL if unknown. */

@@ -23,7 +23,7 @@ static void print_row(const struct trace_summary *s, const struct summary_row *r
 	const struct poll_summary *ps = &s->polls[r->poll];
 	char name[256];
 
-	summary__poll_name(s->m, r->poll, name, sizeof(name));
+	summary__poll_label(s->m, r->poll, name, sizeof(name));
 	fprintf(out,
 		"%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
 		" %8" PRIu64 " %10.3f",
@@ -69,7 +69,7 @@ static void print_group(const struct trace_summary *s, const struct pending_grou
 	uint32_t line = 0;
 	const char *file;
 
-	summary__poll_name(s->m, g->poll, name, sizeof(name));
+	summary__poll_label(s->m, g->poll, name, sizeof(name));
 	fprintf(out, "  %8" PRIu64 " \u00d7 %s ", g->count, name);
 	file = summary__await_site(s->m, g->poll, g->await_index, &line);
 	if (g->result == POLL_OPEN) {
@@ -123,7 +123,7 @@ static void print_task(const struct trace_summary *s, const struct task_summary 
 	char name[256];
 
 	if (t->poll < s->m->nr_polls)
-		summary__poll_name(s->m, t->poll, name, sizeof(name));
+		summary__poll_label(s->m, t->poll, name, sizeof(name));
 	else
 		snprintf(name, sizeof(name), "(poll %u)", t->poll);
 	fprintf(out, "%8" PRIu64 " %10" PRIu64 " %10.3f %10.3f %10.3f  %-4s  %s @ 0x%" PRIx64 "\n",
@@ -208,7 +208,7 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 
 		if (!s->m->polls[p].nr_folded || !s->polls[p].polls)
 			continue;
-		summary__poll_name(s->m, p, name, sizeof(name));
+		summary__poll_label(s->m, p, name, sizeof(name));
 		summary__folded_names(s->m, p, folded, sizeof(folded));
 		fprintf(
 		    out,
