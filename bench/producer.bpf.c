@@ -66,7 +66,7 @@ static long emit_one(__u64 i, void *data)
 	r->task_poll = a->task_poll;
 	r->depth = child;
 	r->result = child ? RESULT_READY : RESULT_PENDING;
-	r->pad = 0;
+	r->unknown_reason = 0;
 	r->await_index = child ? -1 : 0;
 	r->state_before = child ? 0 : 3;
 	r->state_after = child ? 1 : 3;
