@@ -52,7 +52,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test test-build unit check-env demo fixtures san fuzz fuzz-long \
+.PHONY: all clean deps test test-build unit check-env demo fixtures conformance san fuzz fuzz-long \
 	bench-analyze bench-tools bench-trace format format-check check-layout vmlinux bench-profile
 
 all: check-env $(OUTPUT)/asyncbpf
@@ -124,6 +124,10 @@ deps:
 fixtures:
 	tests/fixtures/build.sh
 
+# third-party programs (tokio's tests, async-std/smol examples, an HTTP server)
+conformance:
+	tests/conformance/build.sh
+
 vmlinux:
 	vmlinux/gen-vmlinux.sh
 
@@ -134,7 +138,7 @@ test:
 	$(MAKE) test-build
 	$(PYTHON) -m pytest -rs tests
 
-test-build: all san fuzz fixtures bench-tools
+test-build: all san fuzz fixtures conformance bench-tools
 
 demo:
 	$(MAKE) deps

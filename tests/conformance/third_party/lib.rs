@@ -1,0 +1,1 @@
+//! Nothing: this package only carries third-party tests and examples (Cargo.toml).

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Third-party conformance (issue 8): programs nobody on the team wrote, built
+offline from Debian's crate sources by tests/conformance/build.sh (tokio 1.24's own
+integration tests, async-std's and smol's examples) and a tokio HTTP server with
+its own request counts, each traced with `asyncbpf trace --all-crates`.
+
+Each must behave as untraced and leave no impossible value in its trace
+(tests/conformance_lib.py says which); the server's connection future must return
+Ready once per connection it counted complete. Debug and release builds.
+"""
+import json
+import os
+
+import pytest
+
+import conformance_lib as C
+import util
+
+pytestmark = pytest.mark.usefixtures("trace_features")
+
+
+@pytest.fixture(scope="module")
+def trace_features():
+    util.require_trace_features()
+
+
+def require(profile, name):
+    b = C.binary(profile, name)
+    util.require_file(b, "the conformance programs", "run 'make conformance'")
+    return b
+
+
+def check_trace(r):
+    summary, model, records = C.load(r)
+    problems = C.impossible(summary, model, records)
+    assert not problems, "\n".join(problems)
+    assert summary["totals"]["records"] > 0
+    return summary, model, records
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+@pytest.mark.parametrize("test", C.TOKIO_TESTS)
+def test_tokio_integration_tests(profile, test, tmp_path):
+    b = require(profile, "tokio_" + test)
+    plain = C.run_plain([b])
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    proc, r = C.run_traced(util.ASYNCBPF, util.san_env(), tmp_path, test, [b])
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == plain.returncode, util.describe(proc)
+    assert C.normalize_libtest(proc.stdout) == C.normalize_libtest(plain.stdout)
+    check_trace(r)
+
+
+ASYNC_STD_EXAMPLES = [
+    ("hello_world", []),
+    ("task_local", []),
+    ("task_name", []),
+    ("line_count", [str(util.REPO / "README.md")]),
+    ("list_dir", [str(util.REPO / "docs")]),
+]
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+@pytest.mark.parametrize("example,args", ASYNC_STD_EXAMPLES, ids=[e for e, _ in ASYNC_STD_EXAMPLES])
+def test_async_std_examples(profile, example, args, tmp_path):
+    b = require(profile, "async_std_" + example)
+    plain = C.run_plain([b, *args])
+    assert plain.returncode == 0, plain.stderr
+    proc, r = C.run_traced(util.ASYNCBPF, util.san_env(), tmp_path, example, [b, *args])
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert proc.stdout == plain.stdout
+    check_trace(r)
+
+
+def echo_pair(profile, server, client_fn, port, tmp_path, traced):
+    b = require(profile, server)
+    return C.run_server(util.ASYNCBPF, util.san_env(), tmp_path, server, [b], rb"Listening on \S+\n",
+                        client_fn, traced=traced)
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+@pytest.mark.parametrize("server,port,udp", [("async_std_tcp_echo", 8080, False),
+                                             ("async_std_udp_echo", 8080, True),
+                                             ("smol_tcp_server", 7000, False)],
+                         ids=["async_std_tcp", "async_std_udp", "smol_tcp"])
+def test_echo_servers(profile, server, port, udp, tmp_path):
+    """The echo servers (they run until killed) traced while a client of ours talks
+    to them: every line comes back, and the trace holds nothing impossible."""
+    lines = [f"line {i}\n" for i in range(20)]
+
+    def client(_):
+        return C.echo_exchange(port, lines, udp=udp)
+
+    plain, _, got_plain = echo_pair(profile, server, client, port, tmp_path, traced=False)
+    proc, r, got = echo_pair(profile, server, client, port, tmp_path, traced=True)
+    util.assert_no_sanitizer_report(proc)
+    assert got == got_plain == lines
+    # both killed by our SIGTERM: asyncbpf exits 128 + N for a command killed by N
+    assert plain.returncode == -15 and proc.returncode == 128 + 15, util.describe(proc)
+    check_trace(r)
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_async_std_tcp_client(profile, tmp_path):
+    """The async-std example client, traced, against the example echo server."""
+    server = require(profile, "async_std_tcp_echo")
+    client = require(profile, "async_std_tcp_client")
+    results = {}
+
+    def run_client(_):
+        plain = C.run_plain([client])
+        proc, r = C.run_traced(util.ASYNCBPF, util.san_env(), tmp_path, "tcp_client", [client])
+        results.update(plain=plain, proc=proc, r=r)
+
+    C.run_server(util.ASYNCBPF, util.san_env(), tmp_path, "tcp_echo", [server], 8080, run_client, traced=False)
+    plain, proc = results["plain"], results["proc"]
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == plain.returncode == 0, util.describe(proc)
+    assert proc.stdout == plain.stdout  # "Connected to 127.0.0.1:8080", then the echo
+    check_trace(results["r"])
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_http_server(profile, tmp_path):
+    """Our tokio server under a keep-alive client: every connection it counts
+    complete is one Ready of its `serve` future, and its requests are its
+    `read_request` Readies that returned a request."""
+    b = require(profile, "http_server")
+    conns, per_conn = 8, 25
+
+    def client(m):
+        port = json.loads(m.group(0))["listening"]
+        got = C.run_plain([b, "client", port, conns, per_conn], timeout=120)
+        assert got.returncode == 0, got.stdout + got.stderr
+        return json.loads(got.stdout)
+
+    proc, r, load = C.run_server(util.ASYNCBPF, util.san_env(), tmp_path, "http", [b, "--port", "0"],
+                                 rb'\{"listening":\d+,"pid":\d+\}', client)
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert load == {"connections": conns, "requests": conns * per_conn, "ok": conns * per_conn}
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert counts["connections"] == counts["connections_completed"] == conns
+    assert counts["requests"] == conns * per_conn
+    summary, model, records = check_trace(r)
+    rows = {row["name"]: row for row in summary["futures"]}
+    futures = {f["name"]: f for f in model["futures"]}
+    serve = futures["http_server::serve"]
+    if serve["inlined_only"]:
+        # release inlines serve's poll into the spawned block whose only await it
+        # is: the block returns once per connection serve completed
+        outer = [futures_by_id["name"] for e in model["edges"] if e["to"] == serve["id"]
+                 for futures_by_id in [model["futures"][e["from"]]]]
+        assert outer == ["http_server::accept_loop::{async_fn#0}::{async_block#0}"], outer
+        row = rows[outer[0]]
+    else:
+        row = rows["http_server::serve"]
+    assert row["ready"] == counts["connections_completed"], row
+    # every request is routed once; every other one is /work (out of line only in
+    # some builds: release may inline them into serve)
+    for name, expect in (("http_server::route", counts["requests"]),
+                         ("http_server::work", counts["routes"].get("/work", 0))):
+        row = rows.get(name)
+        if row is not None:
+            assert row["ready"] == expect, row
+
+
+def test_the_programs_are_third_party():
+    """The tests and examples come from Debian's registry, used in place."""
+    cargo = (C.CONFORMANCE / "third_party" / "Cargo.toml").read_text()
+    paths = [line.split('"')[1] for line in cargo.splitlines() if line.startswith("path = ") and "registry" in line]
+    assert len(paths) >= 20
+    for p in paths:
+        assert p.startswith("/usr/share/cargo/registry/"), p
+        assert os.path.exists(p), p
