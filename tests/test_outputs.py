@@ -144,3 +144,8 @@ def test_traced_results_equal_the_fixture_counts(profile, tmp_path):
         row = next(r for r in s["futures"] if r["name"].endswith("::" + key))
         assert any(n.endswith("::" + name) for n in row["folded"]), row
         assert "folded the identical poll code" in proc.stderr
+    # Diverge's poll has no ret (it always panics): skipped, and said why
+    diverge = [p for p in m["polls"] if p["name"] == "<outputs::Diverge as core::future::future::Future>::poll"]
+    assert len(diverge) == 1 and diverge[0]["exits"] == [], diverge
+    assert re.search(r"<outputs::Diverge as core::future::future::Future>::poll \(file offset 0x[0-9a-f]+\): "
+                     r"never returns \(no ret", proc.stderr), proc.stderr

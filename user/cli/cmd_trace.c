@@ -87,9 +87,9 @@ static void report_plan_problems(const struct trace_plan *plan, const struct mod
 	if (shown > 10 && log_verbosity < 2)
 		pr_warn("trace: ... and %u more such sites (-v lists them all)\n", shown - 10);
 	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused || plan->nr_unprobeable_exits)
-		pr_warn("trace: skipped %u poll functions without probeable exits and %u without "
-			"an entry site; %u exits cannot be probed; refused %u sites outside their "
-			"function\n",
+		pr_warn("trace: skipped %u poll functions without an exit (they never return, or "
+			"their code could not be decoded) and %u without an entry site; %u exits "
+			"cannot be probed; refused %u sites outside their function\n",
 			plan->nr_no_exit, plan->nr_no_entry, plan->nr_unprobeable_exits,
 			plan->nr_refused);
 }
@@ -510,6 +510,12 @@ static int trace(const struct trace_args *a)
 		/* hold the executable: probes go on the file that was analyzed */
 		snprintf(proc_exe, sizeof(proc_exe), "/proc/%d/exe", (int)pid);
 		exe_fd = open(proc_exe, O_RDONLY | O_CLOEXEC);
+		/* its path, for messages */
+		ssize_t n = readlink(proc_exe, exe, sizeof(exe) - 1);
+		if (n > 0)
+			exe[n] = '\0';
+		else
+			snprintf(exe, sizeof(exe), "%s", proc_exe);
 	}
 
 	status = load_model("trace", &spec, &m);
@@ -571,6 +577,7 @@ static int trace(const struct trace_args *a)
 		snprintf(proc_exe, sizeof(proc_exe), "/proc/self/fd/%d", exe_fd);
 		topts.path = proc_exe;
 	}
+	topts.name = exe;
 	topts.pid = pid;
 	topts.ringbuf_size = a->ringbuf_size;
 	topts.attach = a->attach;
@@ -617,7 +624,7 @@ static int trace(const struct trace_args *a)
 	tracer__set_ready(&t, true);
 	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s "
 		"(BPF load and verification %.1f ms); Ctrl-C stops\n",
-		t.probes_attached, topts.path, (int)pid, (double)(now_ns() - attach_ns) / 1e6,
+		t.probes_attached, exe, (int)pid, (double)(now_ns() - attach_ns) / 1e6,
 		t.multi ? (t.multi_ret_fd >= 0 ? "two uprobe_multi links" : "one uprobe_multi link")
 			: "perf-event links",
 		(double)(attach_ns - load_ns) / 1e6);

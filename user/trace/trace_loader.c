@@ -130,6 +130,10 @@ const char *plan_problem__describe(uint32_t kind)
 	case PLAN_UNPROBEABLE_EXIT:
 		return "an exit the kernel cannot probe: polls leaving there end truncated";
 	case PLAN_REFUSED_SITE: return "a probe site outside the function: refused";
+	case PLAN_NEVER_RETURNS:
+		return "never returns (no ret: it always panics or loops), so no poll of it "
+		       "ends: not traced";
+	case PLAN_NO_CODE: return "its machine code could not be decoded: not traced";
 	}
 	return "?";
 }
@@ -203,7 +207,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 	}
 	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */
 		plan->nr_no_exit++;
-		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
+		plan_problem(plan, poll, pf->disasm_error ? PLAN_NO_CODE : PLAN_NEVER_RETURNS,
+			     pf->file_offset);
 		return 0;
 	}
 	for (uint32_t i = 0; i < pf->nr_exits; i++) {
@@ -442,7 +447,7 @@ static int attach_perf(struct tracer *t, const struct trace_plan *plan, const st
 			int r = -errno;
 
 			snprintf(err, errlen, "prog 'poll_probe': failed to attach to %s+0x%lx: %s",
-				 o->path, plan->offsets[i], strerror(-r));
+				 o->name ? o->name : o->path, plan->offsets[i], strerror(-r));
 			t->probes_failed = plan->nr - i;
 			return r;
 		}
@@ -527,7 +532,7 @@ static int attach_probes(struct tracer *t, const struct trace_plan *plan,
 		}
 		snprintf(err, errlen,
 			 "BPF_LINK_CREATE(BPF_TRACE_UPROBE_MULTI) of %u probes in %s failed: %s",
-			 plan->nr, o->path, strerror(-fd));
+			 plan->nr, o->name ? o->name : o->path, strerror(-fd));
 		if (fd == -ESRCH || fd == -ENOENT || fd == -EACCES || fd == -EPERM ||
 		    o->attach == ATTACH_MULTI)
 			return fd; /* the target or the file is gone, or not allowed: no fallback */

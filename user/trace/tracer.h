@@ -55,6 +55,8 @@ enum plan_problem_kind {
 	PLAN_NO_ENTRY,	       /* no probeable entry site: skipped */
 	PLAN_UNPROBEABLE_EXIT, /* an exit the kernel refuses: polls leaving there end truncated */
 	PLAN_REFUSED_SITE,     /* a site outside the function: not probed */
+	PLAN_NEVER_RETURNS,    /* no ret at all (always panics or loops): skipped */
+	PLAN_NO_CODE,	       /* its code could not be disassembled: skipped */
 };
 
 struct plan_problem {
@@ -108,7 +110,8 @@ struct tracer_opts {
 	enum attach_mode attach;
 	/* called every ~1000 probes while attaching perf-event links (may be NULL) */
 	void (*progress)(uint32_t done, uint32_t total);
-	const char *path; /* the executable to probe: /proc/PID/exe or the launched file */
+	const char *path; /* the executable to probe: an open fd's /proc/self/fd/N or a file */
+	const char *name; /* its name in messages (the executable's path); NULL = path */
 	uint64_t ringbuf_size;
 	bool verbose; /* libbpf's log on stderr */
 };
