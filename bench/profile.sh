@@ -85,7 +85,8 @@ def baseline():
 
 
 def asyncbpf(hz):
-    p, cpu = timed([A, "profile", "-v", "-F", str(hz), "--bench-replay", "20", "--folded", os.path.join(WORK, f"f{hz}.folded"),
+    # 8K of stack like perf's default: the same copy for the comparison
+    p, cpu = timed([A, "profile", "-v", "-F", str(hz), "--stack-size", "8K", "--bench-replay", "20", "--folded", os.path.join(WORK, f"f{hz}.folded"),
                     "-o", os.path.join(WORK, f"f{hz}.svg"), "--", FIX, "loop", POLLS])
     if p.returncode != 0:
         sys.exit(f"bench: asyncbpf profile failed ({p.returncode}):\n{p.stderr[-3000:]}")

@@ -27,7 +27,7 @@
 #define PROFILE_REG_BP	6
 #define PROFILE_REG_IP	16
 
-#define PROFILE_STACK_DEFAULT (8u << 10) /* like perf record --call-graph dwarf */
+#define PROFILE_STACK_DEFAULT (32u << 10) /* debug tokio servers need ~16K (docs/profile.md) */
 #define PROFILE_STACK_MAX     (64u << 10)
 
 /* Why a sample carries no usable user state (flags). */

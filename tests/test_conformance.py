@@ -10,6 +10,8 @@ Ready once per connection it counted complete. Debug and release builds.
 """
 import json
 import os
+import re
+import subprocess
 
 import pytest
 
@@ -174,3 +176,42 @@ def test_the_programs_are_third_party():
     for p in paths:
         assert p.startswith("/usr/share/cargo/registry/"), p
         assert os.path.exists(p), p
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_profile_http_server(profile, tmp_path):
+    """`asyncbpf profile -p` on the loaded server: tokio's worker loop (a runtime
+    future, BlockingTask<launch>) folds into [runtime] instead of standing as a task,
+    and the default stack copy holds the whole stack of a debug build."""
+    b = require(profile, "http_server")
+    folded = tmp_path / "p.folded"
+    model = tmp_path / "model.json"
+    res = {}
+
+    def load_and_profile(m):
+        info = json.loads(m.group(0))
+        load = subprocess.Popen([str(b), "client", str(info["listening"]), "4", "100000000"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            res["prof"] = util.run_asyncbpf("profile", "-p", info["pid"], "-F", "499", "-d", "3", "--folded", folded,
+                                            "-o", tmp_path / "p.svg")
+        finally:
+            load.kill()
+            load.wait()
+
+    C.run_server(util.ASYNCBPF, util.san_env(), tmp_path, "http", [b, "--port", "0"],
+                 rb'\{"listening":\d+,"pid":\d+\}', load_and_profile, traced=False)
+    prof = res["prof"]
+    util.assert_no_sanitizer_report(prof)
+    assert prof.returncode == 0, util.describe(prof)
+    report = prof.stdout + prof.stderr
+    samples = int(re.search(r": (\d+) samples", report).group(1))
+    assert samples > 100, report
+    assert re.search(r"0 failed to unwind, 0 unwound partially", report), report
+    util.run_asyncbpf("analyze", "-q", "--json", model, b)
+    runtime = {f["name"] for f in json.loads(model.read_text())["futures"] if f["crate_class"] == "runtime"}
+    assert any(n.startswith("tokio::runtime::blocking::task::BlockingTask<") for n in runtime)
+    stacks = [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
+    assert any(s[0] == "[runtime]" and len(s) > 1 for s in stacks)
+    standing = [s[:2] for s in stacks if s[0] == "[runtime]" and len(s) > 1 and s[1] in runtime]
+    assert not standing, standing[:3]

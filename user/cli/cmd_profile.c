@@ -53,7 +53,7 @@ static const char profile_usage[] =
     "      --folded F         also write folded stacks (flamegraph.pl, inferno, speedscope)\n"
     "      --pprof F          also write a pprof profile (go tool pprof, Pyroscope, Parca)\n"
     "      --perfetto F       also write the samples per thread as a Perfetto trace\n"
-    "      --stack-size N     bytes of user stack copied per sample, K suffix (default 8K,\n"
+    "      --stack-size N     bytes of user stack copied per sample, K suffix (default 32K,\n"
     "                         max 64K); deeper stacks are cut short (counted)\n"
     "      --off-cpu          also record where threads block, and for how long (kept\n"
     "                         apart from on-CPU samples in every output)\n"

@@ -435,10 +435,10 @@ int64_t projector__add(struct projector *p, const struct uframe *const *frames, 
 		for (uint32_t i = n; i-- > 0;)
 			p->tmp[k++] = info[i].fn;
 	} else {
-		if (root < 0)
-			root = outer; /* only runtime futures: show them */
+		/* only runtime futures (a worker loop such as tokio's BlockingTask<launch>,
+		 * parked or scheduling): they are all [runtime], the functions follow */
 		p->tmp[k++] = p->runtime;
-		for (int64_t i = root; i >= inner; i--)
+		for (int64_t i = root; root >= 0 && i >= inner; i--)
 			if (info[i].future)
 				p->tmp[k++] = info[i].future;
 		for (int64_t i = inner - 1; i >= 0; i--)

@@ -115,6 +115,8 @@ async fn accept_loop(listener: TcpListener, counts: Arc<Counts>) {
             Ok(c) => c,
             Err(_) => continue,
         };
+        // a response is two writes: without NODELAY, Nagle meets delayed ACK (40 ms)
+        let _ = stream.set_nodelay(true);
         counts.connections.fetch_add(1, Ordering::Relaxed);
         let c = counts.clone();
         tokio::spawn(async move {
@@ -150,6 +152,7 @@ async fn server(port: u16) -> io::Result<()> {
 /// One keep-alive connection: `requests` requests, each response checked.
 async fn client_conn(port: u16, requests: u64) -> io::Result<u64> {
     let stream = TcpStream::connect(("127.0.0.1", port)).await?;
+    stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
     let mut ok = 0;
