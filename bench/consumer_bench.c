@@ -365,6 +365,12 @@ out:
 			"consumer_bench: total produced %" PRIu64 ", dropped %" PRIu64
 			", received %" PRIu64 ", summarized %" PRIu64 "\n",
 			all_produced, all_dropped, received, sum.records);
+		/* the Perfetto file's size per record (the writer has flushed it) */
+		long bytes = ftell(out);
+		if (bytes >= 0 && received)
+			printf("{\"pftrace_bytes\":%ld,\"records\":%" PRIu64
+			       ",\"bytes_per_record\":%.1f}\n",
+			       bytes, received, (double)bytes / (double)received);
 	}
 	ring_buffer__free(ct.rb);
 	trace_consumer__free(&consumer);

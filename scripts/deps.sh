@@ -9,7 +9,7 @@ PACKAGES=(
 	make gcc pkg-config clang-16 llvm-16 libclang-rt-16-dev bpftool
 	libbpf-dev libelf-dev libdw-dev zlib1g-dev libcjson-dev libcapstone-dev libiberty-dev
 	# tests and tools the tests compare against
-	python3 python3-pytest binutils elfutils protobuf-compiler graphviz bpftrace
+	python3 python3-pytest binutils elfutils protobuf-compiler python3-protobuf graphviz bpftrace
 	linux-perf libxml2-utils time file procps util-linux
 	# the SVG flame graph's script, run in jsdom (tests/test_profile_writers.py)
 	nodejs node-jsdom

@@ -86,8 +86,12 @@ def test_consumer_bench_low_rate_loses_nothing(tools, tmp_path, rule):
     proc = subprocess.run([str(tools["consumer"]), *rule, "--rates", "0.02,0.05", "--seconds", "0.5", "-o",
                            str(out), str(HANDWRITTEN)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, util.describe(proc)
-    steps = [json.loads(l) for l in proc.stdout.splitlines()]
+    lines = [json.loads(l) for l in proc.stdout.splitlines()]
+    steps = [s for s in lines if "target_rate" in s]
     assert len(steps) == 2
+    size, = [s for s in lines if "pftrace_bytes" in s]
+    assert size["pftrace_bytes"] == out.stat().st_size
+    assert size["records"] == sum(s["received"] for s in steps)
     for s in steps:
         assert s["dropped"] == 0, s
         assert s["received"] == s["produced"], s

@@ -136,6 +136,17 @@ def test_traced_results_equal_the_fixture_counts(profile, tmp_path):
             wrong.append(f"{name}: traced polls {g['polls']} ready {g[0]} pending {g[1]} unknown {g[3]}; "
                          f"the fixture counted polls {e['polls']} ready {e[0]} pending {e[1]}")
     assert not wrong, "\n".join(wrong)
+    # the Perfetto trace holds the same results, read back independently
+    import perfetto_reader
+    t = perfetto_reader.read(tmp_path / "t.pftrace")
+    threads = t.thread_tracks()
+    in_file = defaultdict(Counter)
+    for sl in t.slices:
+        if sl.track in threads:
+            in_file[sl.name.split("::")[-1]][sl.args["result"]] += 1
+    for name, e in expected.items():
+        f = in_file.get(name, Counter())
+        assert (f["ready"], f["pending"], sum(f.values())) == (e[0], e[1], e["polls"]), (name, f, e)
     with open(summary, encoding="utf-8") as f:
         s = json.load(f)
     assert s["totals"]["unknown_results"] == 0

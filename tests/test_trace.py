@@ -75,13 +75,18 @@ def fixture_name(entry):
     return util.caller_name({"path": path, "kind": kind, "name": entry["name"]}, "handwritten")
 
 
-def check_pftrace(path):
+def check_pftrace(path, polls=None):
+    """Read back by tests/perfetto_reader.py (interning, incremental clocks, nesting
+    checked); with polls, one slice per poll on the thread tracks. Returns the Trace."""
     util.need_tool("protoc")
-    data = path.read_bytes()
-    assert data, f"{path} is empty"
-    proc = subprocess.run(["protoc", "--decode_raw"], input=data, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
-    assert proc.stdout, "protoc decoded nothing"
+    import perfetto_reader
+
+    trace = perfetto_reader.read(path)
+    assert trace.packets, f"{path} is empty"
+    if polls is not None:
+        threads = trace.thread_tracks()
+        assert sum(s.track in threads for s in trace.slices) == polls
+    return trace
 
 
 def check_chrome(path, polls):
@@ -146,7 +151,7 @@ def test_launch_handwritten_matches_ground_truth(uprobes, tmp_path):
     for task, polls in roots.items():
         assert by_name[task]["polls"] == polls, (task, by_name[task], polls)
 
-    check_pftrace(paths["pftrace"])
+    check_pftrace(paths["pftrace"], totals["records"])
     check_chrome(paths["chrome"], totals["records"])
     for p in paths.values():
         assert (os.stat(p).st_mode & 0o777) == 0o600, p

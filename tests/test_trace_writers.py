@@ -16,6 +16,7 @@ import subprocess
 
 import pytest
 
+import perfetto_reader
 import util
 
 PERFETTO_TEST = util.UNIT_TEST_DIR / "test_perfetto"
@@ -31,9 +32,9 @@ def require_protoc():
         pytest.fail("protoc not found in PATH (Debian: protobuf-compiler): run 'make deps'")
 
 
-def write_sample(binary, path):
+def write_sample(binary, path, kind=None):
     util.require_file(binary, "the unit test binary", "run 'make san' (it builds .output/san/tests/)")
-    proc = subprocess.run([str(binary), "--write", str(path)], capture_output=True, text=True, errors="replace",
+    proc = subprocess.run([str(binary), "--write", *([kind] if kind else []), str(path)], capture_output=True, text=True, errors="replace",
                           timeout=120, env=util.san_env())
     util.assert_no_sanitizer_report(proc)
     assert proc.returncode == 0, util.describe(proc)
@@ -78,7 +79,7 @@ def fields(msg, key):
 @pytest.fixture(scope="module")
 def perfetto_trace(tmp_path_factory):
     path = tmp_path_factory.mktemp("traces") / "sample.pftrace"
-    write_sample(PERFETTO_TEST, path)
+    write_sample(PERFETTO_TEST, path, "sample")
     return path
 
 
@@ -89,17 +90,13 @@ def test_perfetto_decode_raw(perfetto_trace):
     assert proc.returncode == 0, util.describe(proc)
     packets = parse_text_format(proc.stdout)
     assert packets and all(k == "1" for k, _ in packets), "a Trace is a sequence of field-1 packets"
-    # every packet on sequence 1; the first one starts it
-    assert all(field(p, "10") == "1" for _, p in packets)
+    # every packet names its sequence; the first one starts the global sequence
+    assert all(field(p, "10") is not None for _, p in packets)
+    assert field(packets[0][1], "10") == "1"
     assert field(packets[0][1], "87") == "1" and field(packets[0][1], "13") == "1"
-    events = [field(p, "11") for _, p in packets if field(p, "11") is not None]
-    descriptors = [field(p, "60") for _, p in packets if field(p, "60") is not None]
-    assert events and descriptors
-    # every track event carries a timestamp on CLOCK_MONOTONIC (58: 3)
-    assert all(field(p, "58") == "3" and field(p, "8") is not None for _, p in packets if field(p, "11"))
 
 
-def test_perfetto_typed_decode(perfetto_trace, tmp_path):
+def test_perfetto_typed_decode(perfetto_trace):
     require_protoc()
     with open(perfetto_trace, "rb") as f:
         proc = subprocess.run(["protoc", f"--proto_path={PERFETTO_SCHEMA.parent}", "--decode=asyncbpf_check.Trace",
@@ -108,61 +105,126 @@ def test_perfetto_typed_decode(perfetto_trace, tmp_path):
     unknown = [line for line in proc.stdout.splitlines() if re.match(r"\s*\d+\s*[:{]", line)]
     assert not unknown, "fields outside Perfetto's schema or with the wrong wire type:\n" + "\n".join(unknown[:20])
 
-    packets = [p for _, p in parse_text_format(proc.stdout)]
-    tracks, event_names, annotation_names = {}, {}, {}
-    per_track = {}
-    for i, p in enumerate(packets):
-        for interned in fields(p, "interned_data"):
-            for e in fields(interned, "event_names"):
-                event_names[field(e, "iid")] = unquote(field(e, "name"))
-            for e in fields(interned, "debug_annotation_names"):
-                annotation_names[field(e, "iid")] = unquote(field(e, "name"))
-        desc = field(p, "track_descriptor")
-        if desc is not None:
-            parent = field(desc, "parent_uuid")
-            assert parent is None or parent in tracks, f"packet {i}: parent track {parent} not declared yet"
-            tracks[field(desc, "uuid")] = desc
-        ev = field(p, "track_event")
-        if ev is None:
-            continue
-        uuid = field(ev, "track_uuid")
-        assert uuid in tracks, f"packet {i}: track {uuid} used before its descriptor"
-        name_iid = field(ev, "name_iid")
-        assert name_iid is None or name_iid in event_names, f"packet {i}: event name iid {name_iid} undefined"
-        for a in fields(ev, "debug_annotations"):
-            assert field(a, "name_iid") in annotation_names, f"packet {i}: annotation name undefined"
-        if name_iid is not None:
-            assert int(field(p, "sequence_flags", "0")) & 2, "interned data used without SEQ_NEEDS_INCREMENTAL_STATE"
-        per_track.setdefault(uuid, []).append((int(field(p, "timestamp")), field(ev, "type")))
 
-    # what trace_processor does: stable sort by time; every END closes an open slice
-    begins = ends = 0
-    for uuid, evs in per_track.items():
-        depth = 0
-        for _, kind in sorted(evs, key=lambda e: e[0]):
-            if kind == "TYPE_SLICE_BEGIN":
-                depth, begins = depth + 1, begins + 1
-            elif kind == "TYPE_SLICE_END":
-                assert depth > 0, f"track {uuid}: END without an open slice"
-                depth, ends = depth - 1, ends + 1
-        assert depth == 0, f"track {uuid}: {depth} slices never end"
-    assert begins == ends > 0
+# The sample's polls (tests/unit/test_perfetto.c): (tid, depth, start, end, name,
+# result, await line or None, self, state or None), for the thread tracks
+MAIN_RS = "/src/demo/src/main.rs"
+SAMPLE = [
+    (100, 2, 1100, 1200, "demo::leaf", "pending", 32, 0xc000, "Unresumed (0) -> Suspend0 (3)"),
+    (100, 1, 1050, 1300, "demo::middle", "pending", 24, 0xb000, "Unresumed (0) -> Suspend1 (4)"),
+    (100, 0, 1000, 1400, "demo::task", "pending", 12, 0xa000, "Unresumed (0) -> Suspend0 (3)"),
+    (101, 2, 2100, 2200, "demo::leaf", "ready", None, 0xc000, "Suspend0 (3) -> Returned (1)"),
+    (101, 1, 2050, 2300, "demo::middle", "pending", 22, 0xb000, "Suspend1 (4) -> Suspend0 (3)"),
+    (101, 0, 2000, 2400, "demo::task", "pending", 12, 0xa000, "Suspend0 (3) -> Suspend0 (3)"),
+    (100, 2, 3000, 3100, "demo::leaf", "ready", None, 0xc100, "Unresumed (0) -> Returned (1)"),
+    (100, 1, 3000, 3300, "demo::middle", "ready", None, 0xb000, "Suspend0 (3) -> Returned (1)"),
+    (100, 0, 3000, 3400, "demo::task", "ready", None, 0xa000, "Suspend0 (3) -> Returned (1)"),
+    (100, 0, 5000, 5100, "demo::task", "pending", 12, 0xa000, "Unresumed (0) -> Suspend0 (3)"),
+    (100, 0, 6000, 6100, "demo::task", "ready", None, 0xa000, "Suspend0 (3) -> Returned (1)"),
+    (101, 1, 7000, 7500, "demo::leaf", "truncated", None, 0xe000, "Suspend0 (3) -> Suspend0 (3)"),
+    (101, 0, 6900, 7500, "demo::middle", "truncated", None, 0xd000, "Suspend0 (3) -> Suspend0 (3)"),
+    (102, 0, 8000, 8050, "<Unknown as core::future::future::Future>::poll", "unknown", None, 0xf000, None),
+    (102, 0, 9700, 9800, "(unknown poll)", "pending", None, 0xf200, None),
+]
 
-    first = packets[0]
-    assert field(first, "first_packet_on_sequence") == "true"
-    assert field(field(first, "clock_snapshot"), "primary_trace_clock") == "BUILTIN_CLOCK_MONOTONIC"
-    names = {unquote(field(field(d, "thread"), "thread_name", '""')) for d in tracks.values() if field(d, "thread")}
-    assert {"worker-1", "late-name"} <= names
-    process = [d for d in tracks.values() if field(d, "process")]
-    main = [d for d in process if unquote(field(field(d, "process"), "process_name", '""')) == "demo-proc"]
-    assert len(main) == 1 and field(field(main[0], "process"), "pid") == "4242"
-    task_tracks = [unquote(field(d, "name")) for d in tracks.values()
-                   if field(d, "name") and field(d, "parent_uuid") == field(main[0], "uuid")]
-    assert task_tracks.count("demo::task @ 0xa000") == 2  # the task, and a later one at its address
-    assert {"demo::task", "demo::middle", "demo::leaf"} <= set(event_names.values())
-    last = field(packets[-1], "track_event")
-    assert field(last, "type") == "TYPE_INSTANT"
-    assert unquote(field(last, "name")) == "asyncbpf: 3 records DROPPED"
+
+def thread_slices(trace, tid):
+    uuids = [u for u, d in trace.thread_tracks().items() if d.thread.tid == tid and d.thread.pid == 4242]
+    assert len(uuids) == 1, f"thread {tid}: {len(uuids)} tracks"
+    return [s for s in trace.slices if s.track == uuids[0]]
+
+
+def test_perfetto_sample_read_back(perfetto_trace):
+    """Every value of the sample, as an independent reader sees it."""
+    t = perfetto_reader.read(perfetto_trace)
+    procs = {d.process.pid: (u, d) for u, d in t.tracks.items() if d.HasField("process")}
+    assert set(procs) == {4242, 4343}
+    proc_uuid = procs[4242][0]
+    assert procs[4242][1].process.process_name == "demo-proc"
+    names = {d.thread.tid: d.thread.thread_name for d in t.thread_tracks().values()}
+    assert names[100] == "worker-1" and names[101] == "late-name" and 4343 in names
+    for d in t.thread_tracks().values():
+        if d.thread.pid == 4242:
+            assert d.parent_uuid == proc_uuid
+    # every sane poll on its thread's track: exact times, depth from nesting, values
+    for tid, depth, start, end, name, result, line, self_, state in SAMPLE:
+        got = [s for s in thread_slices(t, tid) if s.ts == start and s.name == name]
+        assert len(got) == 1, (tid, start, name, [(s.ts, s.name) for s in thread_slices(t, tid)])
+        s = got[0]
+        assert (s.dur, s.depth) == (end - start, depth), s
+        assert s.args["result"] == result and s.args["self"] == self_, s.args
+        assert s.args.get("await") == (f"{MAIN_RS}:{line}" if line else None), s.args
+        assert s.args.get("state") == state, s.args
+    # the hostile name: non-UTF-8 bytes replaced, the rest kept
+    evil = [s for s in thread_slices(t, 102) if s.ts == 9000]
+    assert len(evil) == 1 and evil[0].name.startswith('evil"q\\\n\x01\ufffd|\ufffd\ufffd|\ufffd|caf\u00e9::Fut<')
+    # the child that outlived its parent: clamped into it
+    assert [s.ts + s.dur <= 10050 for s in thread_slices(t, 103) if s.ts == 10000] == [True]
+
+    # no task tracks by default: a flow links a task's own polls, across threads; the
+    # poll that ends the task ends it; nested polls have none
+    assert not [u for u, d in t.tracks.items() if not d.HasField("thread") and not d.HasField("process")]
+    task_a = sorted((s for s in thread_slices(t, 100) + thread_slices(t, 101)
+                     if s.name == "demo::task"), key=lambda s: s.ts)
+    f1, f2, f3, f4, f5 = task_a
+    assert f1.flows and f2.flows == f1.flows and f3.terminating_flows == f1.flows
+    assert f4.flows and f4.flows != f1.flows and f5.terminating_flows == f4.flows
+    assert not any(s.flows or s.terminating_flows for s in t.slices if s.depth > 0)
+    # totals: an instant on the process track at the last slice's end
+    (ts, track, name, args), = t.instants
+    assert (ts, track, name) == (10500, proc_uuid, "asyncbpf: 3 records DROPPED")
+    assert args == {"polls": 19, "dropped": 3, "truncated": 2, "probes_attached": 12, "probes_failed": 1,
+                    "duration_ns": 1000000000}
+
+
+def test_perfetto_task_tracks(tmp_path):
+    """--task-tracks: a track per task with a copy of its own polls."""
+    path = tmp_path / "tasks.pftrace"
+    write_sample(PERFETTO_TEST, path, "task-tracks")
+    t = perfetto_reader.read(path)
+    procs = {d.process.pid: (u, d) for u, d in t.tracks.items() if d.HasField("process")}
+    proc_uuid = procs[4242][0]
+    # task tracks: a task's own polls, unless it was done in one. Task A's first life
+    # (1000, 2000, 3000, across threads 100 and 101), its second life at the same
+    # address (5000, 6000), and the pending ones left at the end; no nested poll.
+    tasks = {u: d for u, d in t.tracks.items() if not d.HasField("thread") and not d.HasField("process")}
+    assert all(d.parent_uuid in (proc_uuid, procs[4343][0]) for d in tasks.values())
+    on_task, on_task_by_uuid = {}, {}
+    for s in t.slices:
+        if s.track in tasks:
+            on_task.setdefault(tasks[s.track].name, []).append([s.ts, s.dur, s.name, s.depth])
+            on_task_by_uuid.setdefault(s.track, []).append([s.ts, s.dur, s.name, s.depth])
+    life = [[x] for u in tasks if tasks[u].name == "demo::task @ 0xa000" and tasks[u].parent_uuid == proc_uuid
+            for x in on_task_by_uuid.get(u, [])]
+    assert [tasks[u].name for u in tasks if tasks[u].parent_uuid == proc_uuid].count("demo::task @ 0xa000") == 2
+    assert sorted(x for xs in life for x in xs) == sorted(
+        [[1000, 400, "demo::task", 0], [2000, 400, "demo::task", 0], [3000, 400, "demo::task", 0],
+         [5000, 100, "demo::task", 0], [6000, 100, "demo::task", 0]])
+    assert all(x[3] == 0 for xs in on_task.values() for x in xs)  # no nested poll
+    assert "demo::middle @ 0xd000" not in on_task  # B: truncated at its first poll
+    assert not any(s.flows or s.terminating_flows for s in t.slices)  # the tracks link them
+
+
+def test_perfetto_no_drops(tmp_path):
+    path = tmp_path / "nodrops.pftrace"
+    write_sample(PERFETTO_TEST, path, "no-drops")
+    (_, _, name, args), = perfetto_reader.read(path).instants
+    assert name == "asyncbpf totals" and args["dropped"] == 0
+
+
+def test_perfetto_overflow(tmp_path):
+    """More nested polls than a thread holds are written before their parent, whose
+    BEGIN then lies before the thread's clock: still exact and nested when read."""
+    path = tmp_path / "overflow.pftrace"
+    write_sample(PERFETTO_TEST, path, "overflow")
+    t = perfetto_reader.read(path)
+    n = 4096 + 10
+    slices = [s for s in t.slices if s.track in t.thread_tracks()]
+    assert len(slices) == n + 1
+    parent = [s for s in slices if s.depth == 0]
+    assert [(p.ts, p.dur) for p in parent] == [(99999, 100000 + 10 * n - 99999)]
+    kids = sorted(s.ts for s in slices if s.depth == 1)
+    assert kids == [100000 + 10 * i for i in range(n)]
 
 
 def test_chrome_json(tmp_path):

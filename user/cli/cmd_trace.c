@@ -217,8 +217,49 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* --ring: the Perfetto trace in files BASE.1, BASE.2, ..., the newest `keep` kept */
+struct ring_files {
+	const char *base;
+	unsigned long keep, index; /* index: the current file's number */
+	struct outfile *cur;
+};
+
+static int ring_file_path(const struct ring_files *r, unsigned long index, char *path, size_t len)
+{
+	int n = snprintf(path, len, "%s.%lu", r->base, index);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* perfetto_next_file_fn: commit the full file, delete the one that falls out, open the next */
+static int ring_next_file(void *ctx, FILE **out)
+{
+	struct ring_files *r = ctx;
+	char err[512], path[PATH_MAX];
+	int e;
+
+	if ((e = outfile__commit(r->cur, err, sizeof(err)))) {
+		pr_warn("trace: %s\n", err);
+		return e;
+	}
+	if (r->index >= r->keep && !ring_file_path(r, r->index + 1 - r->keep, path, sizeof(path)) &&
+	    unlink(path) && errno != ENOENT)
+		pr_warn("trace: cannot remove %s: %s\n", path, strerror(errno));
+	r->index++;
+	if ((e = ring_file_path(r, r->index, path, sizeof(path))) ||
+	    (e = outfile__open(r->cur, path, err, sizeof(err)))) {
+		pr_warn("trace: %s\n",
+			e == -ENAMETOOLONG ? "--ring: the file name is too long" : err);
+		return e;
+	}
+	pr_debug("trace: the Perfetto trace goes on in %s\n", path);
+	*out = r->cur->f;
+	return 0;
+}
+
 struct outputs {
 	struct outfile perfetto_file, chrome_file, records_file, folded_file, dot_file;
+	struct ring_files ring;
 	struct perfetto_writer *perfetto;
 	struct chrome_trace *chrome;
 	struct trace_folded *folded;
@@ -229,7 +270,7 @@ struct outputs {
 static int open_outputs(struct outputs *o, const struct trace_args *a, const char *output,
 			const struct model *m, pid_t pid)
 {
-	char err[512], comm[64] = "", path[64];
+	char err[512], comm[64] = "", path[64], path_ring[PATH_MAX];
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	if (a->command) /* the child has not exec'd yet: name it after the command */
@@ -237,7 +278,13 @@ static int open_outputs(struct outputs *o, const struct trace_args *a, const cha
 			 strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path);
 	else
 		sysfacts__read_small_file(path, comm, sizeof(comm));
-	if (outfile__open(&o->perfetto_file, output, err, sizeof(err))) {
+	o->ring = (struct ring_files){
+	    .base = output, .keep = a->ring, .index = 1, .cur = &o->perfetto_file};
+	if (a->ring && ring_file_path(&o->ring, 1, path_ring, sizeof(path_ring))) {
+		pr_warn("trace: --ring: the file name %s.1 is too long\n", output);
+		return EXIT_OUTPUT;
+	}
+	if (outfile__open(&o->perfetto_file, a->ring ? path_ring : output, err, sizeof(err))) {
 		pr_warn("trace: %s\n", err);
 		return EXIT_OUTPUT;
 	}
@@ -284,6 +331,9 @@ static int open_outputs(struct outputs *o, const struct trace_args *a, const cha
 		pr_warn("trace: out of memory\n");
 		return EXIT_FAILURE_INTERNAL;
 	}
+	perfetto_writer__set_task_tracks(o->perfetto, a->task_tracks);
+	perfetto_writer__set_limit(o->perfetto, a->ring ? a->max_size / a->ring : a->max_size,
+				   a->ring ? ring_next_file : NULL, &o->ring);
 	return EXIT_OK;
 }
 
@@ -296,7 +346,24 @@ static int close_outputs(struct outputs *o, const struct trace_totals *t, const 
 	if (o->perfetto) {
 		r = perfetto_writer__finish(o->perfetto, t);
 		if (r == 0 && !outfile__commit(&o->perfetto_file, err, sizeof(err))) {
-			pr_info("trace: wrote %s (open it in ui.perfetto.dev)\n", output);
+			if (o->ring.keep && o->ring.index > 1)
+				pr_info("trace: wrote %s.%lu to %s.%lu, the newest %lu of %lu "
+					"files (each a trace of its own: open one in "
+					"ui.perfetto.dev)\n",
+					output,
+					o->ring.index > o->ring.keep
+					    ? o->ring.index - o->ring.keep + 1
+					    : 1,
+					output, o->ring.index,
+					o->ring.index < o->ring.keep ? o->ring.index : o->ring.keep,
+					o->ring.index);
+			else
+				pr_info("trace: wrote %s (open it in ui.perfetto.dev)\n",
+					o->perfetto_file.path);
+			if (perfetto_writer__refused(o->perfetto))
+				pr_warn("trace: %" PRIu64 " polls after the Perfetto trace reached "
+					"--max-size are not in it (the summary counts them)\n",
+					perfetto_writer__refused(o->perfetto));
 		} else {
 			pr_warn("trace: %s\n", r ? "writing the Perfetto trace failed" : err);
 			outfile__abort(&o->perfetto_file);
@@ -388,7 +455,7 @@ static int write_summary_json(const char *path, struct trace_summary *s,
 }
 
 /* Why trace_loop returned. */
-enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_EXIT, STOP_EXEC, STOP_ERROR };
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_EXIT, STOP_EXEC, STOP_ERROR, STOP_MAX_SIZE };
 
 /* The live status line (a terminal only): rates over the last second, drops loudly. */
 static void print_status(const struct tracer *t, const struct trace_summary *sum, uint64_t now,
@@ -420,7 +487,8 @@ static void print_status(const struct tracer *t, const struct trace_summary *sum
  */
 static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double duration,
 				   uint64_t start, const struct trace_summary *sum,
-				   const struct tracer *t, uint32_t execs_expected)
+				   const struct tracer *t, uint32_t execs_expected,
+				   const struct perfetto_writer *pw)
 {
 	struct pollfd fds[2] = {
 	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
@@ -446,6 +514,10 @@ static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double dur
 		}
 		if (tracer__exec_count(t) > execs_expected) {
 			why = STOP_EXEC;
+			break;
+		}
+		if (perfetto_writer__full(pw)) {
+			why = STOP_MAX_SIZE;
 			break;
 		}
 		uint64_t now = now_ns();
@@ -636,7 +708,8 @@ static int trace(const struct trace_args *a)
 	if (!a->command && !same_executable(exe_fd, pid))
 		why = STOP_EXEC;
 	else
-		why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0);
+		why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0,
+				 out.perfetto);
 	switch (why) {
 	case STOP_EXIT: pr_info("trace: the target exited\n"); break;
 	case STOP_EXEC:
@@ -645,6 +718,11 @@ static int trace(const struct trace_args *a)
 			(int)pid);
 		break;
 	case STOP_ERROR: pr_warn("trace: waiting for events failed: %s\n", strerror(errno)); break;
+	case STOP_MAX_SIZE:
+		pr_warn("trace: the Perfetto trace reached --max-size (%.1f MiB): tracing stopped "
+			"(a larger --max-size, or --ring K to keep the newest data instead)\n",
+			(double)a->max_size / (1 << 20));
+		break;
 	case STOP_SIGNAL:
 	case STOP_DURATION: break;
 	}

@@ -26,10 +26,16 @@ const char trace_usage[] =
     "  -w, --whitelist F      select from a whitelist file (asyncbpf list -o F)\n"
     "      --all-crates       default selection is every crate's futures\n"
     "  -o, --output F         Perfetto trace (default asyncbpf-PID.pftrace)\n"
+    "      --task-tracks      Perfetto: also a track per task with its polls (~+30 bytes\n"
+    "                         per task poll); else a flow links a task's polls\n"
     "      --chrome F         also write Chrome trace JSON\n"
     "      --folded F         also write async stacks weighted by busy time (flamegraph)\n"
     "      --dot F            also write the await graph seen, with counts (Graphviz)\n"
     "      --summary-json F   also write the summary as JSON\n"
+    "      --max-size N       Perfetto trace size limit, K/M/G suffixes (default 1G;\n"
+    "                         0: none); tracing stops there, or with --ring ...\n"
+    "      --ring K           ...keep the newest data in K files F.1, F.2, ... of\n"
+    "                         N/K bytes each, deleting the oldest\n"
     "      --records F        also write every poll as a JSON line (raw records)\n"
     "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
     "      --ringbuf-size N   ring buffer bytes, K/M/G suffixes (default 16M)\n"
@@ -50,7 +56,8 @@ const char trace_usage[] =
     "  sudo asyncbpf trace -p 4242 'server::handlers::*' --expand down -o h.pftrace\n"
     "  sudo asyncbpf trace --chrome run.json -- target/debug/server --port 8080\n";
 
-static int parse_size(const char *s, uint64_t *out)
+/* N with a K/M/G suffix, within [min, max]; 0 or -1 */
+static int parse_size_in(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -76,10 +83,15 @@ static int parse_size(const char *s, uint64_t *out)
 		end++;
 		break;
 	}
-	if (*end || v < 4096 || v > (1ull << 30))
+	if (*end || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	return parse_size_in(s, 4096, 1ull << 30, out);
 }
 
 int trace_args__parse(int argc, char **argv, struct trace_args *a)
@@ -99,6 +111,9 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"exits", required_argument, NULL, 'X'},
 	    {"attach", required_argument, NULL, 'A'},
 	    {"max-probes", required_argument, NULL, 'M'},
+	    {"max-size", required_argument, NULL, 'Z'},
+	    {"ring", required_argument, NULL, 'G'},
+	    {"task-tracks", no_argument, NULL, 'T'},
 	    {"all-crates", no_argument, NULL, 'a'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
@@ -115,6 +130,7 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 			break;
 		}
 	a->max_probes = TRACE_DEFAULT_MAX_PROBES;
+	a->max_size = TRACE_DEFAULT_MAX_SIZE;
 	optind = 1;
 	while ((c = getopt_long(nopt, argv, "p:e:w:o:d:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -194,6 +210,27 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'Z':
+			if (strcmp(optarg, "0") &&
+			    parse_size_in(optarg, 64u << 10, TRACE_MAX_MAX_SIZE, &a->max_size)) {
+				pr_warn(
+				    "trace: --max-size takes 64K to 1T bytes (K/M/G suffixes) or 0 "
+				    "(no limit), not '%s'\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			if (!strcmp(optarg, "0"))
+				a->max_size = 0;
+			break;
+		case 'G':
+			errno = 0;
+			a->ring = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || a->ring < 2 || a->ring > 1000) {
+				pr_warn("trace: --ring takes 2 to 1000 files, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'T': a->task_tracks = true; break;
 		case 'a': a->all_crates = true; break;
 		case 'v':
 			a->verbose = true;
@@ -211,6 +248,15 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	}
 	if (!a->pid == !a->command) {
 		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
+		return EXIT_USAGE;
+	}
+	if (a->ring && (!a->max_size || a->max_size / a->ring < (64u << 10))) {
+		pr_warn("trace: --ring %lu needs --max-size of at least 64K per file\n", a->ring);
+		return EXIT_USAGE;
+	}
+	if (a->ring && (a->chrome || a->records || (a->output && !strcmp(a->output, "-")))) {
+		pr_warn("trace: --ring rotates the Perfetto trace only: it cannot be used with "
+			"--chrome, --records or -o -\n");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;

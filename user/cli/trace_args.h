@@ -12,6 +12,9 @@
 
 /* More probes than this need --max-probes: attaching and the traps scale with it. */
 #define TRACE_DEFAULT_MAX_PROBES 20000
+/* The Perfetto trace's default size limit: well under protobuf's 2 GiB (docs/tracing.md). */
+#define TRACE_DEFAULT_MAX_SIZE (1ull << 30)
+#define TRACE_MAX_MAX_SIZE     (1ull << 40)
 
 extern const char trace_usage[];
 
@@ -22,12 +25,14 @@ struct trace_args {
 	int nr_patterns;
 	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;
 	enum expand_dir expand;
-	bool all_crates, verbose;
+	bool all_crates, verbose, task_tracks;
 	double duration;
 	uint64_t ringbuf_size;
 	enum exits_mode exits;
 	enum attach_mode attach;
 	unsigned long max_probes; /* 0: no limit */
+	uint64_t max_size;	  /* Perfetto bytes (per --ring file: / ring); 0: no limit */
+	unsigned long ring;	  /* 0: stop at max_size; else keep the newest `ring` files */
 };
 
 /* EXIT_OK, -1 after --help, or an exit status (usage errors say why). */

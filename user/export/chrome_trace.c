@@ -17,6 +17,7 @@
  * UTF-8 become U+FFFD, U+2028/2029 escaped for JavaScript readers).
  */
 #include "export/chrome_trace.h"
+#include "export/poll_text.h"
 #include "lib/text.h"
 
 #include <errno.h>
@@ -117,24 +118,12 @@ static const struct future *future_of(const struct chrome_trace *w, uint32_t fut
 	return future < w->m->nr_futures ? &w->m->futures[future] : NULL;
 }
 
-static const struct poll_fn *poll_of(const struct chrome_trace *w, uint32_t poll)
-{
-	return poll < w->m->nr_polls ? &w->m->polls[poll] : NULL;
-}
-
 static void arg_state(struct chrome_trace *w, const char *key, const struct future *f,
 		      uint64_t discr)
 {
 	char text[160];
 
-	snprintf(text, sizeof(text), "%" PRIu64, discr);
-	for (uint32_t i = 0; i < f->nr_states; i++) {
-		if (f->states[i].discr == discr && f->states[i].name) {
-			snprintf(text, sizeof(text), "%.120s (%" PRIu64 ")", f->states[i].name,
-				 discr);
-			break;
-		}
-	}
+	poll_text__state(f, discr, text, sizeof(text));
 	fprintf(w->out, ",\"%s\":", key);
 	write_json_string(w->out, text);
 }
@@ -142,17 +131,9 @@ static void arg_state(struct chrome_trace *w, const char *key, const struct futu
 static void write_poll(struct chrome_trace *w, const struct trace_poll *p, uint32_t pid)
 {
 	const struct future *f = future_of(w, p->future);
-	const struct poll_fn *pf = poll_of(w, p->poll);
 	uint64_t dur = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
 
-	if (f)
-		future__display_name(f, w->name, sizeof(w->name));
-	else if (pf && pf->name)
-		snprintf(w->name, sizeof(w->name), "%s", pf->name);
-	else if (pf)
-		snprintf(w->name, sizeof(w->name), "poll#%" PRIu32, p->poll);
-	else
-		snprintf(w->name, sizeof(w->name), "(unknown poll)");
+	poll_text__name(w->m, p->future, p->poll, w->name, sizeof(w->name));
 
 	event_begin(w, "X");
 	fputs(",\"cat\":\"poll\",\"name\":", w->out);
@@ -162,20 +143,12 @@ static void write_poll(struct chrome_trace *w, const struct trace_poll *p, uint3
 	fputs(",\"dur\":", w->out);
 	json_us(w->out, dur);
 	fputs(",\"args\":{\"future\":", w->out);
-	write_json_string(w->out, f && f->path ? f->path : pf && pf->name ? pf->name : "(unknown)");
+	write_json_string(w->out, poll_text__path(w->m, p->future, p->poll));
 	fprintf(w->out, ",\"result\":\"%s\"", poll_result__name(p->result));
-	if (p->result == POLL_PENDING && f && p->await_index >= 0) {
-		for (uint32_t i = 0; i < f->nr_states; i++) {
-			const struct future_state *s = &f->states[i];
-			if (s->kind != STATE_SUSPEND ||
-			    s->suspend_index != (uint32_t)p->await_index)
-				continue;
-			snprintf(w->name, sizeof(w->name), "%s:%" PRIu32, s->file ? s->file : "?",
-				 s->line);
-			fputs(",\"await\":", w->out);
-			write_json_string(w->out, w->name);
-			break;
-		}
+	if (p->result == POLL_PENDING &&
+	    poll_text__await(w->m, p->future, p->await_index, w->name, sizeof(w->name))) {
+		fputs(",\"await\":", w->out);
+		write_json_string(w->out, w->name);
 	}
 	fprintf(w->out, ",\"self\":\"0x%" PRIx64 "\",\"task\":\"0x%" PRIx64 "\"", p->self,
 		p->task_self ? p->task_self : p->self);
@@ -200,15 +173,6 @@ static void flow_event(struct chrome_trace *w, const char *ph, uint64_t id, uint
 	if (ph[0] == 'f')
 		fputs(",\"bp\":\"e\"", w->out);
 	putc('}', w->out);
-}
-
-/* splitmix64's finalizer */
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
 }
 
 /* Drops dead entries (value 0) once they outnumber live ones: memory follows live state. */
@@ -259,8 +223,8 @@ static struct flow_state *flow_alloc(struct chrome_trace *w, uint32_t *index)
 static void write_flow(struct chrome_trace *w, const struct trace_poll *p, uint32_t pid)
 {
 	bool known = future_of(w, p->future) != NULL;
-	uint64_t key =
-	    mix64(mix64(mix64(pid) ^ (known ? p->future : (1ULL << 32 | p->poll))) ^ p->self);
+	uint64_t key = hash__mix64(
+	    hash__mix64(hash__mix64(pid) ^ (known ? p->future : (1ULL << 32 | p->poll))) ^ p->self);
 	uint64_t slot = 0;
 	uint32_t index = 0;
 	struct flow_state *fs = NULL;

@@ -13,7 +13,8 @@
  * within a group the packets nest in file order and timestamps never decrease, so
  * equal timestamps cannot mis-nest however a reader orders ties.
  */
-#include "export/perfetto.h"
+#include "export/perfetto_internal.h"
+#include "export/poll_text.h"
 #include "export/protobuf.h"
 
 #include <errno.h>
@@ -30,143 +31,87 @@
 #define SEQ_NEEDS_INCREMENTAL_STATE   2
 #define BUILTIN_CLOCK_MONOTONIC	      3
 #define BUILTIN_CLOCK_BOOTTIME	      6
-#define TYPE_SLICE_BEGIN	      1
-#define TYPE_SLICE_END		      2
-#define TYPE_INSTANT		      3
+/* clock_snapshot.proto: ids 64-127 are sequence-scoped; ours counts in deltas */
+#define CLOCK_INCREMENTAL 64
+#define TYPE_SLICE_BEGIN  1
+#define TYPE_SLICE_END	  2
+#define TYPE_INSTANT	  3
 /* debug_annotation.proto: DebugAnnotation value fields */
-#define ANNOTATION_UINT	   3 /* uint_value */
-#define ANNOTATION_STRING  6 /* string_value */
-#define ANNOTATION_POINTER 7 /* pointer_value: shown in hex */
+#define ANNOTATION_UINT	      3	 /* uint_value */
+#define ANNOTATION_STRING     6	 /* string_value */
+#define ANNOTATION_POINTER    7	 /* pointer_value: shown in hex */
+#define ANNOTATION_STRING_IID 17 /* string_value_iid: InternedData field 29 */
 
-#define SEQUENCE_ID  1 /* TracePacket.trusted_packet_sequence_id: ours; 0 is invalid */
-#define NAME_MAX_LEN 1024
-
-/* DebugAnnotationName iid = position + 1, all interned by the first packet */
+/* DebugAnnotationName iid = position + 1, interned by each sequence's first packet */
 static const char *const annotation_names[] = {
-    "future",	    "result",	       "await",		"self",	       "task",
-    "state_before", "state_after",     "depth",		"polls",       "dropped",
-    "truncated",    "probes_attached", "probes_failed", "duration_ns",
+    "result",	 "await",	    "self",	     "state",	    "polls",	   "dropped",
+    "truncated", "probes_attached", "probes_failed", "duration_ns", "not_written",
 };
 enum annotation {
-	ANN_FUTURE = 1,
-	ANN_RESULT,
+	ANN_RESULT = 1,
 	ANN_AWAIT,
 	ANN_SELF,
-	ANN_TASK,
-	ANN_STATE_BEFORE,
-	ANN_STATE_AFTER,
-	ANN_DEPTH,
+	ANN_STATE,
 	ANN_POLLS,
 	ANN_DROPPED,
 	ANN_TRUNCATED,
 	ANN_PROBES_ATTACHED,
 	ANN_PROBES_FAILED,
 	ANN_DURATION_NS,
+	ANN_NOT_WRITTEN,
 };
 
-/* ---- the writer ---- */
+/* What a thread sequence interns: event names and annotation string values */
+enum intern_kind { INTERN_EVENT_NAME = 1, INTERN_RESULT, INTERN_AWAIT, INTERN_STATE };
 
-struct pending_poll {
-	struct trace_poll p;
-	uint64_t arrival;    /* tie break: order of add_poll */
-	uint64_t task_track; /* uuid */
-	uint64_t flow_id;    /* 0: none */
-	bool flow_terminates;
-	uint64_t end; /* what is written: clamped only if the input is not nested */
-};
-
-struct thread_state {
-	uint32_t pid, tid;
-	uint64_t uuid;
-	struct pending_poll *pending;
-	uint32_t nr_pending, cap_pending;
-};
-
-struct perfetto_writer {
-	FILE *out;
-	const struct model *m;
-	uint32_t pid;
-	int err; /* sticky: first failure */
-	bool first_packet_written;
-	struct pb pkt;	  /* the packet being built, reused */
-	struct pb outbuf; /* finished packets, written out in 256 KiB pieces */
-
-	/* interned event names: 0 until emitted */
-	uint64_t *future_name_iid; /* by model future index */
-	uint64_t *poll_name_iid;   /* by model poll index, for unknown futures */
-	uint64_t unknown_name_iid, next_name_iid;
-
-	struct u64_map thread_index; /* (pid, tid) -> index + 1 into threads */
-	struct thread_state *threads;
-	uint32_t nr_threads, cap_threads;
-	struct u64_map tasks; /* task key -> track uuid; 0 once the task finished */
-	uint64_t live_tasks, task_serial;
-	struct u64_map flows; /* instance key -> open flow id; 0 when none */
-	uint64_t live_flows, next_flow_id;
-
-	struct pending_poll **stack; /* scratch for writing a group */
-	uint32_t cap_stack;
-	uint64_t arrivals, max_ts;
-	char name[NAME_MAX_LEN];
-};
-
-static void set_error(struct perfetto_writer *w, int err)
-{
-	if (!w->err)
-		w->err = err;
-}
-
-/* splitmix64's finalizer: track uuids and map keys from small tuples */
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
-{
-	uint64_t h = mix64(mix64(mix64(mix64(a) ^ b) ^ c) ^ d);
-
-	/* 0 is the implicit global track (and "none" in the maps); UINT64_MAX is no map key */
-	return h == 0 || h == UINT64_MAX ? h ^ 0x5a5a : h;
-}
-
-enum hash_domain { UUID_PROCESS = 1, UUID_THREAD, UUID_TASK, KEY_TASK, KEY_FLOW };
-
-static uint64_t process_uuid(uint32_t pid)
-{
-	return hash4(UUID_PROCESS, pid, 0, 0);
-}
-
-/* trace_packet.proto: TracePacket */
-static void packet_begin(struct perfetto_writer *w, bool needs_incremental_state)
+/*
+ * trace_packet.proto: TracePacket on `sequence`. The sequence's first packet says so
+ * and clears its incremental state; packets that use interned data, defaults or the
+ * incremental clock say they need it.
+ */
+static void packet_begin(struct perfetto_writer *w, uint32_t sequence, bool first,
+			 bool needs_incremental_state)
 {
 	uint32_t flags = needs_incremental_state ? SEQ_NEEDS_INCREMENTAL_STATE : 0;
 
 	pb__reset(&w->pkt);
-	pb__uint(&w->pkt, 10, SEQUENCE_ID); /* trusted_packet_sequence_id */
-	if (!w->first_packet_written) {
-		/* nothing on this sequence refers to state from before this packet */
+	pb__uint(&w->pkt, 10, sequence); /* trusted_packet_sequence_id */
+	if (first) {
 		pb__uint(&w->pkt, 87, 1); /* first_packet_on_sequence */
 		flags |= SEQ_INCREMENTAL_STATE_CLEARED;
-		w->first_packet_written = true;
 	}
 	if (flags)
 		pb__uint(&w->pkt, 13, flags); /* sequence_flags */
 }
 
-static void packet_timestamp(struct perfetto_writer *w, uint64_t ts)
+/* An absolute CLOCK_MONOTONIC timestamp (the global sequence, or a thread's late packet) */
+static void packet_timestamp_absolute(struct perfetto_writer *w, uint64_t ts)
 {
 	pb__uint(&w->pkt, 8, ts);			/* timestamp */
 	pb__uint(&w->pkt, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
 }
 
+/*
+ * On a thread's sequence: the delta since its last packet on the incremental clock
+ * (the sequence's default), or, for a time before that, an absolute timestamp on
+ * CLOCK_MONOTONIC, which leaves the incremental clock where it was.
+ */
+static void packet_timestamp(struct perfetto_writer *w, struct thread_state *t, uint64_t ts)
+{
+	if (ts >= t->clock) {
+		pb__uint(&w->pkt, 8, ts - t->clock); /* timestamp, on CLOCK_INCREMENTAL */
+		t->clock = ts;
+	} else {
+		packet_timestamp_absolute(w, ts);
+	}
+}
+
 static void flush_out(struct perfetto_writer *w)
 {
+	size_t n = w->outbuf.len;
 	int r = pb__flush(&w->outbuf, w->out);
 
+	w->bytes += n;
 	if (r)
 		set_error(w, r);
 }
@@ -219,13 +164,9 @@ void perfetto__clock_snapshot(struct pb *b)
 	pb__end(b);
 }
 
-/* The first packet: the clock snapshot, and every debug annotation name interned. */
-static void write_first_packet(struct perfetto_writer *w)
+/* InternedData.debug_annotation_names: every one, in a sequence's first packet */
+static void intern_annotation_names(struct pb *b)
 {
-	struct pb *b = &w->pkt;
-
-	packet_begin(w, false);
-	perfetto__clock_snapshot(b);
 	pb__begin(b, 12); /* TracePacket.interned_data; interned_data.proto: InternedData */
 	for (size_t i = 0; i < sizeof(annotation_names) / sizeof(annotation_names[0]); i++) {
 		pb__begin(b, 3);       /* debug_annotation_names: DebugAnnotationName */
@@ -234,7 +175,49 @@ static void write_first_packet(struct perfetto_writer *w)
 		pb__end(b);
 	}
 	pb__end(b);
+}
+
+/* The global sequence's first packet: the clock snapshot, the annotation names. */
+static void start_global_sequence(struct perfetto_writer *w)
+{
+	packet_begin(w, SEQUENCE_GLOBAL, true, false);
+	perfetto__clock_snapshot(&w->pkt);
+	intern_annotation_names(&w->pkt);
 	packet_end(w);
+	w->global_started = true;
+}
+
+/*
+ * A thread sequence's first packet, written just before its first event at `ts`:
+ * the incremental clock starting at ts (ClockSnapshot with CLOCK_MONOTONIC at the
+ * same instant), TracePacketDefaults (that clock, the thread's track), the names.
+ */
+static void start_thread_sequence(struct perfetto_writer *w, struct thread_state *t, uint64_t ts)
+{
+	struct pb *b = &w->pkt;
+	static const uint32_t ids[2] = {CLOCK_INCREMENTAL, BUILTIN_CLOCK_MONOTONIC};
+
+	packet_begin(w, t->sequence, true, false);
+	pb__begin(b, 6); /* clock_snapshot: ClockSnapshot */
+	for (int i = 0; i < 2; i++) {
+		pb__begin(b, 1);	/* clocks: ClockSnapshot.Clock */
+		pb__uint(b, 1, ids[i]); /* clock_id */
+		pb__uint(b, 2, ts);	/* timestamp */
+		if (ids[i] == CLOCK_INCREMENTAL)
+			pb__uint(b, 3, 1); /* is_incremental */
+		pb__end(b);
+	}
+	pb__end(b);
+	pb__begin(b, 59);		    /* trace_packet_defaults: TracePacketDefaults */
+	pb__uint(b, 58, CLOCK_INCREMENTAL); /* timestamp_clock_id */
+	pb__begin(b, 11);		    /* track_event_defaults: TrackEventDefaults */
+	pb__uint(b, 11, t->uuid);	    /* track_uuid */
+	pb__end(b);
+	pb__end(b);
+	intern_annotation_names(b);
+	packet_end(w);
+	t->sequence_started = true;
+	t->clock = ts;
 }
 
 /*
@@ -242,12 +225,12 @@ static void write_first_packet(struct perfetto_writer *w)
  * descriptor: 3 (process: ProcessDescriptor), 4 (thread: ThreadDescriptor) or 0 for
  * a track known by its name only.
  */
-static void declare_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent,
-			  uint32_t descriptor, uint32_t pid, uint32_t tid, const char *name)
+void perfetto__declare_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent,
+			     uint32_t descriptor, uint32_t pid, uint32_t tid, const char *name)
 {
 	struct pb *b = &w->pkt;
 
-	packet_begin(w, false);
+	packet_begin(w, SEQUENCE_GLOBAL, false, false);
 	pb__begin(b, 60);
 	pb__uint(b, 1, uuid); /* uuid */
 	if (parent)
@@ -267,37 +250,6 @@ static void declare_track(struct perfetto_writer *w, uint64_t uuid, uint64_t par
 	packet_end(w);
 }
 
-/* The thread's state, its track declared (with name, when given) before first use. */
-static struct thread_state *get_thread(struct perfetto_writer *w, uint32_t pid, uint32_t tid,
-				       const char *name)
-{
-	uint64_t key = (uint64_t)pid << 32 | tid, index;
-	struct thread_state *t;
-
-	if (u64_map__get(&w->thread_index, key, &index)) {
-		t = &w->threads[index - 1];
-		if (name) /* re-declared: the reader takes the name */
-			declare_track(w, t->uuid, process_uuid(pid), 4, pid, tid, name);
-		return t;
-	}
-	if (w->nr_threads == w->cap_threads) {
-		uint32_t cap = w->cap_threads ? w->cap_threads * 2 : 16;
-		struct thread_state *n = realloc(w->threads, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		w->threads = n;
-		w->cap_threads = cap;
-	}
-	if (u64_map__set(&w->thread_index, key, w->nr_threads + 1))
-		return NULL;
-	t = &w->threads[w->nr_threads++];
-	*t = (struct thread_state){.pid = pid, .tid = tid, .uuid = hash4(UUID_THREAD, pid, tid, 0)};
-	if (pid != w->pid) /* another process (a fork): its track, again for each thread */
-		declare_track(w, process_uuid(pid), 0, 3, pid, 0, NULL);
-	declare_track(w, t->uuid, process_uuid(pid), 4, pid, tid, name);
-	return t;
-}
-
 static const struct future *future_of(const struct perfetto_writer *w, uint32_t future)
 {
 	return future < w->m->nr_futures ? &w->m->futures[future] : NULL;
@@ -308,107 +260,10 @@ static const struct poll_fn *poll_of(const struct perfetto_writer *w, uint32_t p
 	return poll < w->m->nr_polls ? &w->m->polls[poll] : NULL;
 }
 
-/* Display name of the future, else the poll fn's name, into w->name. */
-static const char *event_name(struct perfetto_writer *w, uint32_t future, uint32_t poll)
+/* The slice name of a poll (poll_text.h), into w->name. */
+const char *perfetto__event_name(struct perfetto_writer *w, uint32_t future, uint32_t poll)
 {
-	const struct future *f = future_of(w, future);
-	const struct poll_fn *pf = poll_of(w, poll);
-
-	if (f)
-		future__display_name(f, w->name, sizeof(w->name));
-	else if (pf && pf->name)
-		snprintf(w->name, sizeof(w->name), "%s", pf->name);
-	else if (pf)
-		snprintf(w->name, sizeof(w->name), "poll#%" PRIu32, poll);
-	else
-		snprintf(w->name, sizeof(w->name), "(unknown poll)");
-	return w->name;
-}
-
-/* Drops dead entries (value 0) once they outnumber live ones: memory follows live state. */
-static void map_compact(struct perfetto_writer *w, struct u64_map *m, uint64_t live)
-{
-	struct u64_map fresh;
-
-	if (m->nr_used < 1024 || m->nr_used < 4 * live)
-		return;
-	u64_map__init(&fresh);
-	for (size_t i = 0; i < m->nr_slots; i++) {
-		if (m->keys[i] && m->values[i] &&
-		    u64_map__set(&fresh, m->keys[i] - 1, m->values[i])) {
-			u64_map__free(&fresh);
-			set_error(w, -ENOMEM);
-			return;
-		}
-	}
-	u64_map__free(m);
-	*m = fresh;
-}
-
-/*
- * The task's track: a task is (pid, poll fn, self) of the outermost frame. Once its
- * outermost poll is Ready (or panicked, or unwound), a later task at the same address
- * gets a track of its own.
- */
-static uint64_t task_track(struct perfetto_writer *w, const struct trace_poll *p, uint32_t pid)
-{
-	uint64_t task_self = p->task_self, uuid = 0;
-	uint32_t task_poll = p->task_poll;
-
-	if (p->depth == 0 && !task_self) {
-		task_self = p->self;
-		task_poll = p->poll;
-	}
-	uint64_t key = hash4(KEY_TASK, pid, task_poll, task_self);
-	if (!u64_map__get(&w->tasks, key, &uuid) || !uuid) {
-		const struct poll_fn *pf = poll_of(w, task_poll);
-		char track_name[NAME_MAX_LEN + 32];
-
-		event_name(w, pf ? (uint32_t)pf->future : TRACE_NO_INDEX, task_poll);
-		snprintf(track_name, sizeof(track_name), "%s @ 0x%" PRIx64, w->name, task_self);
-		uuid = hash4(UUID_TASK, pid, key, ++w->task_serial);
-		declare_track(w, uuid, process_uuid(pid), 0, pid, 0, track_name);
-		w->live_tasks++;
-	}
-	bool finished = p->depth == 0 && p->result != POLL_PENDING && p->result != POLL_UNKNOWN;
-	if (u64_map__set(&w->tasks, key, finished ? 0 : uuid))
-		set_error(w, -ENOMEM);
-	if (finished) {
-		w->live_tasks--;
-		map_compact(w, &w->tasks, w->live_tasks);
-	}
-	return uuid;
-}
-
-/*
- * Flows link successive polls of one instance: the same self for the same future
- * (two out-of-line copies of one poll fn still poll the same future). The flow ends
- * on the poll that completes it; a future that is Ready at its first poll has none.
- */
-static void assign_flow(struct perfetto_writer *w, struct pending_poll *pp, uint32_t pid)
-{
-	const struct trace_poll *p = &pp->p;
-	bool known = future_of(w, p->future) != NULL;
-	uint64_t key = hash4(KEY_FLOW, pid, known ? p->future : (1ULL << 32 | p->poll), p->self);
-	uint64_t id = 0;
-	bool done =
-	    p->result == POLL_READY || p->result == POLL_PANICKED || p->result == POLL_TRUNCATED;
-
-	u64_map__get(&w->flows, key, &id);
-	if (!id && done)
-		return;
-	if (!id) {
-		id = ++w->next_flow_id;
-		w->live_flows++;
-	}
-	pp->flow_id = id;
-	pp->flow_terminates = done;
-	if (u64_map__set(&w->flows, key, done ? 0 : id))
-		set_error(w, -ENOMEM);
-	if (done) {
-		w->live_flows--;
-		map_compact(w, &w->flows, w->live_flows);
-	}
+	return poll_text__name(w->m, future, poll, w->name, sizeof(w->name));
 }
 
 /* TrackEvent.debug_annotations (4); debug_annotation.proto: DebugAnnotation */
@@ -424,97 +279,140 @@ static void annotation(struct pb *b, enum annotation a, uint32_t field, uint64_t
 	pb__end(b);
 }
 
-static void annotation_state(struct pb *b, enum annotation a, const struct future *f,
-			     uint64_t discr)
+/*
+ * The iid of an interned string on t's sequence, (kind, a, b) naming it; a new one is
+ * added to the packet's InternedData (an event name or a debug annotation string
+ * value), `text` called to spell it. 0 on ENOMEM.
+ */
+static uint64_t intern(struct perfetto_writer *w, struct thread_state *t, struct pb *pending,
+		       enum intern_kind kind, uint64_t a, uint64_t b, uint64_t c,
+		       const char *(*text)(struct perfetto_writer *, uint64_t, uint64_t, uint64_t))
 {
-	char text[160];
+	uint64_t key = hash4(kind, a, b, c), iid;
+	bool name = kind == INTERN_EVENT_NAME;
 
-	snprintf(text, sizeof(text), "%" PRIu64, discr);
-	for (uint32_t i = 0; i < f->nr_states; i++)
-		if (f->states[i].discr == discr && f->states[i].name)
-			snprintf(text, sizeof(text), "%.120s (%" PRIu64 ")", f->states[i].name,
-				 discr);
-	annotation(b, a, ANNOTATION_STRING, 0, text);
+	if (u64_map__get(&t->interned, key, &iid))
+		return iid;
+	iid = name ? ++t->next_name_iid : ++t->next_string_iid;
+	if (u64_map__set(&t->interned, key, iid)) {
+		set_error(w, -ENOMEM);
+		return 0;
+	}
+	/* InternedData.event_names (2): EventName; .debug_annotation_string_values (29):
+	 * InternedString {iid = 1, str = 2} */
+	pb__begin(pending, name ? 2 : 29);
+	pb__uint(pending, 1, iid);
+	pb__string(pending, 2, text(w, a, b, c));
+	pb__end(pending);
+	return iid;
 }
 
-/* The iid of the poll's event name; *fresh is set when it must be interned now. */
-static uint64_t name_iid(struct perfetto_writer *w, const struct trace_poll *p, bool *fresh)
+static const char *text_event_name(struct perfetto_writer *w, uint64_t future, uint64_t poll,
+				   uint64_t unused)
 {
-	uint64_t *slot = future_of(w, p->future) ? &w->future_name_iid[p->future]
-			 : poll_of(w, p->poll)	 ? &w->poll_name_iid[p->poll]
-						 : &w->unknown_name_iid;
-
-	*fresh = !*slot;
-	if (!*slot)
-		*slot = ++w->next_name_iid;
-	return *slot;
+	(void)unused;
+	return perfetto__event_name(w, (uint32_t)future, (uint32_t)poll);
 }
 
-/* A slice's BEGIN: TracePacket.track_event (11); track_event.proto: TrackEvent */
-static void write_begin(struct perfetto_writer *w, const struct pending_poll *pp, uint64_t track,
-			bool with_flow)
+static const char *text_result(struct perfetto_writer *w, uint64_t result, uint64_t unused,
+			       uint64_t unused2)
+{
+	(void)w, (void)unused, (void)unused2;
+	return poll_result__name((enum poll_result)result);
+}
+
+static const char *text_await(struct perfetto_writer *w, uint64_t future, uint64_t index,
+			      uint64_t unused)
+{
+	(void)unused;
+	if (!poll_text__await(w->m, (uint32_t)future, (int32_t)index, w->name, sizeof(w->name)))
+		snprintf(w->name, sizeof(w->name), "?");
+	return w->name;
+}
+
+/* "Suspend0 (3) -> Suspend1 (4)": where the poll resumed the state machine, where it left it */
+static const char *text_state(struct perfetto_writer *w, uint64_t future, uint64_t before,
+			      uint64_t after)
+{
+	const struct future *f = future_of(w, (uint32_t)future);
+	size_t n = poll_text__state(f, before, w->name, sizeof(w->name));
+
+	n += (size_t)snprintf(w->name + n, sizeof(w->name) - n, " -> ");
+	if (n < sizeof(w->name))
+		poll_text__state(f, after, w->name + n, sizeof(w->name) - n);
+	return w->name;
+}
+
+/*
+ * A slice's BEGIN: TracePacket.track_event (11); track_event.proto: TrackEvent. On
+ * the thread's track (the sequence's default) with the poll's annotations and flow;
+ * on the task's track (task_track != 0) a bare copy: name and time.
+ */
+static void write_begin(struct perfetto_writer *w, struct thread_state *t,
+			const struct pending_poll *pp, uint64_t task_track)
 {
 	const struct trace_poll *p = &pp->p;
 	const struct future *f = future_of(w, p->future);
-	const struct poll_fn *pf = poll_of(w, p->poll);
-	struct pb *b = &w->pkt;
-	char text[NAME_MAX_LEN];
-	bool fresh;
-	uint64_t iid = name_iid(w, p, &fresh);
+	uint64_t key_future = f ? p->future : TRACE_NO_INDEX;
+	uint64_t key_poll = f ? 0 : (poll_of(w, p->poll) ? p->poll : TRACE_NO_INDEX);
+	struct pb *b = &w->pkt, interned = {0};
+	uint64_t name, result = 0, await = 0, state = 0;
 
-	packet_begin(w, true);
-	packet_timestamp(w, p->start_ns);
-	if (fresh) {
-		pb__begin(b, 12);    /* TracePacket.interned_data: InternedData */
-		pb__begin(b, 2);     /* event_names: EventName (track_event.proto) */
-		pb__uint(b, 1, iid); /* iid */
-		pb__string(b, 2, event_name(w, p->future, p->poll)); /* name */
-		pb__end(b);
+	if (!t->sequence_started)
+		start_thread_sequence(w, t, p->start_ns);
+	name = intern(w, t, &interned, INTERN_EVENT_NAME, key_future, key_poll, 0, text_event_name);
+	if (!task_track) {
+		result = intern(w, t, &interned, INTERN_RESULT, p->result, 0, 0, text_result);
+		if (p->result == POLL_PENDING &&
+		    poll_text__await(w->m, p->future, p->await_index, w->name, sizeof(w->name)))
+			await = intern(w, t, &interned, INTERN_AWAIT, p->future,
+				       (uint32_t)p->await_index, 0, text_await);
+		if (f && f->has_state)
+			state = intern(w, t, &interned, INTERN_STATE, p->future, p->state_before,
+				       p->state_after, text_state);
+	}
+	packet_begin(w, t->sequence, false, true);
+	packet_timestamp(w, t, p->start_ns);
+	if (interned.len) {
+		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
+		pb__bytes(b, interned.data, interned.len);
 		pb__end(b);
 	}
+	if (interned.oom)
+		set_error(w, -ENOMEM);
+	pb__free(&interned);
 	pb__begin(b, 11);
 	pb__uint(b, 9, TYPE_SLICE_BEGIN); /* type */
-	pb__uint(b, 11, track);		  /* track_uuid */
-	pb__uint(b, 10, iid);		  /* name_iid */
-	if (with_flow && pp->flow_id)	  /* terminating_flow_ids, flow_ids: repeated fixed64 */
-		pb__fixed64(b, pp->flow_terminates ? 48 : 47, pp->flow_id);
-	annotation(b, ANN_FUTURE, ANNOTATION_STRING, 0,
-		   f && f->path	    ? f->path
-		   : pf && pf->name ? pf->name
-				    : "(unknown)");
-	annotation(b, ANN_RESULT, ANNOTATION_STRING, 0, poll_result__name(p->result));
-	for (uint32_t i = 0; p->result == POLL_PENDING && f && i < f->nr_states; i++) {
-		const struct future_state *s = &f->states[i];
-		if (s->kind != STATE_SUSPEND || p->await_index < 0 ||
-		    s->suspend_index != (uint32_t)p->await_index)
-			continue;
-		snprintf(text, sizeof(text), "%s:%" PRIu32, s->file ? s->file : "?", s->line);
-		annotation(b, ANN_AWAIT, ANNOTATION_STRING, 0, text);
-		break;
+	if (task_track)
+		pb__uint(b, 11, task_track); /* track_uuid; else the thread's, by default */
+	pb__uint(b, 10, name);		     /* name_iid */
+	if (!task_track) {
+		if (pp->flow_id) /* terminating_flow_ids, flow_ids: repeated fixed64 */
+			pb__fixed64(b, pp->flow_terminates ? 48 : 47, pp->flow_id);
+		annotation(b, ANN_RESULT, ANNOTATION_STRING_IID, result, NULL);
+		if (await)
+			annotation(b, ANN_AWAIT, ANNOTATION_STRING_IID, await, NULL);
+		annotation(b, ANN_SELF, ANNOTATION_POINTER, p->self, NULL);
+		if (state)
+			annotation(b, ANN_STATE, ANNOTATION_STRING_IID, state, NULL);
 	}
-	annotation(b, ANN_SELF, ANNOTATION_POINTER, p->self, NULL);
-	annotation(b, ANN_TASK, ANNOTATION_POINTER, p->task_self ? p->task_self : p->self, NULL);
-	if (f && f->has_state) {
-		annotation_state(b, ANN_STATE_BEFORE, f, p->state_before);
-		annotation_state(b, ANN_STATE_AFTER, f, p->state_after);
-	}
-	annotation(b, ANN_DEPTH, ANNOTATION_UINT, p->depth, NULL);
 	pb__end(b);
 	packet_end(w);
 }
 
 /* END of the slice on the thread's track and on the task's */
-static void write_slice_end(struct perfetto_writer *w, const struct thread_state *t,
+static void write_slice_end(struct perfetto_writer *w, struct thread_state *t,
 			    const struct pending_poll *pp)
 {
 	struct pb *b = &w->pkt;
 
-	for (int i = 0; i < 2; i++) {
-		packet_begin(w, false);
-		packet_timestamp(w, pp->end);
-		pb__begin(b, 11);			       /* TracePacket.track_event */
-		pb__uint(b, 9, TYPE_SLICE_END);		       /* type */
-		pb__uint(b, 11, i ? pp->task_track : t->uuid); /* track_uuid */
+	for (int i = 0; i < (pp->task_track ? 2 : 1); i++) {
+		packet_begin(w, t->sequence, false, true);
+		packet_timestamp(w, t, pp->end);
+		pb__begin(b, 11);		/* TracePacket.track_event */
+		pb__uint(b, 9, TYPE_SLICE_END); /* type */
+		if (i)
+			pb__uint(b, 11, pp->task_track); /* track_uuid */
 		pb__end(b);
 		packet_end(w);
 	}
@@ -571,13 +469,100 @@ static void flush_thread(struct perfetto_writer *w, struct thread_state *t)
 		}
 		if (depth && x->end > w->stack[depth - 1]->end)
 			x->end = w->stack[depth - 1]->end;
-		write_begin(w, x, t->uuid, true);
-		write_begin(w, x, x->task_track, false);
+		write_begin(w, t, x, 0);
+		if (x->task_track)
+			write_begin(w, t, x, x->task_track);
 		w->stack[depth++] = x;
 	}
 	while (depth)
 		write_slice_end(w, t, w->stack[--depth]);
 	t->nr_pending = 0;
+}
+
+/* What every file starts with: the global sequence, the process track. */
+static void start_file(struct perfetto_writer *w)
+{
+	start_global_sequence(w);
+	perfetto__declare_track(w, process_uuid(w->pid), 0, 3, w->pid, 0, w->process_name);
+}
+
+/* Room kept for the held polls and the totals written at the end. */
+static uint64_t reserve(const struct perfetto_writer *w)
+{
+	return w->limit / 16 < (64u << 10) ? w->limit / 16 : (64u << 10);
+}
+
+static bool over_limit(const struct perfetto_writer *w)
+{
+	return w->limit && w->bytes + w->outbuf.len + reserve(w) >= w->limit;
+}
+
+/*
+ * The current file is full: write what threads hold, mark the end, and go on in a
+ * file of its own (a complete trace: every sequence, track and interned name starts
+ * again; a task still running gets a new track there; flows do not cross files).
+ */
+static void rotate(struct perfetto_writer *w)
+{
+	struct pb *b = &w->pkt;
+	FILE *next = NULL;
+	int r;
+
+	for (uint32_t i = 0; i < w->nr_threads; i++)
+		flush_thread(w, &w->threads[i]);
+	packet_begin(w, SEQUENCE_GLOBAL, false, false);
+	packet_timestamp_absolute(w, w->max_ts);
+	pb__begin(b, 11);		       /* TracePacket.track_event: TrackEvent */
+	pb__uint(b, 9, TYPE_INSTANT);	       /* type */
+	pb__uint(b, 11, process_uuid(w->pid)); /* track_uuid */
+	pb__string(b, 23, "asyncbpf: continued in the next file"); /* name */
+	pb__end(b);
+	packet_end(w);
+	flush_out(w);
+	if (fflush(w->out) || ferror(w->out))
+		set_error(w, -EIO);
+	if (w->err)
+		return;
+	if ((r = w->next_file(w->next_ctx, &next))) {
+		set_error(w, r);
+		return;
+	}
+	w->out = next;
+	w->bytes = 0;
+	for (uint32_t i = 0; i < w->nr_threads; i++) {
+		struct thread_state *t = &w->threads[i];
+
+		t->declared = t->sequence_started = false;
+		t->next_name_iid = t->next_string_iid = 0;
+		u64_map__clear(&t->interned);
+	}
+	u64_map__clear(&w->tasks);
+	u64_map__clear(&w->flows);
+	w->live_tasks = w->live_flows = 0;
+	start_file(w);
+}
+
+void perfetto_writer__set_limit(struct perfetto_writer *w, uint64_t max_bytes,
+				perfetto_next_file_fn next_file, void *ctx)
+{
+	w->limit = max_bytes;
+	w->next_file = next_file;
+	w->next_ctx = ctx;
+}
+
+void perfetto_writer__set_task_tracks(struct perfetto_writer *w, bool on)
+{
+	w->task_tracks = on;
+}
+
+bool perfetto_writer__full(const struct perfetto_writer *w)
+{
+	return w->full;
+}
+
+uint64_t perfetto_writer__refused(const struct perfetto_writer *w)
+{
+	return w->refused;
 }
 
 struct perfetto_writer *perfetto_writer__new(FILE *out, const struct model *m, uint32_t pid,
@@ -593,13 +578,12 @@ struct perfetto_writer *perfetto_writer__new(FILE *out, const struct model *m, u
 	u64_map__init(&w->thread_index);
 	u64_map__init(&w->tasks);
 	u64_map__init(&w->flows);
-	w->future_name_iid = calloc(m->nr_futures + 1, sizeof(*w->future_name_iid));
-	w->poll_name_iid = calloc(m->nr_polls + 1, sizeof(*w->poll_name_iid));
-	if (w->future_name_iid && w->poll_name_iid) {
-		write_first_packet(w);
-		declare_track(w, process_uuid(pid), 0, 3, pid, 0, process_name);
+	if (process_name && !(w->process_name = strdup(process_name))) {
+		perfetto_writer__free(w);
+		return NULL;
 	}
-	if (!w->future_name_iid || !w->poll_name_iid || w->err == -ENOMEM) {
+	start_file(w);
+	if (w->err == -ENOMEM) {
 		perfetto_writer__free(w);
 		return NULL;
 	}
@@ -608,7 +592,7 @@ struct perfetto_writer *perfetto_writer__new(FILE *out, const struct model *m, u
 
 int perfetto_writer__add_thread(struct perfetto_writer *w, uint32_t tid, const char *name)
 {
-	if (!w->err && !get_thread(w, w->pid, tid, name))
+	if (!w->err && !perfetto__get_thread(w, w->pid, tid, name))
 		set_error(w, -ENOMEM);
 	return w->err;
 }
@@ -621,7 +605,11 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 
 	if (w->err)
 		return w->err;
-	t = get_thread(w, pid, p->tid, NULL);
+	if (w->full) {
+		w->refused++;
+		return 0;
+	}
+	t = perfetto__get_thread(w, pid, p->tid, NULL);
 	if (t && t->nr_pending == t->cap_pending) {
 		uint32_t cap = t->cap_pending ? t->cap_pending * 2 : 16;
 		pp = realloc(t->pending, cap * sizeof(*pp));
@@ -636,10 +624,20 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 	}
 	pp = &t->pending[t->nr_pending++];
 	*pp = (struct pending_poll){.p = *p, .arrival = w->arrivals++};
-	pp->task_track = task_track(w, p, pid);
-	assign_flow(w, pp, pid);
+	/* a task's own polls (the outermost traced ones) are linked: by a flow, or with
+	 * task tracks by being copied onto its track (unless it was done in one) */
+	if (p->depth == 0 && w->task_tracks)
+		pp->task_track = perfetto__task_track(w, p, pid);
+	else if (p->depth == 0)
+		perfetto__assign_flow(w, pp, pid);
 	if (p->depth == 0 || t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
 		flush_thread(w, t);
+	if (over_limit(w)) {
+		if (w->next_file)
+			rotate(w);
+		else
+			w->full = true;
+	}
 	return w->err;
 }
 
@@ -656,10 +654,13 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 
 	if (t->dropped)
 		snprintf(name, sizeof(name), "asyncbpf: %" PRIu64 " records DROPPED", t->dropped);
+	else if (w->refused)
+		snprintf(name, sizeof(name), "asyncbpf: %" PRIu64 " polls not written (--max-size)",
+			 w->refused);
 	else
 		snprintf(name, sizeof(name), "asyncbpf totals");
-	packet_begin(w, true);
-	packet_timestamp(w, w->max_ts);
+	packet_begin(w, SEQUENCE_GLOBAL, false, true);
+	packet_timestamp_absolute(w, w->max_ts);
 	pb__begin(b, 11);		       /* TracePacket.track_event: TrackEvent */
 	pb__uint(b, 9, TYPE_INSTANT);	       /* type */
 	pb__uint(b, 11, process_uuid(w->pid)); /* track_uuid */
@@ -670,6 +671,8 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 	annotation(b, ANN_PROBES_ATTACHED, ANNOTATION_UINT, t->probes_attached, NULL);
 	annotation(b, ANN_PROBES_FAILED, ANNOTATION_UINT, t->probes_failed, NULL);
 	annotation(b, ANN_DURATION_NS, ANNOTATION_UINT, t->duration_ns, NULL);
+	if (w->refused)
+		annotation(b, ANN_NOT_WRITTEN, ANNOTATION_UINT, w->refused, NULL);
 	pb__end(b);
 	packet_end(w);
 
@@ -683,12 +686,14 @@ void perfetto_writer__free(struct perfetto_writer *w)
 {
 	if (!w)
 		return;
-	for (uint32_t i = 0; i < w->nr_threads; i++)
+	for (uint32_t i = 0; i < w->nr_threads; i++) {
 		free(w->threads[i].pending);
+		free(w->threads[i].name);
+		u64_map__free(&w->threads[i].interned);
+	}
 	free(w->threads);
+	free(w->process_name);
 	free(w->stack);
-	free(w->future_name_iid);
-	free(w->poll_name_iid);
 	pb__free(&w->pkt);
 	pb__free(&w->outbuf);
 	u64_map__free(&w->thread_index);

@@ -13,6 +13,7 @@
 #ifndef ASYNCBPF_PERFETTO_H
 #define ASYNCBPF_PERFETTO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,6 +31,29 @@ struct perfetto_writer;
  */
 struct perfetto_writer *perfetto_writer__new(FILE *out, const struct model *m, uint32_t pid,
 					     const char *process_name);
+/*
+ * Task tracks: one track per task (named "<future> @ 0x<address>") holding a copy of
+ * its own polls, whichever thread ran them. Off: a flow links a task's polls instead
+ * (cheaper: no copy). Set before the first poll.
+ */
+void perfetto_writer__set_task_tracks(struct perfetto_writer *w, bool on);
+/*
+ * Where the next file goes once one is full (the writer is done with the old FILE):
+ * 0, or -errno to fail the writer.
+ */
+typedef int (*perfetto_next_file_fn)(void *ctx, FILE **out);
+/*
+ * Keep each file to about max_bytes (0: no limit; room is kept for the polls held
+ * back and the totals). Once a file is full: with next_file NULL, later polls are
+ * refused and counted (perfetto_writer__full() turns true, the totals say how many);
+ * else the file ends with a "continued in the next file" instant and the writer
+ * goes on in the FILE next_file gives, a complete trace of its own.
+ */
+void perfetto_writer__set_limit(struct perfetto_writer *w, uint64_t max_bytes,
+				perfetto_next_file_fn next_file, void *ctx);
+bool perfetto_writer__full(const struct perfetto_writer *w);
+/* Polls refused because the file was full. */
+uint64_t perfetto_writer__refused(const struct perfetto_writer *w);
 /* Names a thread's track (declares it, or re-declares it with the name). 0 or -errno. */
 int perfetto_writer__add_thread(struct perfetto_writer *w, uint32_t tid, const char *name);
 /* One completed poll, in the order the consumer completes them. 0 or -errno. */

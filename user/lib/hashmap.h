@@ -20,4 +20,13 @@ void u64_map__clear(struct u64_map *m); /* keeps the allocation */
 int u64_map__set(struct u64_map *m, uint64_t key, uint64_t value);
 bool u64_map__get(const struct u64_map *m, uint64_t key, uint64_t *value);
 
+/* splitmix64's finalizer: a well-mixed key from small tuples (map keys, ids) */
+static inline uint64_t hash__mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
 #endif
