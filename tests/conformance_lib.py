@@ -132,10 +132,11 @@ def run_traced(asyncbpf, env, tmp, tag, argv, timeout=180, stdin=None):
     return proc, r
 
 
-def run_server(asyncbpf, env, tmp, tag, argv, ready, client, traced=True, timeout=120):
+def run_server(asyncbpf, env, tmp, tag, argv, ready, client, traced=True, timeout=120, pass_pid=False):
     """Start a server (traced: under asyncbpf, launch mode), wait for `ready` (a
     regex on its stdout, or a port to accept), run client(match), then SIGTERM the
-    server and collect its output. Returns (proc-like, Run or None, client result)."""
+    server and collect its output (pass_pid: client(match, server pid)). Returns
+    (proc-like, Run or None, client result)."""
     r = Run(asyncbpf, env, tmp)
     cmd = (r.traced_argv(tag) if traced else []) + [str(a) for a in argv]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -145,8 +146,8 @@ def run_server(asyncbpf, env, tmp, tag, argv, ready, client, traced=True, timeou
             m = None
         else:
             m, _ = _wait_line(p.stdout, ready, 60)
-        got = client(m)
         server = children(p.pid)[0] if traced else p.pid
+        got = client(m, server) if pass_pid else client(m)
         os.kill(server, signal.SIGTERM)
         out, err = p.communicate(timeout=timeout)
     except BaseException:

@@ -215,3 +215,100 @@ def test_profile_http_server(profile, tmp_path):
     assert any(s[0] == "[runtime]" and len(s) > 1 for s in stacks)
     standing = [s[:2] for s in stacks if s[0] == "[runtime]" and len(s) > 1 and s[1] in runtime]
     assert not standing, standing[:3]
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+@pytest.mark.parametrize("server,port", [("async_std_tcp_echo", 8080), ("smol_tcp_server", 7000)])
+def test_profile_worker_loops_are_runtime(profile, server, port, tmp_path):
+    """async-std's and smol's executor loops are runtime futures: under load, on and
+    off CPU, no stack shows one of them as a task of its own."""
+    import socket
+    import threading
+    import time
+
+    b = require(profile, server)
+    on, off, model = tmp_path / "on.folded", tmp_path / "off.folded", tmp_path / "model.json"
+    res = {}
+
+    def load_and_profile(_, pid):
+        stop = threading.Event()
+
+        def echo():
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                while not stop.is_set():
+                    s.sendall(b"ping\n")
+                    got = b""
+                    while len(got) < 5:
+                        got += s.recv(5 - len(got))
+                    res["echoed"] = res.get("echoed", 0) + 1
+                    time.sleep(0.002)  # a steady load, not a flood of off-CPU events
+
+        threads = [threading.Thread(target=echo) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            res["prof"] = util.run_asyncbpf("profile", "-p", pid, "-F", "999", "-d", "2", "--off-cpu", "--folded", on,
+                                            "--folded-offcpu", off, "-o", tmp_path / "p.svg")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+
+    C.run_server(util.ASYNCBPF, util.san_env(), tmp_path, server, [b], port, load_and_profile, traced=False,
+                 pass_pid=True)
+    prof = res["prof"]
+    util.assert_no_sanitizer_report(prof)
+    assert prof.returncode == 0, util.describe(prof)
+    assert res["echoed"] > 50
+    util.run_asyncbpf("analyze", "-q", "--json", model, b)
+    runtime = {f["name"] for f in json.loads(model.read_text())["futures"] if f["crate_class"] == "runtime"}
+    stacks = [line.rsplit(" ", 1)[0].split(";") for f in (on, off) for line in f.read_text().splitlines()]
+    assert any(s[0] == "[runtime]" for s in stacks), stacks[:5]
+    standing = [s[:2] for s in stacks if s[0] == "[runtime]" and len(s) > 1 and s[1] in runtime]
+    assert not standing, standing[:3]
+
+
+def test_profile_stops_on_time_under_a_flood(tmp_path):
+    """More off-CPU records than the (sanitizer-built) consumer can handle: `-d 1`
+    still stops (the ring buffer is consumed in rounds between the stop checks), and
+    what was lost is said. The bound is a hang detector, not a timing."""
+    import socket
+    import threading
+    import time
+
+    b = require("debug", "async_std_tcp_echo")
+    res = {}
+
+    def flood(_, pid):
+        stop = threading.Event()
+
+        def echo():
+            with socket.create_connection(("127.0.0.1", 8080), timeout=10) as s:
+                while not stop.is_set():
+                    s.sendall(b"ping\n")
+                    got = b""
+                    while len(got) < 5:
+                        got += s.recv(5 - len(got))
+
+        threads = [threading.Thread(target=echo) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            t0 = time.monotonic()
+            res["prof"] = util.run_asyncbpf("profile", "-p", pid, "-F", "999", "-d", "1", "--off-cpu",
+                                            "-o", tmp_path / "p.svg", timeout=120)
+            res["elapsed"] = time.monotonic() - t0
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+
+    C.run_server(util.ASYNCBPF, util.san_env(), tmp_path, "flood", [b], 8080, flood, traced=False, pass_pid=True)
+    prof = res["prof"]
+    assert prof.returncode == 0, util.describe(prof)
+    assert res["elapsed"] < 30, f"profile -d 1 took {res['elapsed']:.1f} s"
+    report = prof.stdout + prof.stderr
+    dropped = re.search(r"(\d+) dropped \(ring buffer full\)", report)
+    assert dropped, report[-2000:]
+    if int(dropped.group(1)):
+        assert "samples were DROPPED" in report

@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli/commands.h"
+#include "lib/rb_budget.h"
 #include "lib/exitcodes.h"
 #include "lib/hashmap.h"
 #include "lib/launch.h"
@@ -409,8 +410,8 @@ static bool exec_happened(struct exe_watch *w)
 	return w->seen;
 }
 
-static void profile_loop(struct ring_buffer *rb, int pidfd, double duration, uint64_t start,
-			 struct exe_watch *exe)
+static void profile_loop(struct ring_buffer *rb, struct rb_budget *budget, int pidfd,
+			 double duration, uint64_t start, struct exe_watch *exe)
 {
 	struct pollfd fds[2] = {
 	    {.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
@@ -422,7 +423,8 @@ static void profile_loop(struct ring_buffer *rb, int pidfd, double duration, uin
 
 		if (n < 0 && errno != EINTR)
 			break;
-		ring_buffer__consume(rb);
+		/* in rounds: a flood of records must not hide the stop conditions */
+		rb_budget__consume(rb, budget, RB_BUDGET_ROUND);
 		if (n > 0 && pidfd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			pr_info("profile: the target exited\n");
 			break;
@@ -449,6 +451,7 @@ static int profile(const struct profile_args *a)
 	struct consumer *c = NULL;
 	struct profile_data d = {0};
 	struct ring_buffer *rb = NULL;
+	struct rb_budget budget = {0};
 	uint64_t counters[PCOUNTER_COUNT] = {0}, start = 0;
 	char err[1024] = "", exe[PATH_MAX], svg[PATH_MAX], comm[64] = "", path[64];
 	pid_t pid = a->pid, child = 0;
@@ -567,7 +570,8 @@ static int profile(const struct profile_args *a)
 		status = r == -EPERM || r == -EACCES ? EXIT_NO_PERMISSION : EXIT_KERNEL;
 		goto out;
 	}
-	rb = ring_buffer__new(profiler__ringbuf_fd(&prof), consumer__handle, c, NULL);
+	budget = (struct rb_budget){.fn = consumer__handle, .ctx = c};
+	rb = ring_buffer__new(profiler__ringbuf_fd(&prof), rb_budget__sample, &budget, NULL);
 	if (!rb) {
 		pr_warn("profile: cannot set up the ring buffer consumer: %s\n", strerror(errno));
 		status = EXIT_KERNEL;
@@ -583,11 +587,12 @@ static int profile(const struct profile_args *a)
 	start = now_ns();
 	if (go_fd >= 0 && (r = launch__go(&go_fd)))
 		pr_warn("profile: cannot start the command: %s\n", strerror(-r));
-	profile_loop(rb, pidfd, a->duration, start, &exe_watch);
+	profile_loop(rb, &budget, pidfd, a->duration, start, &exe_watch);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	profiler__detach(&prof);
-	ring_buffer__consume(rb); /* what arrived before the events were gone */
+	rb_budget__drain(rb, &budget,
+			 RB_BUDGET_ROUND); /* what arrived before the events were gone */
 	getrusage(RUSAGE_SELF, &ru1);
 	if (profiler__read_counters(&prof, counters))
 		pr_warn("profile: cannot read the BPF counters\n");

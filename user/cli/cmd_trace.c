@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli/commands.h"
+#include "lib/rb_budget.h"
 #include "lib/exitcodes.h"
 #include "lib/launch.h"
 #include "lib/log.h"
@@ -485,8 +486,8 @@ static void print_status(const struct tracer *t, const struct trace_summary *sum
  * a signal, --duration, the target's exit, or an exec it did beyond `execs_expected`
  * (launch mode: the launch itself).
  */
-static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double duration,
-				   uint64_t start, const struct trace_summary *sum,
+static enum stop_reason trace_loop(struct ring_buffer *rb, struct rb_budget *budget, int pidfd,
+				   double duration, uint64_t start, const struct trace_summary *sum,
 				   const struct tracer *t, uint32_t execs_expected,
 				   const struct perfetto_writer *pw)
 {
@@ -507,7 +508,7 @@ static enum stop_reason trace_loop(struct ring_buffer *rb, int pidfd, double dur
 			break;
 		}
 		/* NO_WAKEUP records only show up by polling: consume every round */
-		ring_buffer__consume(rb);
+		rb_budget__consume(rb, budget, RB_BUDGET_ROUND);
 		if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			why = STOP_EXIT;
 			break;
@@ -548,6 +549,7 @@ static int trace(const struct trace_args *a)
 	struct trace_consumer consumer = {0};
 	struct trace_run_totals totals = {0};
 	struct ring_buffer *rb = NULL;
+	struct rb_budget budget = {0};
 	struct poll_stats *stats = NULL;
 	__u64 counters[COUNTER_COUNT] = {0};
 	char err[1024] = "", exe[PATH_MAX], proc_exe[64], output[PATH_MAX];
@@ -685,7 +687,8 @@ static int trace(const struct trace_args *a)
 						       : EXIT_KERNEL;
 		goto out;
 	}
-	rb = ring_buffer__new(tracer__ringbuf_fd(&t), trace_consumer__handle, &consumer, NULL);
+	budget = (struct rb_budget){.fn = trace_consumer__handle, .ctx = &consumer};
+	rb = ring_buffer__new(tracer__ringbuf_fd(&t), rb_budget__sample, &budget, NULL);
 	if (!rb) {
 		pr_warn("trace: cannot set up the ring buffer consumer: %s\n", strerror(errno));
 		status = EXIT_KERNEL;
@@ -708,8 +711,8 @@ static int trace(const struct trace_args *a)
 	if (!a->command && !same_executable(exe_fd, pid))
 		why = STOP_EXEC;
 	else
-		why = trace_loop(rb, pidfd, a->duration, start, &sum, &t, a->command ? 1 : 0,
-				 out.perfetto);
+		why = trace_loop(rb, &budget, pidfd, a->duration, start, &sum, &t,
+				 a->command ? 1 : 0, out.perfetto);
 	switch (why) {
 	case STOP_EXIT: pr_info("trace: the target exited\n"); break;
 	case STOP_EXEC:
@@ -734,7 +737,8 @@ static int trace(const struct trace_args *a)
 	tracer__detach(&t);
 	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", t.probes_attached,
 		(double)(now_ns() - detach_ns) / 1e6);
-	ring_buffer__consume(rb); /* what arrived before the links were gone */
+	rb_budget__drain(rb, &budget,
+			 RB_BUDGET_ROUND); /* what arrived before the links were gone */
 
 	stats = calloc(t.nr_polls, sizeof(*stats));
 	if (stats && !tracer__read_stats(&t, stats, counters)) {
