@@ -12,7 +12,13 @@
 #include "lib/log.h"
 #include "lib/sysfacts.h"
 
-#define REFRESH_INTERVAL_NS 200000000ull /* re-read the mappings at most this often */
+/*
+ * Re-read the mappings when a pc is in none of them: at once the first time (launch
+ * mode starts the unwinder at the first sample, which may come before ld.so mapped
+ * libc), then, while re-reading does not help, at doubling intervals up to this.
+ */
+#define REFRESH_INTERVAL_NS	  (200000000ull)
+#define REFRESH_FIRST_INTERVAL_NS (1000000ull)
 
 uint64_t now_ns(void)
 {
@@ -69,16 +75,21 @@ static uint32_t unwind_sample(struct consumer *c, const struct profile_sample *r
 	if (!c->unwinder) {
 		c->unwinder = unwinder__new(c->pid, &c->unwinder_err, c->err, sizeof(c->err));
 		c->last_refresh = now_ns();
+		c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
 		if (!c->unwinder)
 			return 0;
 	}
 	n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
 	if (c->result.reason == UNWIND_PC_OUTSIDE &&
-	    (now = now_ns()) - c->last_refresh > REFRESH_INTERVAL_NS) {
+	    (now = now_ns()) - c->last_refresh > c->refresh_interval) {
 		/* a dlopen or an exec since the mappings were read */
 		c->last_refresh = now;
 		if (!unwinder__refresh(c->unwinder))
 			n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
+		if (c->result.reason != UNWIND_PC_OUTSIDE)
+			c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
+		else if ((c->refresh_interval *= 2) > REFRESH_INTERVAL_NS)
+			c->refresh_interval = REFRESH_INTERVAL_NS;
 	}
 	c->unwind_cpu_ns += thread_cpu_ns() - t0;
 	return n;

@@ -27,7 +27,7 @@ struct consumer {
 	struct projector *proj;
 	uint64_t received, offcpu_records, bad_records, failed, partial, unknown_waits;
 	uint64_t reasons[UNWIND_REASON_COUNT];
-	uint64_t unwind_cpu_ns, last_refresh;
+	uint64_t unwind_cpu_ns, last_refresh, refresh_interval;
 	struct u64_map threads; /* tid -> index in names */
 	struct pthread_name *names;
 	size_t nr_names, cap_names;

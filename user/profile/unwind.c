@@ -460,6 +460,23 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/*
+ * Whether pc is in a function every thread starts in (glibc's and the kernel's
+ * convention on x86-64): nothing real lies above it, whatever libdwfl finds there.
+ */
+static bool thread_entry(struct unwinder *u, Dwarf_Addr pc)
+{
+	static const char *const entries[] = {"_start",	 "clone3",	 "__clone3",	 "clone",
+					      "__clone", "start_thread", "__GI___clone3"};
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+	const char *name = mod ? dwfl_module_addrname(mod, pc) : NULL;
+
+	for (size_t i = 0; name && i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (!strcmp(name, entries[i]))
+			return true;
+	return false;
+}
+
 static enum unwind_reason why_stopped(struct unwinder *u, int r)
 {
 	Dwfl_Module *mod;
@@ -471,11 +488,13 @@ static enum unwind_reason why_stopped(struct unwinder *u, int r)
 		return dwfl_addrmodule(u->dwfl, u->rec->regs[PROFILE_REG_IP]) ? UNWIND_OTHER
 									      : UNWIND_PC_OUTSIDE;
 	/* libdwfl ends quietly (0) at a failed read or an unknown pc too; and past a pc in
-	 * no module it goes on by frame-pointer guesses: cut there */
+	 * no module it goes on by frame-pointer guesses: cut there. Right after a
+	 * thread's first frame (_start, clone3, ...) that is the stack's normal end. */
 	for (uint32_t i = 0; i < u->npcs; i++)
 		if (!dwfl_addrmodule(u->dwfl, u->pcs[i])) {
 			u->npcs = i;
-			return UNWIND_PC_OUTSIDE;
+			return i && thread_entry(u, u->pcs[i - 1]) ? UNWIND_COMPLETE
+								   : UNWIND_PC_OUTSIDE;
 		}
 	mod = dwfl_addrmodule(u->dwfl, u->pcs[u->npcs - 1]);
 	/* past the copy, unless the copy already reached the top of the stack */
