@@ -830,7 +830,7 @@ def test_exits_auto_on_panic_abort_binary(uprobes, tmp_path):
 @needs_root
 def test_exits_uretprobe_deep_recursion(uprobes, tmp_path, analyses):
     """uretprobes past the kernel's nesting limit (64 pending return instances per
-    thread, ARCHITECTURE.md) are silently not installed. On `deep 100` of the
+    thread, docs/design.md) are silently not installed. On `deep 100` of the
     panic=abort build (auto: uretprobes) nothing unwinds, so no frame may come out
     truncated, every level that is traced must be exact (Ready = completions), and a
     level that cannot be traced must be counted (stack_overflow), not misreported."""
