@@ -68,3 +68,20 @@ def test_down_is_fine(tmp_path):
     })
     r = run(str(root))
     assert r.returncode == 0, r.stdout
+
+
+def test_no_test_file_imports_another():
+    """Shared pytest helpers live in tests/util.py (and the independent readers,
+    perfetto_reader.py, abi_oracle.py, conformance_lib.py); a test_*.py never
+    imports another test_*.py."""
+    import re
+
+    from pathlib import Path
+
+    tests = sorted((Path(ROOT) / "tests").glob("test_*.py"))
+    bad = []
+    for t in tests:
+        for line in t.read_text().splitlines():
+            if re.match(r"\s*(from|import)\s+test_\w+", line):
+                bad.append(f"{t.name}: {line.strip()}")
+    assert not bad, bad

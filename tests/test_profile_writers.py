@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import util
-from test_trace_writers import PERFETTO_SCHEMA, field, fields, parse_text_format, require_protoc, unquote, write_sample
+from util import PERFETTO_SCHEMA, field, fields, parse_text_format, require_protoc, unquote, write_sample
 
 SVG_TEST = util.UNIT_TEST_DIR / "test_flamegraph_svg"
 PPROF_TEST = util.UNIT_TEST_DIR / "test_pprof"

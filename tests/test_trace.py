@@ -17,90 +17,13 @@ import time
 import pytest
 
 import util
+from util import (check_chrome, check_pftrace, fixture_name, ground_truth, load_summary,  # noqa: F401
+                  run_traced, untraced, uprobes)
 
 HANDWRITTEN = util.fixture_binary("debug", "handwritten")
 DEMO = util.fixture_binary("debug", "demo")
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="asyncbpf trace loads BPF programs: run the suite as root")
-
-
-@pytest.fixture(scope="module")
-def uprobes():
-    """Skip (saying why) when this kernel cannot run uprobes, per `asyncbpf check`."""
-    if os.geteuid() != 0:
-        pytest.skip("asyncbpf trace loads BPF programs: run the suite as root")
-    util.require_file(util.ASYNCBPF, "the sanitizer build", "run 'make san'")
-    proc = util.run_asyncbpf("check", "--json")
-    report = {f["name"]: f for f in json.loads(proc.stdout)["features"]}
-    if "ok" not in (report["uprobe"]["status"], report["uprobe_multi"]["status"]):
-        pytest.skip(f"no uprobes on this kernel: {report['uprobe']['detail']}")
-    for name in ("ringbuf", "task_storage", "bpf_cookie"):
-        if report[name]["status"] != "ok":
-            pytest.skip(f"{name} unavailable: {report[name]['detail']}")
-    return report
-
-
-def run_traced(tmp_path, *command, extra=(), timeout=120):
-    """Launch mode: asyncbpf trace [extra] -- command. Returns (proc, paths)."""
-    paths = {
-        "pftrace": tmp_path / "run.pftrace",
-        "chrome": tmp_path / "run.json",
-        "summary": tmp_path / "summary.json",
-    }
-    proc = util.run_asyncbpf("trace", "-o", paths["pftrace"], "--chrome", paths["chrome"], "--summary-json",
-                             paths["summary"], *extra, "--", *command, timeout=timeout)
-    return proc, paths
-
-
-def untraced(*command, timeout=60):
-    return subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout)
-
-
-def ground_truth(stdout):
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    assert len(lines) == 1, stdout
-    return json.loads(lines[0])
-
-
-def fixture_name(entry):
-    """The name `handwritten` uses for a summary entry: 'YieldNow', 'leaf',
-    'sum_twice<u32>', 'block_task{block}', 'closure_task{closure}'; None if none."""
-    path, kind = entry["path"] or "", entry["kind"]
-    if kind == "handwritten":
-        return util.last_segment(path)
-    if kind == "async_fn":
-        name = entry["name"]
-        assert name.startswith("handwritten::"), name
-        return name[len("handwritten::"):]
-    return util.caller_name({"path": path, "kind": kind, "name": entry["name"]}, "handwritten")
-
-
-def check_pftrace(path, polls=None):
-    """Read back by tests/perfetto_reader.py (interning, incremental clocks, nesting
-    checked); with polls, one slice per poll on the thread tracks. Returns the Trace."""
-    util.need_tool("protoc")
-    import perfetto_reader
-
-    trace = perfetto_reader.read(path)
-    assert trace.packets, f"{path} is empty"
-    if polls is not None:
-        threads = trace.thread_tracks()
-        assert sum(s.track in threads for s in trace.slices) == polls
-    return trace
-
-
-def check_chrome(path, polls):
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
-    assert len(slices) == polls, (len(slices), polls)
-    assert doc["otherData"]["dropped"] == 0
-    return doc
-
-
-def load_summary(paths):
-    with open(paths["summary"], encoding="utf-8") as f:
-        return json.load(f)
 
 
 @needs_root

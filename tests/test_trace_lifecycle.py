@@ -12,7 +12,7 @@ import time
 import pytest
 
 import util
-from test_trace import uprobes  # noqa: F401  (the skip-with-reason fixture)
+from util import uprobes  # noqa: F401  (the skip-with-reason fixture)
 
 DEMO = util.fixture_binary("debug", "demo")
 HANDWRITTEN = util.fixture_binary("debug", "handwritten")

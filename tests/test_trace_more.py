@@ -24,8 +24,8 @@ from collections import Counter, defaultdict
 import pytest
 
 import util
-from test_trace import check_pftrace, fixture_name, ground_truth, load_summary, run_traced, untraced
-from test_trace import uprobes  # noqa: F401  (the skip-with-reason fixture)
+from util import check_pftrace, fixture_name, ground_truth, load_summary, run_traced, untraced
+from util import uprobes  # noqa: F401  (the skip-with-reason fixture)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="asyncbpf trace loads BPF programs: run the suite as root")
 

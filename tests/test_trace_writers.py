@@ -18,62 +18,11 @@ import pytest
 
 import perfetto_reader
 import util
+from util import PERFETTO_SCHEMA, field, parse_text_format, require_protoc, write_sample
 
 PERFETTO_TEST = util.UNIT_TEST_DIR / "test_perfetto"
 CHROME_TEST = util.UNIT_TEST_DIR / "test_chrome_trace"
 
-# The subset of Perfetto's schema the trace writers use, shared with
-# test_profile_writers.py (field numbers and types as in Perfetto's protos).
-PERFETTO_SCHEMA = util.REPO / "tests" / "data" / "perfetto_subset.proto"
-
-
-def require_protoc():
-    if not shutil.which("protoc"):
-        pytest.fail("protoc not found in PATH (Debian: protobuf-compiler): run 'make deps'")
-
-
-def write_sample(binary, path, kind=None):
-    util.require_file(binary, "the unit test binary", "run 'make san' (it builds .output/san/tests/)")
-    proc = subprocess.run([str(binary), "--write", *([kind] if kind else []), str(path)], capture_output=True, text=True, errors="replace",
-                          timeout=120, env=util.san_env())
-    util.assert_no_sanitizer_report(proc)
-    assert proc.returncode == 0, util.describe(proc)
-
-
-def parse_text_format(text):
-    """protoc's text output as nested lists of (key, value); value a str or a list."""
-    root, stack = [], []
-    node = root
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if line == "}":
-            node = stack.pop()
-        elif line.endswith("{"):
-            child = []
-            node.append((line[:-1].strip(), child))
-            stack.append(node)
-            node = child
-        else:
-            key, _, value = line.partition(": ")
-            node.append((key, value))
-    assert not stack, "unbalanced braces in protoc output"
-    return root
-
-
-def unquote(value):
-    """A text-format string literal ("...", C escapes, octal bytes) as text."""
-    assert value.startswith('"') and value.endswith('"'), value
-    return codecs.escape_decode(value[1:-1])[0].decode("utf-8")
-
-
-def field(msg, key, default=None):
-    return next((v for k, v in msg if k == key), default)
-
-
-def fields(msg, key):
-    return [v for k, v in msg if k == key]
 
 
 @pytest.fixture(scope="module")

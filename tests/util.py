@@ -4,14 +4,18 @@ fixtures' `// AWAIT` markers, and independent ground truth from binutils and
 llvm-dwarfdump. Nothing here trusts asyncbpf's own output; see docs/testing.md.
 """
 import bisect
+import codecs
 import functools
 import json
 import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 ASYNCBPF = REPO / ".output" / "san" / "asyncbpf"
@@ -246,11 +250,11 @@ class Marker:
 class FixtureSource:
     crate: str
     files: list
-    markers: list = field(default_factory=list)  # in source order
-    async_fns: dict = field(default_factory=dict)  # name -> (file, line)
-    macro_bodies: dict = field(default_factory=dict)  # caller -> (file, line)
-    task_entries: set = field(default_factory=set)  # caller names spawned / block_on'd
-    types: set = field(default_factory=set)  # struct names defined in the crate
+    markers: list = dc_field(default_factory=list)  # in source order
+    async_fns: dict = dc_field(default_factory=dict)  # name -> (file, line)
+    macro_bodies: dict = dc_field(default_factory=dict)  # caller -> (file, line)
+    task_entries: set = dc_field(default_factory=set)  # caller names spawned / block_on'd
+    types: set = dc_field(default_factory=set)  # struct names defined in the crate
 
     def markers_of(self, caller):
         return [m for m in self.markers if m.caller == caller]
@@ -743,3 +747,145 @@ def require_trace_features(extra=()):
         if report[name]["status"] != "ok":
             pytest.skip(f"{name} unavailable: {report[name]['detail']}")
     return report
+
+
+# ---------------------------------------------------------------------------
+# The tracer, end to end (test_trace*.py)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def uprobes():
+    """Skip (saying why) when this kernel cannot run uprobes, per `asyncbpf check`."""
+    if os.geteuid() != 0:
+        pytest.skip("asyncbpf trace loads BPF programs: run the suite as root")
+    require_file(ASYNCBPF, "the sanitizer build", "run 'make san'")
+    proc = run_asyncbpf("check", "--json")
+    report = {f["name"]: f for f in json.loads(proc.stdout)["features"]}
+    if "ok" not in (report["uprobe"]["status"], report["uprobe_multi"]["status"]):
+        pytest.skip(f"no uprobes on this kernel: {report['uprobe']['detail']}")
+    for name in ("ringbuf", "task_storage", "bpf_cookie"):
+        if report[name]["status"] != "ok":
+            pytest.skip(f"{name} unavailable: {report[name]['detail']}")
+    return report
+
+
+def run_traced(tmp_path, *command, extra=(), timeout=120):
+    """Launch mode: asyncbpf trace [extra] -- command. Returns (proc, paths)."""
+    paths = {
+        "pftrace": tmp_path / "run.pftrace",
+        "chrome": tmp_path / "run.json",
+        "summary": tmp_path / "summary.json",
+    }
+    proc = run_asyncbpf("trace", "-o", paths["pftrace"], "--chrome", paths["chrome"], "--summary-json",
+                             paths["summary"], *extra, "--", *command, timeout=timeout)
+    return proc, paths
+
+
+def untraced(*command, timeout=60):
+    return subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout)
+
+
+def ground_truth(stdout):
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1, stdout
+    return json.loads(lines[0])
+
+
+def fixture_name(entry):
+    """The name `handwritten` uses for a summary entry: 'YieldNow', 'leaf',
+    'sum_twice<u32>', 'block_task{block}', 'closure_task{closure}'; None if none."""
+    path, kind = entry["path"] or "", entry["kind"]
+    if kind == "handwritten":
+        return last_segment(path)
+    if kind == "async_fn":
+        name = entry["name"]
+        assert name.startswith("handwritten::"), name
+        return name[len("handwritten::"):]
+    return caller_name({"path": path, "kind": kind, "name": entry["name"]}, "handwritten")
+
+
+def check_pftrace(path, polls=None):
+    """Read back by tests/perfetto_reader.py (interning, incremental clocks, nesting
+    checked); with polls, one slice per poll on the thread tracks. Returns the Trace."""
+    need_tool("protoc")
+    import perfetto_reader
+
+    trace = perfetto_reader.read(path)
+    assert trace.packets, f"{path} is empty"
+    if polls is not None:
+        threads = trace.thread_tracks()
+        assert sum(s.track in threads for s in trace.slices) == polls
+    return trace
+
+
+def check_chrome(path, polls):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    assert len(slices) == polls, (len(slices), polls)
+    assert doc["otherData"]["dropped"] == 0
+    return doc
+
+
+def load_summary(paths):
+    with open(paths["summary"], encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ---------------------------------------------------------------------------
+# protoc's text format (test_trace_writers.py, test_profile_writers.py)
+# ---------------------------------------------------------------------------
+
+# The subset of Perfetto's schema the writers use (field numbers and types as in
+# Perfetto's protos)
+PERFETTO_SCHEMA = REPO / "tests" / "data" / "perfetto_subset.proto"
+
+
+def require_protoc():
+    if not shutil.which("protoc"):
+        pytest.fail("protoc not found in PATH (Debian: protobuf-compiler): run 'make deps'")
+
+
+def write_sample(binary, path, kind=None):
+    require_file(binary, "the unit test binary", "run 'make san' (it builds .output/san/tests/)")
+    proc = subprocess.run([str(binary), "--write", *([kind] if kind else []), str(path)], capture_output=True, text=True, errors="replace",
+                          timeout=120, env=san_env())
+    assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, describe(proc)
+
+
+def parse_text_format(text):
+    """protoc's text output as nested lists of (key, value); value a str or a list."""
+    root, stack = [], []
+    node = root
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line == "}":
+            node = stack.pop()
+        elif line.endswith("{"):
+            child = []
+            node.append((line[:-1].strip(), child))
+            stack.append(node)
+            node = child
+        else:
+            key, _, value = line.partition(": ")
+            node.append((key, value))
+    assert not stack, "unbalanced braces in protoc output"
+    return root
+
+
+def unquote(value):
+    """A text-format string literal ("...", C escapes, octal bytes) as text."""
+    assert value.startswith('"') and value.endswith('"'), value
+    return codecs.escape_decode(value[1:-1])[0].decode("utf-8")
+
+
+def field(msg, key, default=None):
+    return next((v for k, v in msg if k == key), default)
+
+
+def fields(msg, key):
+    return [v for k, v in msg if k == key]
