@@ -354,22 +354,27 @@ static void print_top(FILE *out, const struct profile_data *d, bool offcpu, size
 }
 
 static void print_summary(FILE *out, const struct consumer *c, const struct profile_data *d,
-			  const uint64_t *counters, bool offcpu)
+			  const uint64_t *counters, bool offcpu, int64_t target_cpu_ns)
 {
-	char reasons[512] = "";
+	char reasons[512] = "", cpu[64] = "";
 
 	for (int r = 1; r < UNWIND_REASON_COUNT; r++)
 		if (c->reasons[r])
 			sysfacts__add_fact(reasons, sizeof(reasons), "%s %" PRIu64,
 					   unwind_reason__name((enum unwind_reason)r),
 					   c->reasons[r]);
+	/* what the samples should add up to: each one stands for 1/freq s of the target's CPU */
+	if (target_cpu_ns >= 0)
+		snprintf(cpu, sizeof(cpu), " (target CPU time %.2f s)",
+			 (double)target_cpu_ns / 1e9);
 	fprintf(out,
-		"asyncbpf profile: pid %u (%s), %s at %u Hz, %.1f s: %" PRIu64 " samples, %" PRIu64
-		" dropped (ring buffer full), %" PRIu64 " failed to unwind, %" PRIu64
-		" unwound partially%s%s%s\n",
+		"asyncbpf profile: pid %u (%s), %s at %u Hz, %.1f s%s: %" PRIu64
+		" samples, %" PRIu64 " dropped (ring buffer full), %" PRIu64
+		" failed to unwind, %" PRIu64 " unwound partially%s%s%s\n",
 		d->pid, d->process_name ? d->process_name : "?", d->event, d->freq_hz,
-		(double)(d->end_ns - d->start_ns) / 1e9, c->received, counters[PCOUNTER_DROPPED],
-		c->failed, c->partial, reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
+		(double)(d->end_ns - d->start_ns) / 1e9, cpu, c->received,
+		counters[PCOUNTER_DROPPED], c->failed, c->partial, reasons[0] ? " (" : "", reasons,
+		reasons[0] ? ")" : "");
 	if (offcpu)
 		fprintf(out,
 			"off-CPU: %" PRIu64 " times a thread blocked, %" PRIu64
@@ -452,6 +457,7 @@ static int profile(const struct profile_args *a)
 	struct profile_data d = {0};
 	struct ring_buffer *rb = NULL;
 	struct rb_budget budget = {0};
+	int64_t cpu_start = -1, cpu_end = -1;
 	uint64_t counters[PCOUNTER_COUNT] = {0}, start = 0;
 	char err[1024] = "", exe[PATH_MAX], svg[PATH_MAX], comm[64] = "", path[64];
 	pid_t pid = a->pid, child = 0;
@@ -585,9 +591,11 @@ static int profile(const struct profile_args *a)
 		a->offcpu ? ", off-CPU too" : "");
 	getrusage(RUSAGE_SELF, &ru0);
 	start = now_ns();
+	cpu_start = sysfacts__process_cpu_ns((int)pid);
 	if (go_fd >= 0 && (r = launch__go(&go_fd)))
 		pr_warn("profile: cannot start the command: %s\n", strerror(-r));
 	profile_loop(rb, &budget, pidfd, a->duration, start, &exe_watch);
+	cpu_end = sysfacts__process_cpu_ns((int)pid); /* a zombie still says: not reaped yet */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	profiler__detach(&prof);
@@ -623,7 +631,8 @@ static int profile(const struct profile_args *a)
 			" arrived\n",
 			counters[PCOUNTER_SAMPLES], c->received + c->offcpu_records);
 	status = write_outputs(&out, &d);
-	print_summary(a->command ? stderr : stdout, c, &d, counters, a->offcpu);
+	print_summary(a->command ? stderr : stdout, c, &d, counters, a->offcpu,
+		      cpu_start >= 0 && cpu_end >= cpu_start ? cpu_end - cpu_start : -1);
 	if (counters[PCOUNTER_DROPPED])
 		pr_warn("profile: WARNING: %" PRIu64 " samples were DROPPED (ring buffer full: "
 			"--ringbuf-size, or a lower -F)\n",

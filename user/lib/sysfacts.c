@@ -173,3 +173,23 @@ bool sysfacts__bpf_privileged(void)
 	return sysfacts__has_capability(CAP_SYS_ADMIN) ||
 	       (sysfacts__has_capability(CAP_BPF) && sysfacts__has_capability(CAP_PERFMON));
 }
+
+int64_t sysfacts__process_cpu_ns(int pid)
+{
+	char path[64], buf[1024];
+	const char *p;
+	unsigned long long utime, stime;
+	long ticks = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (sysfacts__read_small_file(path, buf, sizeof(buf)) < 0 || ticks <= 0)
+		return -1;
+	/* the command name may hold spaces and parentheses: fields follow the last ')' */
+	if (!(p = strrchr(buf, ')')))
+		return -1;
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+		   &stime) != 2)
+		return -1;
+	return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)ticks));
+}

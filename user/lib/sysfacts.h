@@ -9,6 +9,7 @@
 #define ASYNCBPF_SYSFACTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 /*
@@ -19,6 +20,11 @@ __attribute__((format(printf, 3, 4))) void sysfacts__add_fact(char *buf, size_t 
 							      const char *fmt, ...);
 
 bool sysfacts__path_exists(const char *path);
+/*
+ * CPU time (user + system, every thread, ns) process pid has used so far, from
+ * /proc/PID/stat (still readable while it is a zombie); -1 if unreadable.
+ */
+int64_t sysfacts__process_cpu_ns(int pid);
 
 /*
  * The first line of a small file (procfs, sysfs) without its newline, truncated to
