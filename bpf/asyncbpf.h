@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared by the BPF programs and user space: the ABI between them. Only
+ * Shared by the BPF programs and user space: the ABI between them, every record
+ * type and value both sides read (the tracer's, `check`'s and the profiler's). Only
  * fixed-width __u8..__u64 types and explicit padding; no bool, long or pointers.
+ * The _Static_asserts at the end pin sizes and values: a change to the layout must
+ * change them too, on purpose.
  */
 #ifndef ASYNCBPF_H
 #define ASYNCBPF_H
@@ -12,8 +15,12 @@
 
 /* Every ring-buffer record starts with a __u32 type tag from this list. */
 enum record_type {
-	RECORD_CHECK = 1, /* struct check_record, from check.bpf.c */
-	RECORD_POLL = 2,  /* struct poll_record, from trace.bpf.c */
+	RECORD_CHECK = 1,	    /* struct check_record, from check.bpf.c */
+	RECORD_POLL = 2,	    /* struct poll_record, from trace.bpf.c */
+	RECORD_PROFILE_SAMPLE = 16, /* struct profile_sample, on-CPU, from profile.bpf.c */
+	RECORD_PROFILE_OFFCPU = 17, /* struct profile_sample: a target thread blocked here */
+	RECORD_PROFILE_WAKE = 18,   /* struct profile_sample without stack: it ran again;
+				       weight = ns blocked */
 };
 
 /*
@@ -193,5 +200,66 @@ enum trace_counter {
 	COUNTER_DROPPED,	/* records lost to a full ring buffer (all poll fns) */
 	COUNTER_COUNT,
 };
+
+/* ---- asyncbpf profile (profile.bpf.c; user/profile/ reads these) ---- */
+
+/*
+ * User registers x86-64 DWARF unwinding needs, indexed by DWARF register number
+ * (System V psABI: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then the return address
+ * column 16 which holds rip).
+ */
+#define PROFILE_NR_REGS 17
+#define PROFILE_REG_SP	7
+#define PROFILE_REG_BP	6
+#define PROFILE_REG_IP	16
+
+#define PROFILE_STACK_DEFAULT (32u << 10) /* debug tokio servers need ~16K (docs/profile.md) */
+#define PROFILE_STACK_MAX     (64u << 10)
+
+/* Why a sample carries no usable user state (flags). */
+#define PROFILE_F_KERNEL_THREAD 1u /* no user registers at all */
+#define PROFILE_F_STACK_FAULT	2u /* the stack copy stopped at an unreadable page */
+
+struct profile_sample {
+	__u32 type; /* RECORD_PROFILE_SAMPLE or RECORD_PROFILE_OFFCPU */
+	__u32 pid;  /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u64 time_ns;	  /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+	__u64 weight;	  /* on-CPU: 1; off-CPU: ns blocked */
+	__u32 flags;	  /* PROFILE_F_* */
+	__u32 stack_size; /* bytes of stack[] copied from regs[PROFILE_REG_SP] upwards */
+	__u64 regs[PROFILE_NR_REGS];
+	/* stack_size bytes of stack follow the header */
+};
+
+/* Per-CPU counters (profile_counters map). */
+enum profile_counter {
+	PCOUNTER_HITS,		 /* the program ran for the target's threads */
+	PCOUNTER_SAMPLES,	 /* records emitted */
+	PCOUNTER_DROPPED,	 /* ring buffer full */
+	PCOUNTER_NO_REGS,	 /* no user registers (kernel thread) */
+	PCOUNTER_STACK_FAULT,	 /* the stack copy was cut short by a fault */
+	PCOUNTER_OFFCPU_DROPPED, /* off-CPU: switch-out state table full */
+	PCOUNTER_COUNT,
+};
+
+/* ---- the layout, pinned ---- */
+
+_Static_assert(sizeof(struct check_record) == 24, "struct check_record changed");
+_Static_assert(sizeof(struct poll_spec) == 56, "struct poll_spec changed");
+_Static_assert(sizeof(struct poll_frame) == 40, "struct poll_frame changed");
+_Static_assert(sizeof(struct thread_stack) == 16 + 40 * TRACE_MAX_DEPTH,
+	       "struct thread_stack changed");
+_Static_assert(sizeof(struct poll_record) == 88, "struct poll_record changed");
+_Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
+_Static_assert(sizeof(struct poll_stats) == 48 + 8 * TRACE_HIST_BUCKETS,
+	       "struct poll_stats changed");
+_Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
+	       "struct profile_sample changed");
+_Static_assert(RESULT_READY == 0 && RESULT_PENDING == 1 && RESULT_PANICKED == 2 &&
+		   RESULT_UNKNOWN == 3 && RESULT_TRUNCATED == 4 && RESULT_OPEN == 5,
+	       "enum record_result renumbered (user space maps it onto enum poll_result)");
+_Static_assert(UNKNOWN_REASON_COUNT == 6, "enum unknown_reason changed");
 
 #endif

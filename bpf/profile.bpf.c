@@ -16,7 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "profile.h"
+#include "asyncbpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

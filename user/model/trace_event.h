@@ -36,7 +36,7 @@ static inline const char *poll_result__name(enum poll_result r)
 
 #define TRACE_NO_INDEX UINT32_MAX
 
-/* enum record_result (bpf/asyncbpf.h) has this order: checked where both are known. */
+/* enum record_result (bpf/asyncbpf.h) has this order: asserted in trace/trace_consumer.c. */
 
 struct trace_poll {
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */

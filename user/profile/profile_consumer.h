@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The profiler's ring-buffer consumer: each record (bpf/profile.h) is unwound
+ * The profiler's ring-buffer consumer: each record (bpf/asyncbpf.h) is unwound
  * (unwind.h), projected onto its async stack (profile_project.h) and counted: unwind
  * failures by reason, off-CPU time paired with the stack where the thread blocked,
  * thread names. docs/profile.md.

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile.h"
+#include "asyncbpf.h"
 
 #define PROFILE_DEFAULT_FREQ	99
 #define PROFILE_MAX_FREQ	10000

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Unwinding recorded samples (bpf/profile.h records: user registers + a copy of the
+ * Unwinding recorded samples (bpf/asyncbpf.h records: user registers + a copy of the
  * top of the user stack) with elfutils libdwfl, the way `perf --call-graph dwarf`
  * does: CFI from .eh_frame/.debug_frame, memory reads served from the copied stack
  * (and from the mapped files), one Dwfl per target built from /proc/PID/maps and
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile.h"
+#include "asyncbpf.h"
 
 /* Why an unwind stopped before the thread's outermost frame (or produced nothing). */
 enum unwind_reason {

@@ -13,6 +13,12 @@
 #include "lib/sysfacts.h"
 #include "trace/tracer.h"
 
+/* the BPF side's results are the consumer's, value for value */
+_Static_assert((int)POLL_READY == RESULT_READY && (int)POLL_PENDING == RESULT_PENDING &&
+		   (int)POLL_PANICKED == RESULT_PANICKED && (int)POLL_UNKNOWN == RESULT_UNKNOWN &&
+		   (int)POLL_TRUNCATED == RESULT_TRUNCATED && (int)POLL_OPEN == RESULT_OPEN,
+	       "enum poll_result and enum record_result differ");
+
 int trace_record__decode(const void *data, size_t size, const struct model *m,
 			 struct trace_poll *out)
 {
@@ -38,7 +44,7 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	out->task_self = r.task_self;
 	out->task_poll = r.task_poll;
 	out->depth = r.depth;
-	/* enum record_result has enum poll_result's order */
+	/* enum record_result has enum poll_result's order (asserted below) */
 	out->result = (enum poll_result)r.result;
 	out->unknown_reason = r.result == RESULT_UNKNOWN && r.unknown_reason < UNKNOWN_REASON_COUNT
 				  ? r.unknown_reason
