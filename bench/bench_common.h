@@ -14,6 +14,9 @@
 
 #include "model/model.h"
 #include "trace/tracer.h"
+#include "trace/trace_consumer.h"
+#include "trace/trace_summary.h"
+#include "export/perfetto.h"
 
 uint64_t bench__now_ns(void);
 

@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 	struct model m;
 	struct producer_bpf *skel = NULL;
 	struct trace_summary sum = {0};
-	struct trace_consumer consumer = {0};
+	struct trace_consumer *consumer = NULL;
 	struct consumer_thread ct = {0};
 	struct perfetto_writer *pw = NULL;
 	struct produce_args pa = {0};
@@ -254,12 +254,13 @@ int main(int argc, char **argv)
 	}
 	pw = perfetto_writer__new(out, &m, (uint32_t)getpid(), "consumer_bench");
 	if (!pw || trace_summary__init(&sum, &m) ||
-	    trace_consumer__init(&consumer, &m, getpid(), pw, NULL, &sum)) {
+	    !(consumer = trace_consumer__new(
+		  &m, getpid(), &(struct trace_sinks){.summary = &sum, .perfetto = pw}))) {
 		fprintf(stderr, "consumer_bench: out of memory\n");
 		status = EXIT_FAILURE_INTERNAL;
 		goto out;
 	}
-	ct.consumer = &consumer;
+	ct.consumer = consumer;
 	ct.rb = ring_buffer__new(bpf_map__fd(skel->maps.bench_events), count_and_handle, &ct, NULL);
 	if (!ct.rb) {
 		fprintf(stderr, "consumer_bench: ring_buffer__new: %s\n", strerror(errno));
@@ -349,7 +350,7 @@ out:
 
 		totals.polls = sum.records;
 		totals.dropped = all_dropped;
-		if (perfetto_writer__finish(pw, &totals) || consumer.write_err) {
+		if (perfetto_writer__finish(pw, &totals) || trace_consumer__write_err(consumer)) {
 			fprintf(stderr, "consumer_bench: writing %s failed\n", out_path);
 			status = EXIT_OUTPUT;
 		}
@@ -373,7 +374,7 @@ out:
 			       bytes, received, (double)bytes / (double)received);
 	}
 	ring_buffer__free(ct.rb);
-	trace_consumer__free(&consumer);
+	trace_consumer__free(consumer);
 	perfetto_writer__free(pw);
 	if (out)
 		fclose(out);

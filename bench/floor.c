@@ -159,7 +159,7 @@ static int parse(int argc, char **argv, struct floor_args *a)
 static int time_tracer(const struct floor_args *a, const struct model *m,
 		       const struct trace_plan *plan)
 {
-	struct tracer t = {0};
+	struct tracer *t;
 	struct tracer_opts o = {
 	    .pid = a->pid, .path = a->path, .ringbuf_size = a->ringbuf_size, .verbose = verbose};
 	char err[512] = "";
@@ -168,16 +168,18 @@ static int time_tracer(const struct floor_args *a, const struct model *m,
 	int fd, r, status = EXIT_OK;
 	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
 
-	t.multi_fd = -1;
+	t = tracer__new(&o);
+	if (!t)
+		return EXIT_FAILURE_INTERNAL;
 	t0 = bench__now_ns();
-	r = tracer__load(&t, plan, m, &o, err, sizeof(err));
+	r = tracer__load(t, plan, m, err, sizeof(err));
 	t1 = bench__now_ns();
 	if (r) {
 		fprintf(stderr, "floor: tracer__load: %s\n", err);
 		status = EXIT_KERNEL;
 		goto out;
 	}
-	fd = bpf_map__fd(t.skel->maps.trace_specs);
+	fd = tracer__specs_fd(t);
 	for (__u32 i = 0; i < plan->nr; i++)
 		if (bpf_map_update_elem(fd, &i, &plan->specs[i], BPF_ANY)) {
 			fprintf(stderr, "floor: refilling the specs: %s\n", strerror(errno));
@@ -199,7 +201,7 @@ static int time_tracer(const struct floor_args *a, const struct model *m,
 		goto out;
 	}
 	t4 = bench__now_ns();
-	r = tracer__attach(&t, plan, &o, err, sizeof(err));
+	r = tracer__attach(t, plan, err, sizeof(err));
 	t5 = bench__now_ns();
 	if (r) {
 		fprintf(stderr, "floor: tracer__attach: %s\n", err);
@@ -210,23 +212,23 @@ static int time_tracer(const struct floor_args *a, const struct model *m,
 		struct bpf_prog_info info = {0};
 		__u32 len = sizeof(info);
 
-		if (!bpf_obj_get_info_by_fd(bpf_program__fd(t.skel->progs.poll_probe), &info, &len))
+		if (!bpf_obj_get_info_by_fd(tracer__prog_fd(t), &info, &len))
 			verified_insns = info.verified_insns;
 	}
 	t6 = bench__now_ns();
-	tracer__detach(&t);
+	tracer__detach(t);
 	t7 = bench__now_ns();
 	fprintf(stderr,
 		"tracer: {\"probes\":%u,\"entries\":%u,\"exits\":%u,\"polls\":%u,"
 		"\"multi\":%s,\"load_ms\":%.3f,\"fill_ms\":%.3f,\"fill_batch_ms\":%.3f,"
 		"\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"verified_insns\":%u}\n",
 		plan->nr, plan->nr_entries, plan->nr_exits, plan->nr_polls,
-		t.multi ? "true" : "false", (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
-		(double)(t4 - t3) / 1e6, (double)(t5 - t4) / 1e6, (double)(t7 - t6) / 1e6,
-		verified_insns);
+		strstr(tracer__links(t), "multi") ? "true" : "false", (double)(t1 - t0) / 1e6,
+		(double)(t2 - t1) / 1e6, (double)(t4 - t3) / 1e6, (double)(t5 - t4) / 1e6,
+		(double)(t7 - t6) / 1e6, verified_insns);
 out:
 	free(keys);
-	tracer__free(&t);
+	tracer__free(t);
 	return status;
 }
 

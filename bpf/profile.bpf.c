@@ -151,6 +151,18 @@ static __always_inline int emit(struct task_struct *task, __u32 type, __u64 weig
 	return 0;
 }
 
+/* execs of the target seen; user space stops on one it did not start (launch mode's) */
+__u32 exec_count;
+
+SEC("raw_tp/sched_process_exec")
+int profile_exec(void *ctx)
+{
+	/* the exec'ing task is current, and its tgid survives the exec */
+	if ((bpf_get_current_pid_tgid() >> 32) == target_tgid)
+		__sync_fetch_and_add(&exec_count, 1);
+	return 0;
+}
+
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {

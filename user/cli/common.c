@@ -12,24 +12,6 @@
 #include "lib/log.h"
 #include "analyze/target.h"
 
-int exit_code_from_errno(int err)
-{
-	switch (err < 0 ? -err : err) {
-	case 0: return EXIT_OK;
-	case ENOENT:
-	case ESRCH: return EXIT_NO_INPUT;
-	case EACCES:
-	case EPERM: return EXIT_NO_PERMISSION;
-	case ENOEXEC:
-	case EINVAL:
-	case EFBIG:
-	case EISDIR: return EXIT_BAD_INPUT;
-	case ENOSYS:
-	case EOPNOTSUPP: return EXIT_KERNEL;
-	default: return EXIT_FAILURE_INTERNAL;
-	}
-}
-
 int parse_pid(const char *cmd, const char *s, pid_t *pid)
 {
 	char *end;

@@ -55,7 +55,7 @@ int outfile__open(struct outfile *o, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int outfile__commit(struct outfile *o, char *err, size_t errlen)
+int outfile__close(struct outfile *o, char *err, size_t errlen)
 {
 	if (o->is_stdout) {
 		if (fflush(stdout) || ferror(stdout)) {
@@ -65,7 +65,7 @@ int outfile__commit(struct outfile *o, char *err, size_t errlen)
 		return 0;
 	}
 	if (!o->f)
-		return -EINVAL;
+		return o->tmp[0] ? 0 : -EINVAL; /* closed already, or never opened */
 	int bad = ferror(o->f);
 	int e = fclose(o->f) ? errno : 0;
 	o->f = NULL;
@@ -74,6 +74,15 @@ int outfile__commit(struct outfile *o, char *err, size_t errlen)
 		outfile__abort(o);
 		return -(e ? e : EIO);
 	}
+	return 0;
+}
+
+int outfile__commit(struct outfile *o, char *err, size_t errlen)
+{
+	int e = outfile__close(o, err, errlen);
+
+	if (e || o->is_stdout)
+		return e;
 	if (rename(o->tmp, o->path)) {
 		e = errno;
 		snprintf(err, errlen, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(e));

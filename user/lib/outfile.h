@@ -20,7 +20,13 @@ struct outfile {
 
 /* "-" means stdout. Returns 0 or -errno with err filled. */
 int outfile__open(struct outfile *o, const char *path, char *err, size_t errlen);
-/* Flush, fsync-free rename into place. Returns 0 or -errno with err filled. */
+/*
+ * Flush and close the temporary file, checking every write made to it, without
+ * renaming it yet (a set of outputs is renamed only once all of them closed well).
+ * 0 or -errno with err filled (the temporary file is then removed).
+ */
+int outfile__close(struct outfile *o, char *err, size_t errlen);
+/* Close (when not done yet), fsync-free rename into place. Returns 0 or -errno with err filled. */
 int outfile__commit(struct outfile *o, char *err, size_t errlen);
 /* Remove the temporary file (on any failure path). Safe to call twice. */
 void outfile__abort(struct outfile *o);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -192,4 +193,12 @@ int64_t sysfacts__process_cpu_ns(int pid)
 		   &stime) != 2)
 		return -1;
 	return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)ticks));
+}
+
+uint64_t sysfacts__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -19,6 +19,8 @@
 __attribute__((format(printf, 3, 4))) void sysfacts__add_fact(char *buf, size_t size,
 							      const char *fmt, ...);
 
+/* CLOCK_MONOTONIC in ns (the clock of bpf_ktime_get_ns). */
+uint64_t sysfacts__now_ns(void);
 bool sysfacts__path_exists(const char *path);
 /*
  * CPU time (user + system, every thread, ns) process pid has used so far, from

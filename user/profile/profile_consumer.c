@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/hashmap.h"
 #include "lib/log.h"
 #include "lib/sysfacts.h"
 
@@ -20,13 +21,22 @@
 #define REFRESH_INTERVAL_NS	  (200000000ull)
 #define REFRESH_FIRST_INTERVAL_NS (1000000ull)
 
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+struct profile_consumer {
+	pid_t pid;
+	char err[512];
+	struct unwinder *unwinder;
+	int unwinder_err;
+	struct projector *proj;
+	struct profile_counts n;
+	uint64_t last_refresh, refresh_interval;
+	struct u64_map threads; /* tid -> index in names */
+	struct pthread_name *names;
+	size_t nr_names, cap_names;
+	struct u64_map blocked; /* off-CPU: tid -> stack of its last switch-out */
+	void **kept;		/* --bench-replay: copies of the last on-CPU records */
+	size_t *kept_size, nr_kept, keep;
+	struct unwind_result result; /* large: kept here, not on the stack */
+};
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -36,7 +46,7 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void note_thread(struct consumer *c, uint32_t tid)
+static void note_thread(struct profile_consumer *c, uint32_t tid)
 {
 	char path[64], comm[64] = "";
 	uint64_t v;
@@ -65,7 +75,7 @@ static void note_thread(struct consumer *c, uint32_t tid)
 	c->nr_names++;
 }
 
-static uint32_t unwind_sample(struct consumer *c, const struct profile_sample *rec,
+static uint32_t unwind_sample(struct profile_consumer *c, const struct profile_sample *rec,
 			      const uint8_t *stack)
 {
 	uint64_t t0 = thread_cpu_ns(), now;
@@ -74,14 +84,14 @@ static uint32_t unwind_sample(struct consumer *c, const struct profile_sample *r
 	/* launch mode: the mappings are only worth reading once the command runs */
 	if (!c->unwinder) {
 		c->unwinder = unwinder__new(c->pid, &c->unwinder_err, c->err, sizeof(c->err));
-		c->last_refresh = now_ns();
+		c->last_refresh = sysfacts__now_ns();
 		c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
 		if (!c->unwinder)
 			return 0;
 	}
 	n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
 	if (c->result.reason == UNWIND_PC_OUTSIDE &&
-	    (now = now_ns()) - c->last_refresh > c->refresh_interval) {
+	    (now = sysfacts__now_ns()) - c->last_refresh > c->refresh_interval) {
 		/* a dlopen or an exec since the mappings were read */
 		c->last_refresh = now;
 		if (!unwinder__refresh(c->unwinder))
@@ -91,13 +101,13 @@ static uint32_t unwind_sample(struct consumer *c, const struct profile_sample *r
 		else if ((c->refresh_interval *= 2) > REFRESH_INTERVAL_NS)
 			c->refresh_interval = REFRESH_INTERVAL_NS;
 	}
-	c->unwind_cpu_ns += thread_cpu_ns() - t0;
+	c->n.unwind_cpu_ns += thread_cpu_ns() - t0;
 	return n;
 }
 
-int consumer__handle(void *ctx, void *data, size_t size)
+int profile_consumer__handle(void *ctx, void *data, size_t size)
 {
-	struct consumer *c = ctx;
+	struct profile_consumer *c = ctx;
 	const struct profile_sample *rec = data;
 	const uint8_t *stack = (const uint8_t *)data + sizeof(*rec);
 	struct projected_sample s;
@@ -108,7 +118,7 @@ int consumer__handle(void *ctx, void *data, size_t size)
 	if (size < sizeof(*rec) || rec->stack_size > size - sizeof(*rec) ||
 	    (rec->type != RECORD_PROFILE_SAMPLE && rec->type != RECORD_PROFILE_OFFCPU &&
 	     rec->type != RECORD_PROFILE_WAKE)) {
-		c->bad_records++;
+		c->n.bad_records++;
 		return 0;
 	}
 	s = (struct projected_sample){
@@ -116,18 +126,18 @@ int consumer__handle(void *ctx, void *data, size_t size)
 	if (rec->type == RECORD_PROFILE_WAKE) {
 		/* UINT64_MAX: this block's stack was used already (its record was lost) */
 		if (!u64_map__get(&c->blocked, rec->tid, &v) || v == UINT64_MAX) {
-			c->unknown_waits++;
+			c->n.unknown_waits++;
 			return 0;
 		}
 		s.offcpu = true;
 		if (projector__add_weight(c->proj, (uint32_t)v, &s))
-			c->error = -ENOMEM;
+			c->n.error = -ENOMEM;
 		u64_map__set(&c->blocked, rec->tid, UINT64_MAX);
 		return 0;
 	}
 	note_thread(c, rec->tid);
 	n = unwind_sample(c, rec, stack);
-	if (log_verbosity >= 2 && c->received < 3) { /* what the first samples unwound to */
+	if (log_verbosity >= 2 && c->n.received < 3) { /* what the first samples unwound to */
 		pr_debug("profile: sample of tid %u: %u frames (%s)\n", rec->tid, n,
 			 unwind_reason__name(c->result.reason));
 		for (uint32_t i = 0; i < n; i++)
@@ -138,13 +148,13 @@ int consumer__handle(void *ctx, void *data, size_t size)
 				 c->result.frames[i]->line);
 	}
 	if (rec->type == RECORD_PROFILE_OFFCPU) {
-		c->offcpu_records++;
+		c->n.offcpu_records++;
 		s.offcpu = true;
 		s.intern_only = true; /* its time arrives with the wake-up */
 	} else {
-		c->received++;
+		c->n.received++;
 		if (c->keep) {
-			size_t slot = c->nr_kept < c->keep ? c->nr_kept++ : c->received % c->keep;
+			size_t slot = c->nr_kept < c->keep ? c->nr_kept++ : c->n.received % c->keep;
 			void *copy = malloc(size);
 
 			if (copy) {
@@ -154,24 +164,81 @@ int consumer__handle(void *ctx, void *data, size_t size)
 				c->kept_size[slot] = size;
 			}
 		}
-		c->reasons[c->unwinder ? c->result.reason : UNWIND_OTHER]++;
+		c->n.reasons[c->unwinder ? c->result.reason : UNWIND_OTHER]++;
 		if (!n)
-			c->failed++;
+			c->n.failed++;
 		else if (c->result.reason != UNWIND_COMPLETE)
-			c->partial++;
+			c->n.partial++;
 	}
 	st = projector__add(c->proj, c->result.frames, n, &s);
 	if (st < 0) {
-		c->error = -ENOMEM;
+		c->n.error = -ENOMEM;
 		return 0;
 	}
 	if (s.offcpu && u64_map__set(&c->blocked, rec->tid, (uint64_t)st))
-		c->error = -ENOMEM;
+		c->n.error = -ENOMEM;
 	return 0;
 }
 
-void consumer__free(struct consumer *c)
+struct profile_consumer *profile_consumer__new(const struct model *m, pid_t pid, uint32_t keep)
 {
+	struct profile_consumer *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->pid = pid;
+	u64_map__init(&c->threads);
+	u64_map__init(&c->blocked);
+	c->proj = projector__new(m, true);
+	if (keep) {
+		c->kept = calloc(keep, sizeof(*c->kept));
+		c->kept_size = calloc(keep, sizeof(*c->kept_size));
+		c->keep = c->kept && c->kept_size ? keep : 0;
+	}
+	if (!c->proj) {
+		profile_consumer__free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int profile_consumer__open_unwinder(struct profile_consumer *c, char *err, size_t errlen)
+{
+	c->unwinder = unwinder__new(c->pid, &c->unwinder_err, err, errlen);
+	c->last_refresh = sysfacts__now_ns();
+	c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
+	return c->unwinder ? 0 : (c->unwinder_err ? c->unwinder_err : -EINVAL);
+}
+
+const struct profile_counts *profile_consumer__counts(const struct profile_consumer *c)
+{
+	struct profile_counts *n = (struct profile_counts *)&c->n;
+
+	n->have_unwinder = c->unwinder != NULL;
+	n->unwind_err = c->err;
+	return n;
+}
+
+void profile_consumer__fill(struct profile_consumer *c, struct profile_data *d)
+{
+	d->unwind_failed = c->n.failed;
+	d->threads = c->names;
+	d->nthreads = c->nr_names;
+	projector__fill(c->proj, d);
+}
+
+void profile_consumer__unwinder_stats(const struct profile_consumer *c, uint64_t *pcs,
+				      uint64_t *refreshes)
+{
+	*pcs = *refreshes = 0;
+	if (c->unwinder)
+		unwinder__stats(c->unwinder, pcs, refreshes);
+}
+
+void profile_consumer__free(struct profile_consumer *c)
+{
+	if (!c)
+		return;
 	for (size_t i = 0; i < c->nr_kept; i++)
 		free(c->kept[i]);
 	free(c->kept);
@@ -183,6 +250,7 @@ void consumer__free(struct consumer *c)
 	free(c->names);
 	u64_map__free(&c->threads);
 	u64_map__free(&c->blocked);
+	free(c);
 }
 
 /*
@@ -190,7 +258,8 @@ void consumer__free(struct consumer *c)
  * caches, timed on this thread's CPU clock: unwinding throughput on one core, the
  * number bench/profile.sh reports. The replayed samples go to a scratch projector.
  */
-void consumer__bench_replay(struct consumer *c, const struct model *m, uint32_t rounds)
+void profile_consumer__bench_replay(struct profile_consumer *c, const struct model *m,
+				    uint32_t rounds)
 {
 	struct projector *scratch = projector__new(m, false);
 	struct projected_sample s = {.weight = 1};

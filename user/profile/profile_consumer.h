@@ -13,39 +13,50 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/hashmap.h"
 #include "model/model.h"
 #include "model/profile_data.h"
 #include "profile/profile_project.h"
 #include "profile/unwind.h"
 
-struct consumer {
-	pid_t pid;
-	char err[512];
-	struct unwinder *unwinder;
-	int unwinder_err;
-	struct projector *proj;
-	uint64_t received, offcpu_records, bad_records, failed, partial, unknown_waits;
+struct profile_consumer;
+
+/* What the consumer counted (problems included), for the summary. */
+struct profile_counts {
+	uint64_t received;	 /* on-CPU samples */
+	uint64_t offcpu_records; /* switch-outs (--off-cpu) */
+	uint64_t bad_records, failed, partial;
+	uint64_t unknown_waits; /* wake-ups whose block was not recorded */
 	uint64_t reasons[UNWIND_REASON_COUNT];
-	uint64_t unwind_cpu_ns, last_refresh, refresh_interval;
-	struct u64_map threads; /* tid -> index in names */
-	struct pthread_name *names;
-	size_t nr_names, cap_names;
-	struct u64_map blocked; /* off-CPU: tid -> stack of its last switch-out */
-	int error;		/* first -ENOMEM */
-	void **kept;		/* --bench-replay: copies of the last on-CPU records */
-	size_t *kept_size, nr_kept, keep;
-	struct unwind_result result; /* large: kept here, not on the stack */
+	uint64_t unwind_cpu_ns;
+	int error;		/* first -ENOMEM: some samples are missing */
+	bool have_unwinder;	/* the target's mappings could be read */
+	const char *unwind_err; /* why not, when they could not */
 };
 
+/*
+ * A consumer of pid's samples for model m (which must outlive it); keep > 0 keeps
+ * copies of the last `keep` on-CPU records for --bench-replay. NULL: out of memory.
+ */
+struct profile_consumer *profile_consumer__new(const struct model *m, pid_t pid, uint32_t keep);
+/*
+ * Read the target's mappings now (-p mode: a failure is reported before sampling;
+ * launch mode reads them at the first sample). 0 or -errno, err filled.
+ */
+int profile_consumer__open_unwinder(struct profile_consumer *c, char *err, size_t errlen);
 /* libbpf ring_buffer callback; never fails (problems are counted). */
-int consumer__handle(void *ctx, void *data, size_t size);
+int profile_consumer__handle(void *ctx, void *data, size_t size);
+const struct profile_counts *profile_consumer__counts(const struct profile_consumer *c);
+/* The projected stacks and the thread names into d (they stay the consumer's). */
+void profile_consumer__fill(struct profile_consumer *c, struct profile_data *d);
+/* The unwinder's cache: pcs described and mapping refreshes (0 without one). */
+void profile_consumer__unwinder_stats(const struct profile_consumer *c, uint64_t *pcs,
+				      uint64_t *refreshes);
 /*
  * --bench-replay N: unwind and project the kept records N more times with warm
  * caches, timed on this thread's CPU clock, and print the rate (bench/profile.sh).
  */
-void consumer__bench_replay(struct consumer *c, const struct model *m, uint32_t rounds);
-void consumer__free(struct consumer *c);
-uint64_t now_ns(void);
+void profile_consumer__bench_replay(struct profile_consumer *c, const struct model *m,
+				    uint32_t rounds);
+void profile_consumer__free(struct profile_consumer *c);
 
 #endif

@@ -16,6 +16,19 @@
 #include "profile.skel.h"
 #include "profile/profiler.h"
 
+struct profiler {
+	struct profiler_opts o;
+	struct profile_bpf *skel;
+	int *perf_fds;
+	struct bpf_link **links;
+	struct bpf_link *offcpu_link;
+	struct bpf_link *exec_link;
+	int nr_cpus;
+	int nr_attached;
+	const char *event; /* "cycles" or "cpu-clock" */
+	int stats_fd;	   /* BPF_ENABLE_STATS while held, or 0 */
+};
+
 static bool libbpf_verbose;
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -34,12 +47,21 @@ static uint32_t round_pow2(uint64_t size)
 	return (uint32_t)r;
 }
 
-int profiler__load(struct profiler *p, const struct profiler_opts *o, char *err, size_t errlen)
+struct profiler *profiler__new(const struct profiler_opts *o)
 {
+	struct profiler *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->o = *o;
+	return p;
+}
+
+int profiler__load(struct profiler *p, char *err, size_t errlen)
+{
+	const struct profiler_opts *o = &p->o;
 	struct profile_bpf *skel;
 	int r;
 
-	memset(p, 0, sizeof(*p));
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
 	p->skel = skel = profile_bpf__open();
@@ -93,8 +115,19 @@ static int open_event(bool hardware, uint32_t freq, int cpu)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-int profiler__attach(struct profiler *p, const struct profiler_opts *o, char *err, size_t errlen)
+/* Without it an exec is noticed only at the target's exit: said, not fatal. */
+static void attach_exec(struct profiler *p)
 {
+	p->exec_link = bpf_program__attach(p->skel->progs.profile_exec);
+	if (!p->exec_link)
+		pr_warn("profile: cannot watch the target's execs (raw_tp/sched_process_exec: "
+			"%s): profiling will not stop when it runs another program\n",
+			strerror(errno));
+}
+
+int profiler__attach(struct profiler *p, char *err, size_t errlen)
+{
+	const struct profiler_opts *o = &p->o;
 	int ncpu = libbpf_num_possible_cpus(), fd, r = 0;
 	bool hardware = true;
 
@@ -161,12 +194,29 @@ int profiler__attach(struct profiler *p, const struct profiler_opts *o, char *er
 			return r;
 		}
 	}
+	attach_exec(p);
 	return 0;
 }
 
 int profiler__ringbuf_fd(const struct profiler *p)
 {
 	return bpf_map__fd(p->skel->maps.profile_events);
+}
+
+uint32_t profiler__exec_count(const struct profiler *p)
+{
+	if (!p->skel || !p->skel->bss)
+		return 0;
+	return __atomic_load_n(&p->skel->bss->exec_count, __ATOMIC_RELAXED);
+}
+
+const char *profiler__event(const struct profiler *p)
+{
+	return p->event ? p->event : "?";
+}
+int profiler__nr_attached(const struct profiler *p)
+{
+	return p->nr_attached;
 }
 
 int profiler__read_counters(const struct profiler *p, uint64_t *counters)
@@ -220,6 +270,8 @@ int profiler__run_stats(const struct profiler *p, uint64_t *run_ns, uint64_t *ru
 
 void profiler__detach(struct profiler *p)
 {
+	bpf_link__destroy(p->exec_link);
+	p->exec_link = NULL;
 	bpf_link__destroy(p->offcpu_link);
 	p->offcpu_link = NULL;
 	for (int c = 0; c < p->nr_cpus; c++) {
@@ -236,11 +288,13 @@ void profiler__detach(struct profiler *p)
 
 void profiler__free(struct profiler *p)
 {
+	if (!p)
+		return;
 	profiler__detach(p);
 	free(p->links);
 	free(p->perf_fds);
 	profile_bpf__destroy(p->skel);
 	if (p->stats_fd > 0)
 		close(p->stats_fd);
-	memset(p, 0, sizeof(*p));
+	free(p);
 }

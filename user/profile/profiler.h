@@ -19,19 +19,7 @@
 #define PROFILE_MAX_FREQ	10000
 #define PROFILE_DEFAULT_RINGBUF (16u << 20)
 
-struct profile_bpf;
-struct bpf_link;
-
-struct profiler {
-	struct profile_bpf *skel;
-	int *perf_fds;
-	struct bpf_link **links;
-	struct bpf_link *offcpu_link;
-	int nr_cpus;
-	int nr_attached;
-	const char *event; /* "cycles" or "cpu-clock" */
-	int stats_fd;	   /* BPF_ENABLE_STATS while held, or -1/0 */
-};
+struct profiler;
 
 struct profiler_opts {
 	pid_t pid;
@@ -42,12 +30,23 @@ struct profiler_opts {
 	bool verbose;
 };
 
-/* 0 or -errno with err filled. */
-int profiler__load(struct profiler *p, const struct profiler_opts *o, char *err, size_t errlen);
-/* Open the per-CPU events and attach. 0 or -errno (-EOPNOTSUPP/-ENOENT: no sampling
- * event; -EACCES/-EPERM: perf_event_paranoid or capabilities). */
-int profiler__attach(struct profiler *p, const struct profiler_opts *o, char *err, size_t errlen);
+/* A profiler for o (copied). NULL: out of memory. */
+struct profiler *profiler__new(const struct profiler_opts *o);
+/* Open, size and load the BPF object. 0 or -errno with err filled. */
+int profiler__load(struct profiler *p, char *err, size_t errlen);
+/*
+ * Open the per-CPU events and attach, and the exec watch (raw_tp/sched_process_exec;
+ * said once when it cannot attach). 0 or -errno (-EOPNOTSUPP/-ENOENT: no sampling
+ * event; -EACCES/-EPERM: perf_event_paranoid or capabilities).
+ */
+int profiler__attach(struct profiler *p, char *err, size_t errlen);
 int profiler__ringbuf_fd(const struct profiler *p);
+/* Execs of the target since attach (0 when they cannot be watched). */
+uint32_t profiler__exec_count(const struct profiler *p);
+/* The sampling event: "cycles" or "cpu-clock". */
+const char *profiler__event(const struct profiler *p);
+/* CPUs whose event the sampler is attached to. */
+int profiler__nr_attached(const struct profiler *p);
 /* Sum the per-CPU counters into counters[PCOUNTER_COUNT]. 0 or -errno. */
 int profiler__read_counters(const struct profiler *p, uint64_t *counters);
 /*
@@ -59,6 +58,7 @@ int profiler__enable_run_stats(struct profiler *p);
 int profiler__run_stats(const struct profiler *p, uint64_t *run_ns, uint64_t *run_cnt);
 /* Destroy the links and close the events (idempotent). */
 void profiler__detach(struct profiler *p);
+/* Detach and free (NULL is fine). */
 void profiler__free(struct profiler *p);
 
 #endif

@@ -11,7 +11,19 @@
 
 #include "lib/hashmap.h"
 #include "lib/sysfacts.h"
-#include "trace/tracer.h"
+#include "export/chrome_trace.h"
+#include "export/perfetto.h"
+#include "export/trace_outputs.h"
+#include "trace/trace_consumer.h"
+#include "trace/trace_summary.h"
+
+struct trace_consumer {
+	const struct model *m;
+	pid_t pid;
+	struct trace_sinks out;
+	struct u64_map threads; /* tids already named */
+	int write_err;		/* first writer error (-errno) */
+};
 
 /* the BPF side's results are the consumer's, value for value */
 _Static_assert((int)POLL_READY == RESULT_READY && (int)POLL_PENDING == RESULT_PENDING &&
@@ -62,21 +74,23 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	return 0;
 }
 
-int trace_consumer__init(struct trace_consumer *c, const struct model *m, pid_t pid,
-			 struct perfetto_writer *perfetto, struct chrome_trace *chrome,
-			 struct trace_summary *summary)
+struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
+					   const struct trace_sinks *sinks)
 {
-	memset(c, 0, sizeof(*c));
+	struct trace_consumer *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
 	c->m = m;
 	c->pid = pid;
-	c->perfetto = perfetto;
-	c->chrome = chrome;
-	c->summary = summary;
-	c->threads = calloc(1, sizeof(*c->threads));
-	if (!c->threads)
-		return -ENOMEM;
-	u64_map__init(c->threads);
-	return 0;
+	c->out = *sinks;
+	u64_map__init(&c->threads);
+	return c;
+}
+
+int trace_consumer__write_err(const struct trace_consumer *c)
+{
+	return c->write_err;
 }
 
 static void name_thread(struct trace_consumer *c, uint32_t pid, uint32_t tid)
@@ -85,17 +99,18 @@ static void name_thread(struct trace_consumer *c, uint32_t pid, uint32_t tid)
 	uint64_t seen;
 	int r;
 
-	if (u64_map__get(c->threads, tid, &seen))
+	if (u64_map__get(&c->threads, tid, &seen))
 		return;
-	if (u64_map__set(c->threads, tid, 1))
+	if (u64_map__set(&c->threads, tid, 1))
 		return; /* out of memory: the thread stays unnamed */
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
 	if (sysfacts__read_small_file(path, name, sizeof(name)) || !name[0])
 		return; /* the thread is gone: its track keeps the tid only */
-	if (c->perfetto && (r = perfetto_writer__add_thread(c->perfetto, tid, name)) &&
+	if (c->out.perfetto && (r = perfetto_writer__add_thread(c->out.perfetto, tid, name)) &&
 	    !c->write_err)
 		c->write_err = r;
-	if (c->chrome && (r = chrome_trace__add_thread(c->chrome, tid, name)) && !c->write_err)
+	if (c->out.chrome && (r = chrome_trace__add_thread(c->out.chrome, tid, name)) &&
+	    !c->write_err)
 		c->write_err = r;
 }
 
@@ -106,12 +121,12 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 	int r;
 
 	if (trace_record__decode(data, size, c->m, &p)) {
-		c->summary->bad_records++;
+		c->out.summary->bad_records++;
 		return 0;
 	}
 	name_thread(c, p.pid, p.tid);
-	if (c->records)
-		fprintf(c->records,
+	if (c->out.records)
+		fprintf(c->out.records,
 			"{\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"pid\":%" PRIu32
 			",\"tid\":%" PRIu32 ",\"poll\":%" PRIu32 ",\"future\":%" PRId64
 			",\"self\":%" PRIu64 ",\"parent_self\":%" PRIu64 ",\"parent_poll\":%" PRId64
@@ -124,23 +139,24 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 			p.parent_poll == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.parent_poll,
 			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result,
 			(unsigned)p.unknown_reason, p.await_index, p.state_before, p.state_after);
-	trace_summary__add(c->summary, &p);
-	if (c->perfetto && (r = perfetto_writer__add_poll(c->perfetto, &p)) && !c->write_err)
+	trace_summary__add(c->out.summary, &p);
+	if (c->out.perfetto && (r = perfetto_writer__add_poll(c->out.perfetto, &p)) &&
+	    !c->write_err)
 		c->write_err = r;
-	if (c->chrome && (r = chrome_trace__add_poll(c->chrome, &p)) && !c->write_err)
+	if (c->out.chrome && (r = chrome_trace__add_poll(c->out.chrome, &p)) && !c->write_err)
 		c->write_err = r;
 	/* folded: a poll it cannot keep is counted there (trace_folded__dropped) */
-	if (c->folded)
-		trace_folded__add(c->folded, &p);
-	if (c->dot && (r = trace_dot__add(c->dot, &p)) && !c->write_err)
+	if (c->out.folded)
+		trace_folded__add(c->out.folded, &p);
+	if (c->out.dot && (r = trace_dot__add(c->out.dot, &p)) && !c->write_err)
 		c->write_err = r;
 	return 0;
 }
 
 void trace_consumer__free(struct trace_consumer *c)
 {
-	if (c->threads)
-		u64_map__free(c->threads);
-	free(c->threads);
-	c->threads = NULL;
+	if (!c)
+		return;
+	u64_map__free(&c->threads);
+	free(c);
 }

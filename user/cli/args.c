@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Option values every command parses the same way: args.h. */
+#include "cli/args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int args__parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K': shift = 10; break;
+	case 'm':
+	case 'M': shift = 20; break;
+	case 'g':
+	case 'G': shift = 30; break;
+	}
+	if (shift) {
+		if (v > (~0ull >> shift))
+			return -1;
+		v <<= shift;
+		end++;
+	}
+	if (*end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int args__parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 1e9)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int args__split_command(int argc, char **argv, char ***command)
+{
+	*command = NULL;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			*command = &argv[i + 1];
+			return i;
+		}
+	return argc;
+}

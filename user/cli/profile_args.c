@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/* asyncbpf profile's command line (profile_args.h, docs/profile.md). */
+#include "cli/profile_args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "lib/exitcodes.h"
+#include "lib/log.h"
+#include "profile/profiler.h"
+
+const char profile_usage[] =
+    "Usage: asyncbpf profile -p PID [OPTIONS]\n"
+    "       asyncbpf profile [OPTIONS] -- CMD [ARGS...]\n"
+    "\n"
+    "Sample a running Rust program (or CMD, started before it runs and profiled until\n"
+    "it exits) N times a second on every CPU, unwind each sample with DWARF CFI and\n"
+    "show it as its async stack: [runtime] → task future → ... → innermost polled\n"
+    "future → the functions it was running. No probe on any poll: cheap enough to\n"
+    "leave on.\n"
+    "\n"
+    "  -p, --pid PID          profile a running process\n"
+    "  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
+    "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
+    "  -o, --output F         SVG flame graph (default asyncbpf-profile-PID.svg)\n"
+    "      --svg F            the same as -o\n"
+    "      --folded F         also write folded stacks (flamegraph.pl, inferno, speedscope)\n"
+    "      --pprof F          also write a pprof profile (go tool pprof, Pyroscope, Parca)\n"
+    "      --perfetto F       also write the samples per thread as a Perfetto trace\n"
+    "      --stack-size N     bytes of user stack copied per sample, K suffix (default 32K,\n"
+    "                         max 64K); deeper stacks are cut short (counted)\n"
+    "      --off-cpu          also record where threads block, and for how long (kept\n"
+    "                         apart from on-CPU samples in every output)\n"
+    "      --folded-offcpu F  with --off-cpu: folded off-CPU stacks, weight = ns blocked\n"
+    "      --ringbuf-size N   ring buffer bytes, K/M suffixes (default 16M)\n"
+    "  -v, --verbose          libbpf's log, unwinding statistics\n"
+    "\n"
+    "Exit status: 0 profiled; in launch mode CMD's own status (128+N if killed by\n"
+    "signal N); 2 usage; 3 no such process or command; 4 not privileged; 7 sampling\n"
+    "is not available; 8 an output could not be written.\n"
+    "\n"
+    "Examples:\n"
+    "  sudo asyncbpf profile -p \"$(pidof server)\" -d 30\n"
+    "  sudo asyncbpf profile -F 999 --folded out.folded -- target/release/server\n";
+
+int profile_args__parse(int argc, char **argv, struct profile_args *a)
+{
+	static const struct option opts[] = {
+	    {"pid", required_argument, NULL, 'p'},
+	    {"freq", required_argument, NULL, 'F'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"svg", required_argument, NULL, 'o'},
+	    {"folded", required_argument, NULL, 'f'},
+	    {"folded-offcpu", required_argument, NULL, 'Z'},
+	    {"pprof", required_argument, NULL, 'P'},
+	    {"perfetto", required_argument, NULL, 'T'},
+	    {"stack-size", required_argument, NULL, 'S'},
+	    {"ringbuf-size", required_argument, NULL, 'R'},
+	    {"off-cpu", no_argument, NULL, 'O'},
+	    {"bench-replay", required_argument, NULL, 'B'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c, r, nopt = args__split_command(argc, argv, &a->command);
+	char *end;
+	unsigned long v;
+
+	a->freq = PROFILE_DEFAULT_FREQ;
+	a->stack_size = PROFILE_STACK_DEFAULT;
+	optind = 1;
+	while ((c = getopt_long(nopt, argv, "p:F:d:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if ((r = parse_pid("profile", optarg, &a->pid)))
+				return r;
+			break;
+		case 'F':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || *optarg == '-' || v < 1 || v > PROFILE_MAX_FREQ) {
+				pr_warn("profile: -F takes 1 to %d samples per second, not '%s'\n",
+					PROFILE_MAX_FREQ, optarg);
+				return EXIT_USAGE;
+			}
+			a->freq = (uint32_t)v;
+			break;
+		case 'd':
+			if (args__parse_seconds(optarg, &a->duration)) {
+				pr_warn("profile: --duration takes positive seconds, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'o': a->svg = optarg; break;
+		case 'f': a->folded = optarg; break;
+		case 'Z': a->folded_offcpu = optarg; break;
+		case 'P': a->pprof = optarg; break;
+		case 'T': a->perfetto = optarg; break;
+		case 'S':
+			if (args__parse_size(optarg, 64, PROFILE_STACK_MAX, &a->stack_size)) {
+				pr_warn(
+				    "profile: --stack-size takes 64 to %u bytes (K suffix), not "
+				    "'%s'\n",
+				    PROFILE_STACK_MAX, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'R':
+			if (args__parse_size(optarg, 4096, 1u << 30, &a->ringbuf_size)) {
+				pr_warn("profile: --ringbuf-size takes 4K to 1G bytes, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'O': a->offcpu = true; break;
+		case 'B':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || *optarg == '-' || v < 1 || v > 1000) {
+				pr_warn(
+				    "profile: --bench-replay takes 1 to 1000 rounds, not '%s'\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			a->replay_rounds = (uint32_t)v;
+			break;
+		case 'v':
+			a->verbose = true;
+			log_verbosity = 2;
+			break;
+		case 'h': fputs(profile_usage, stdout); return -1;
+		default: fputs(profile_usage, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < nopt) {
+		pr_warn("profile: unexpected argument '%s' (a command goes after '--')\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (a->folded_offcpu && !a->offcpu) {
+		pr_warn("profile: --folded-offcpu needs --off-cpu\n");
+		return EXIT_USAGE;
+	}
+	if (a->command && !a->command[0]) {
+		pr_warn("profile: nothing after '--': name the command to launch\n");
+		return EXIT_USAGE;
+	}
+	if (!a->pid == !a->command) {
+		pr_warn("profile: give one of -p PID or -- CMD [ARGS...]\n%s", profile_usage);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}

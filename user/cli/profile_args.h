@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* asyncbpf profile's command line, parsed (docs/profile.md). */
+#ifndef ASYNCBPF_PROFILE_ARGS_H
+#define ASYNCBPF_PROFILE_ARGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+extern const char profile_usage[];
+
+struct profile_args {
+	pid_t pid;
+	char **command;
+	uint32_t freq;
+	double duration;
+	const char *svg, *folded, *folded_offcpu, *pprof, *perfetto;
+	uint64_t stack_size, ringbuf_size;
+	bool offcpu, verbose;
+	uint32_t replay_rounds; /* --bench-replay N (bench/profile.sh) */
+};
+
+/* EXIT_OK, -1 after --help, or an exit status (usage errors say why). */
+int profile_args__parse(int argc, char **argv, struct profile_args *a);
+
+#endif

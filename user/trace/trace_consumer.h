@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The consumer: ring-buffer records (struct poll_record, bpf/asyncbpf.h) become
+ * completed polls (struct trace_poll) handed to the summary and to each output
+ * writer the command opened.
+ */
+#ifndef ASYNCBPF_TRACE_CONSUMER_H
+#define ASYNCBPF_TRACE_CONSUMER_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "model/model.h"
+#include "model/trace_event.h"
+
+struct trace_consumer;
+struct trace_summary;
+struct perfetto_writer;
+struct chrome_trace;
+struct trace_folded;
+struct trace_dot;
+
+/* Where completed polls go: the summary always, every other sink when not NULL. */
+struct trace_sinks {
+	struct trace_summary *summary;
+	struct perfetto_writer *perfetto;
+	struct chrome_trace *chrome;
+	FILE *records; /* --records: one JSON line per poll */
+	struct trace_folded *folded;
+	struct trace_dot *dot;
+};
+
+/* NULL when out of memory. m and the sinks must outlive the consumer. */
+struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
+					   const struct trace_sinks *sinks);
+/* Decode one ring-buffer record (libbpf ring_buffer callback shape). Never fails. */
+int trace_consumer__handle(void *ctx, void *data, size_t size);
+/* The first error a writer returned (-errno), or 0. */
+int trace_consumer__write_err(const struct trace_consumer *c);
+void trace_consumer__free(struct trace_consumer *c);
+
+/* Record → trace_poll (pure). Returns 0, or -EINVAL for a record of another type/size. */
+int trace_record__decode(const void *data, size_t size, const struct model *m,
+			 struct trace_poll *out);
+
+#endif

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The probe plan (model + selection → probe sites with specs): pure, unit-tested
+ * without root. See docs/tracing.md.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace_plan.h"
+
+static int plan_grow(struct trace_plan *plan)
+{
+	uint32_t cap = plan->cap ? plan->cap * 2 : 64;
+	struct poll_spec *specs;
+	unsigned long *offsets;
+	__u64 *cookies;
+	bool *returns;
+
+	specs = realloc(plan->specs, cap * sizeof(*specs));
+	if (!specs)
+		return -ENOMEM;
+	plan->specs = specs;
+	offsets = realloc(plan->offsets, cap * sizeof(*offsets));
+	if (!offsets)
+		return -ENOMEM;
+	plan->offsets = offsets;
+	cookies = realloc(plan->cookies, cap * sizeof(*cookies));
+	if (!cookies)
+		return -ENOMEM;
+	plan->cookies = cookies;
+	returns = realloc(plan->returns, cap * sizeof(*returns));
+	if (!returns)
+		return -ENOMEM;
+	plan->returns = returns;
+	plan->cap = cap;
+	return 0;
+}
+
+/* The site must lie inside the function the analyzer disassembled. */
+static bool inside(const struct poll_fn *pf, uint64_t file_offset)
+{
+	return file_offset >= pf->file_offset && file_offset - pf->file_offset < pf->size;
+}
+
+static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t poll)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	const struct future *f = pf->future >= 0 && (uint32_t)pf->future < m->nr_futures
+				     ? &m->futures[pf->future]
+				     : NULL;
+
+	memset(spec, 0, sizeof(*spec));
+	spec->poll = poll;
+	spec->future = f ? (uint32_t)pf->future : ~0u;
+	if (f && f->has_state &&
+	    (f->state_size == 1 || f->state_size == 2 || f->state_size == 4 ||
+	     f->state_size == 8)) {
+		spec->flags |= SPEC_HAS_STATE;
+		spec->state_offset = (__u32)f->state_offset;
+		spec->state_size = (__u8)f->state_size;
+		/* the highest value a state of this future has: anything above is garbage */
+		spec->max_state = STATE_SUSPEND0_VALUE - 1;
+		for (uint32_t k = 0; k < f->nr_states; k++)
+			if (f->states[k].discr > spec->max_state &&
+			    f->states[k].discr <= UINT32_MAX)
+				spec->max_state = (__u32)f->states[k].discr;
+	}
+	/* the result is decoded only where the code showed how it is returned */
+	if (pf->ret.known && pf->ret.convention != RET_CONV_UNKNOWN && pf->ret.discr_size &&
+	    pf->ret.discr_size <= 8 && pf->ret.discr_offset < 4096) {
+		spec->flags |= SPEC_RET_KNOWN;
+		if (pf->ret.in_memory)
+			spec->flags |= SPEC_RET_IN_MEMORY;
+		if (pf->ret.pending_has_value) {
+			spec->flags |= SPEC_RET_PENDING_VALUE;
+			spec->ret_pending_value = pf->ret.pending_value;
+		}
+		if (pf->ret.ready_has_value) {
+			spec->flags |= SPEC_RET_READY_VALUE;
+			spec->ret_ready_value = pf->ret.ready_value;
+		}
+		spec->ret_discr_offset = (__u32)pf->ret.discr_offset;
+		spec->ret_discr_size = (__u8)pf->ret.discr_size;
+	}
+}
+
+static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
+		    bool ret)
+{
+	if (plan->nr == plan->cap && plan_grow(plan))
+		return -ENOMEM;
+	plan->specs[plan->nr] = *spec;
+	plan->offsets[plan->nr] = (unsigned long)offset;
+	plan->cookies[plan->nr] = plan->nr;
+	plan->returns[plan->nr] = ret;
+	plan->nr_returns += ret;
+	plan->nr++;
+	return 0;
+}
+
+const char *plan_problem__describe(uint32_t kind)
+{
+	switch (kind) {
+	case PLAN_NO_EXIT: return "no exit site the kernel can probe: not traced";
+	case PLAN_NO_ENTRY: return "no entry site the kernel can probe: not traced";
+	case PLAN_UNPROBEABLE_EXIT:
+		return "an exit the kernel cannot probe: polls leaving there end truncated";
+	case PLAN_REFUSED_SITE: return "a probe site outside the function: refused";
+	case PLAN_NEVER_RETURNS:
+		return "never returns (no ret: it always panics or loops), so no poll of it "
+		       "ends: not traced";
+	case PLAN_NO_CODE: return "its machine code could not be decoded: not traced";
+	}
+	return "?";
+}
+
+static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
+			 uint64_t file_offset)
+{
+	struct plan_problem *p;
+
+	if (plan->nr_problems == plan->cap_problems) {
+		uint32_t cap = plan->cap_problems ? plan->cap_problems * 2 : 16;
+
+		p = realloc(plan->problems, cap * sizeof(*p));
+		if (!p)
+			return; /* the counts still say it */
+		plan->problems = p;
+		plan->cap_problems = cap;
+	}
+	plan->problems[plan->nr_problems++] =
+	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll, bool uretprobes)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	struct poll_spec entry;
+	uint64_t entry_offset;
+	uint32_t exits = 0, first = plan->nr;
+	bool shared = false;
+
+	fill_common(&entry, m, poll);
+	entry.kind = PROBE_ENTRY;
+	if (pf->entry.valid && inside(pf, pf->entry.file_offset) && pf->entry.sp_delta <= 0) {
+		entry_offset = pf->entry.file_offset;
+		entry.sp_delta = pf->entry.sp_delta;
+		if (pf->entry.self_kind == SELF_LOC_REG) {
+			entry.self_kind = SPEC_SELF_REG;
+			entry.self_reg = pf->entry.self_reg;
+		} else if (pf->entry.self_kind == SELF_LOC_STACK) {
+			entry.self_kind = SPEC_SELF_STACK;
+			entry.self_sp_offset = pf->entry.self_sp_offset;
+		}
+	} else if (!pf->entry.valid &&
+		   !pf->disasm_error) { /* the analyzer found no probeable instruction at all */
+		plan->nr_no_entry++;
+		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
+		return 0;
+	} else {
+		/* first instruction: self in its argument register, if that is known */
+		entry_offset = pf->file_offset;
+		if (pf->self_known) {
+			entry.self_kind = SPEC_SELF_REG;
+			entry.self_reg = pf->self_arg_reg;
+		}
+	}
+	if (uretprobes) {
+		/* one uretprobe at the function's start: it fires after the `ret` */
+		struct poll_spec exit;
+
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		exit.flags |= SPEC_EXIT_RETURNED;
+		entry.flags |= SPEC_URETPROBE_EXITS;
+		if (plan_add(plan, &exit, pf->file_offset, true) ||
+		    plan_add(plan, &entry, entry_offset, false))
+			return -ENOMEM;
+		plan->nr_entries++;
+		plan->nr_exits++;
+		plan->nr_polls++;
+		return 0;
+	}
+	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */
+		plan->nr_no_exit++;
+		plan_problem(plan, poll, pf->disasm_error ? PLAN_NO_CODE : PLAN_NEVER_RETURNS,
+			     pf->file_offset);
+		return 0;
+	}
+	for (uint32_t i = 0; i < pf->nr_exits; i++) {
+		const struct exit_site *x = &pf->exits[i];
+		struct poll_spec exit;
+		if (!x->probeable) {
+			plan->nr_unprobeable_exits++;
+			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
+			continue;
+		}
+		if (!inside(pf, x->file_offset)) {
+			plan->nr_refused++;
+			plan_problem(plan, poll, PLAN_REFUSED_SITE, x->file_offset);
+			continue;
+		}
+		if (x->file_offset == entry_offset) {
+			shared =
+			    true; /* a function that is one tail jump: enter and leave at once */
+			continue;
+		}
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		if (plan_add(plan, &exit, x->file_offset, false))
+			return -ENOMEM;
+		exits++;
+	}
+	if (!exits && !shared) {
+		plan->nr = first;
+		plan->nr_no_exit++;
+		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
+		return 0;
+	}
+	if (shared)
+		entry.kind |= PROBE_EXIT;
+	if (plan_add(plan, &entry, entry_offset, false))
+		return -ENOMEM;
+	plan->nr_entries++;
+	plan->nr_exits += exits + shared;
+	plan->nr_polls++;
+	return 0;
+}
+
+int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
+		      bool uretprobes, char *err, size_t errlen)
+{
+	memset(plan, 0, sizeof(*plan));
+	for (uint32_t p = 0; p < m->nr_polls; p++) {
+		const struct poll_fn *pf = &m->polls[p];
+		bool wanted =
+		    pf->future >= 0 && (uint32_t)pf->future < s->nr && s->futures[pf->future];
+
+		/* a future whose poll was folded into this function is traced through it */
+		for (uint32_t f = 0; !wanted && pf->nr_folded && f < m->nr_futures && f < s->nr;
+		     f++)
+			wanted = s->futures[f] && m->futures[f].folded_into == pf->future &&
+				 m->futures[f].poll == (int32_t)p;
+		if (pf->inlined_only || pf->future < 0 || !wanted || !pf->size)
+			continue;
+		if (plan_poll(plan, m, p, uretprobes)) {
+			snprintf(err, errlen, "out of memory building the probe plan");
+			return -ENOMEM;
+		}
+	}
+	if (!plan->nr) {
+		snprintf(err, errlen,
+			 "no selected future has an out-of-line poll function with probeable "
+			 "entry and exit sites (%u without exits, %u without entry)",
+			 plan->nr_no_exit, plan->nr_no_entry);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void trace_plan__free(struct trace_plan *plan)
+{
+	free(plan->specs);
+	free(plan->offsets);
+	free(plan->cookies);
+	free(plan->returns);
+	free(plan->problems);
+	memset(plan, 0, sizeof(*plan));
+}
+
+/* ---- BPF lifecycle ---- */

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The probe plan: which file offsets of the target get a probe, and the spec each
+ * probe's cookie selects (bpf/asyncbpf.h), built from the analyzer's model and a
+ * selection. Pure: unit-testable without root.
+ */
+#ifndef ASYNCBPF_TRACE_PLAN_H
+#define ASYNCBPF_TRACE_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asyncbpf.h"
+#include "model/model.h"
+#include "select/selection.h"
+
+/* How exits are seen (docs/tracing.md, "Exit modes"). */
+enum exits_mode {
+	EXITS_AUTO,	 /* uretprobe when the binary cannot unwind (panic=abort), else ret */
+	EXITS_RET,	 /* a probe on every `ret` and tail jump: single-stepped, unwind-safe */
+	EXITS_URETPROBE, /* one uretprobe per poll fn: cheaper; aborts unwinding panics */
+};
+
+struct trace_plan {
+	struct poll_spec *specs; /* specs[i] is found by cookie i */
+	unsigned long *offsets;	 /* file offset of probe i */
+	__u64 *cookies;		 /* i, for BPF_LINK_CREATE */
+	bool *returns;		 /* probe i is a uretprobe (attached through its own link) */
+	uint32_t nr, cap;
+	uint32_t nr_returns;	       /* uretprobes among them */
+	uint32_t nr_polls;	       /* traced poll functions */
+	uint32_t nr_entries, nr_exits; /* probe sites of each kind */
+	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
+	uint32_t nr_refused;	       /* sites outside their function: not probed */
+	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
+	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
+	uint32_t nr_problems, cap_problems;
+};
+
+/* Why a selected poll fn is not (fully) probed: reported per symbol. */
+enum plan_problem_kind {
+	PLAN_NO_EXIT,	       /* no probeable exit site: skipped */
+	PLAN_NO_ENTRY,	       /* no probeable entry site: skipped */
+	PLAN_UNPROBEABLE_EXIT, /* an exit the kernel refuses: polls leaving there end truncated */
+	PLAN_REFUSED_SITE,     /* a site outside the function: not probed */
+	PLAN_NEVER_RETURNS,    /* no ret at all (always panics or loops): skipped */
+	PLAN_NO_CODE,	       /* its code could not be disassembled: skipped */
+};
+
+struct plan_problem {
+	uint32_t poll; /* model index */
+	uint32_t kind; /* enum plan_problem_kind */
+	uint64_t file_offset;
+};
+
+/* "no probeable exit", ...: for messages. */
+const char *plan_problem__describe(uint32_t kind);
+
+/*
+ * One entry probe per selected future's out-of-line poll fns (the analyzer's entry
+ * site, else the function's first instruction) and one exit probe per probeable exit
+ * site. Only addresses the analyzer found inside the function are used. Returns 0,
+ * -ENOMEM, or -ENOENT when nothing selected can be probed (err says why).
+ */
+int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
+		      bool uretprobes, char *err, size_t errlen);
+void trace_plan__free(struct trace_plan *plan);
+
+#endif
