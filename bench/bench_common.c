@@ -29,9 +29,11 @@ int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_cra
 		enum bench_exits exits, struct model *m, struct trace_plan *plan)
 {
 	char why[256] = "";
-	bool uretprobes = exits == BENCH_EXITS_URETPROBE ||
-			  (exits == BENCH_EXITS_AUTO &&
-			   panic_strategy__detect(path, why, sizeof(why)) == PANIC_STRATEGY_ABORT);
+	bool abort = exits == BENCH_EXITS_AUTO &&
+		     panic_strategy__detect(path, why, sizeof(why)) == PANIC_STRATEGY_ABORT;
+	enum plan_exits mode = exits == BENCH_EXITS_URETPROBE || abort ? PLAN_EXITS_URETPROBE
+			       : exits == BENCH_EXITS_RET	       ? PLAN_EXITS_RET
+								       : PLAN_EXITS_EMULATED;
 	struct target_spec spec = {.path = path};
 	struct selection sel = {0};
 	char err[512] = "";
@@ -56,7 +58,7 @@ int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_cra
 		}
 	if (!nr_patterns)
 		selection__add_default(&sel, m, all_crates);
-	r = trace_plan__build(plan, m, &sel, uretprobes, err, sizeof(err));
+	r = trace_plan__build(plan, m, &sel, mode, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "bench: %s: %s\n", path, err);
 		status = r == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;

@@ -22,7 +22,8 @@ uint64_t bench__now_ns(void);
 
 /* Exit probes as asyncbpf trace --exits chooses them. */
 enum bench_exits {
-	BENCH_EXITS_AUTO, /* uretprobes when the binary cannot unwind (panic=abort), else ret */
+	BENCH_EXITS_AUTO, /* uretprobes when the binary cannot unwind (panic=abort), else emulated
+			   */
 	BENCH_EXITS_RET,
 	BENCH_EXITS_URETPROBE,
 };

@@ -87,6 +87,9 @@ enum spec_flags {
 	SPEC_RET_READY_VALUE = 16,  /* ret_ready_value is the Ready discriminant */
 	SPEC_EXIT_RETURNED = 32,    /* a uretprobe: rsp is rsp at entry + 8 (the ret is done) */
 	SPEC_URETPROBE_EXITS = 64,  /* an entry whose exit is a uretprobe: mind the nesting limit */
+	/* an exit site before the tail's store to __state: its final value is ... */
+	SPEC_STATE_CONST = 128, /* ... the constant state_value */
+	SPEC_STATE_REG = 256,	/* ... the low state_size bytes of register self_reg */
 };
 
 /*
@@ -97,23 +100,28 @@ enum spec_flags {
 #define TRACE_URETPROBE_MAX_DEPTH 64
 
 /* One probe site, found by its bpf_cookie (the index in the trace_specs array). */
+/* poll_spec.exit_cond of a site that is an exit on every execution */
+#define SPEC_COND_ALWAYS 0xff
+
 struct poll_spec {
 	__u32 poll;	/* index into the model's polls */
 	__u32 future;	/* index into the model's futures, ~0 if unknown */
 	__u8 kind;	/* enum probe_kind bits */
 	__u8 self_kind; /* enum spec_self */
 	__u16 self_reg; /* DWARF register number */
-	__s32 sp_delta; /* rsp at the site minus rsp at function entry (<= 0) */
+	__s32 sp_delta; /* rsp at the site minus rsp at function entry (<= 0; a uretprobe: 8) */
 	__s32 self_sp_offset;
 	__u32 flags; /* enum spec_flags */
 	__u32 state_offset;
 	__u8 state_size; /* 1, 2, 4 or 8 */
 	__u8 ret_discr_size;
-	__u16 pad;
+	__u8 exit_cond; /* an exit site: x86 condition code it exits under, or SPEC_COND_ALWAYS */
+	__u8 pad;
 	__u32 ret_discr_offset;
 	__u32 max_state; /* SPEC_HAS_STATE: the highest __state value a state has */
 	__u64 ret_pending_value;
-	__u64 ret_ready_value;
+	__u64 ret_ready_value; /* SPEC_STATE_CONST exits: the state_value (futures with __state
+				* never use the return fields) */
 };
 
 /* Values of poll_record.result (enum poll_result in user/trace_event.h, same order). */

@@ -403,17 +403,43 @@ static __always_inline __u8 result_from_return(struct uregs *ctx, const struct p
 	return RESULT_UNKNOWN;
 }
 
+/*
+ * Does x86 condition code cc (a jcc opcode's low nibble) hold for these flags? A
+ * conditional exit site is an exit only then: the probe runs before the kernel
+ * emulates the jump, with the flags the jump tests.
+ */
+static __always_inline int cond_holds(__u64 flags, __u8 cc)
+{
+	__u64 cf = flags & 1, pf = (flags >> 2) & 1, zf = (flags >> 6) & 1, sf = (flags >> 7) & 1,
+	      of = (flags >> 11) & 1, r;
+
+	switch ((cc >> 1) & 7) {
+	case 0: r = of; break;		    /* jo */
+	case 1: r = cf; break;		    /* jb */
+	case 2: r = zf; break;		    /* je */
+	case 3: r = cf | zf; break;	    /* jbe */
+	case 4: r = sf; break;		    /* js */
+	case 5: r = pf; break;		    /* jp */
+	case 6: r = sf ^ of; break;	    /* jl */
+	default: r = zf | (sf ^ of); break; /* jle */
+	}
+	return (int)(r ^ (cc & 1)); /* odd codes are the negations */
+}
+
 static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				      __u64 pid_tgid)
 {
 	struct thread_stack *st;
 	struct poll_frame *f;
-	/* a `ret`/tail-jump probe sees rsp at entry; a uretprobe, after the ret popped it */
-	__u64 sp = ctx->sp - ((spec->flags & SPEC_EXIT_RETURNED) ? 8 : 0), state = 0;
+	/* rsp at entry: a `ret`/tail-jump probe sees it (sp_delta 0), a branch site rsp
+	 * below it, a uretprobe (sp_delta 8) rsp after the ret popped it */
+	__u64 sp = ctx->sp - (__s64)spec->sp_delta, state = 0;
 	__u32 depth, top;
 	__s32 await_index = -1;
 	__u8 result, why = UNKNOWN_NONE;
 
+	if (spec->exit_cond != SPEC_COND_ALWAYS && !cond_holds(ctx->flags, spec->exit_cond))
+		return; /* this execution stays in the function */
 	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st) {
 		count(COUNTER_UNMATCHED_EXIT);
@@ -437,8 +463,16 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 		return;
 	}
 	if (spec->flags & SPEC_HAS_STATE) {
-		state =
-		    f->self ? read_user_uint(f->self + spec->state_offset, spec->state_size) : 0;
+		/* a branch site before the tail stores __state: the value it will store */
+		if (spec->flags & SPEC_STATE_CONST)
+			state = spec->ret_ready_value;
+		else if (spec->flags & SPEC_STATE_REG)
+			state =
+			    read_reg(ctx, spec->self_reg) &
+			    (spec->state_size >= 8 ? ~0ULL
+						   : (1ULL << ((spec->state_size & 7) * 8)) - 1);
+		else if (f->self)
+			state = read_user_uint(f->self + spec->state_offset, spec->state_size);
 		if (!f->self) {
 			result = RESULT_UNKNOWN;
 			why = UNKNOWN_NO_SELF;

@@ -169,9 +169,25 @@ static void build_model(struct model *m)
 	p->future = 0;
 	p->exits = must(calloc(3, sizeof(*p->exits)));
 	p->nr_exits = 3;
-	p->exits[0] = (struct exit_site){0x401040, 0x1040, EXIT_RET, 0, true};
-	p->exits[1] = (struct exit_site){0x401050, 0x1050, EXIT_TAIL_JMP, 0x405000, true};
-	p->exits[2] = (struct exit_site){0x401060, 0x1060, EXIT_TAIL_JMP_INDIRECT, 0, false};
+	p->exits[0] = (struct exit_site){.addr = 0x401040,
+					 .file_offset = 0x1040,
+					 .kind = EXIT_RET,
+					 .probeable = true,
+					 .cond = EXIT_COND_ALWAYS,
+					 .covers = 0x401040};
+	p->exits[1] = (struct exit_site){.addr = 0x401050,
+					 .file_offset = 0x1050,
+					 .kind = EXIT_TAIL_JMP,
+					 .target = 0x405000,
+					 .probeable = true,
+					 .emulated = true,
+					 .cond = EXIT_COND_ALWAYS,
+					 .covers = 0x401050};
+	p->exits[2] = (struct exit_site){.addr = 0x401060,
+					 .file_offset = 0x1060,
+					 .kind = EXIT_TAIL_JMP_INDIRECT,
+					 .cond = EXIT_COND_ALWAYS,
+					 .covers = 0x401060};
 	p->entry.valid = true;
 	p->entry.addr = 0x401000;
 	p->entry.file_offset = 0x1000;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/exit_sites.h"
 #include "analyze/analyzer_post.h"
 #include "analyze/demangle.h"
 #include "analyze/abi.h"
@@ -372,6 +373,20 @@ static int disassemble_poll(struct walk *w, struct poll_fn *p, const uint8_t *co
 		abi_decide(m, p, f);
 		r = disasm__sites(&g, &fl, p->self_arg_reg, &p->exits, &p->nr_exits, &p->entry, err,
 				  sizeof(err));
+		/* a state machine's exit reads __state; others, rax (and rdx) */
+		bool state_ok = f && f->has_state &&
+				(f->state_size == 1 || f->state_size == 2 || f->state_size == 4 ||
+				 f->state_size == 8);
+		struct exit_sites_opts xo = {
+		    .keep_regs = state_ok ? 0 : (1u << DWARF_REG_RAX) | (1u << DWARF_REG_RDX),
+		    .has_state = state_ok && p->self_known,
+		    .self_reg = p->self_arg_reg,
+		    .state_offset = f ? f->state_offset : 0,
+		    .state_size = f ? f->state_size : 0,
+		};
+		if (!r)
+			r = exit_sites__find(&g, &fl, &xo, &p->fast_exits, &p->nr_fast_exits,
+					     &p->nr_rets_covered, m->exits_kept);
 		if (!p->self_known && p->entry.valid)
 			p->entry.self_kind = SELF_LOC_UNKNOWN;
 	}
@@ -417,6 +432,9 @@ int analyzer__disassemble_polls(struct walk *w)
 			return r;
 		for (uint32_t k = 0; k < p->nr_exits; k++)
 			target__file_offset(w->t, p->exits[k].addr, &p->exits[k].file_offset);
+		for (uint32_t k = 0; k < p->nr_fast_exits; k++)
+			target__file_offset(w->t, p->fast_exits[k].addr,
+					    &p->fast_exits[k].file_offset);
 		if (p->entry.valid)
 			target__file_offset(w->t, p->entry.addr, &p->entry.file_offset);
 	}

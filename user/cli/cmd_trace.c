@@ -51,32 +51,33 @@ struct trace_run {
 	bool status_printed;
 };
 
-/* The exit mode (docs/tracing.md, "Exit modes"): true for uretprobes. */
-static bool choose_exits(const struct trace_args *a, const char *path)
+/* The exit mode (docs/tracing.md, "Exit modes"). */
+static enum plan_exits choose_exits(const struct trace_args *a, const char *path)
 {
 	char why[256];
 	enum panic_strategy ps = panic_strategy__detect(path, why, sizeof(why));
 
 	switch (a->exits) {
-	case EXITS_RET: return false;
+	case EXITS_RET: return PLAN_EXITS_RET;
+	case EXITS_EMULATED: return PLAN_EXITS_EMULATED;
 	case EXITS_URETPROBE:
 		if (ps != PANIC_STRATEGY_ABORT)
 			pr_warn(
 			    "trace: WARNING: --exits=uretprobe on %s, which may unwind on panic "
 			    "(%s): a panic unwinding through a traced poll will abort it "
-			    "(\"failed to initiate panic\"); --exits=ret is safe\n",
+			    "(\"failed to initiate panic\"); --exits=emulated is safe\n",
 			    path, why);
-		return true;
+		return PLAN_EXITS_URETPROBE;
 	case EXITS_AUTO: break;
 	}
 	if (ps == PANIC_STRATEGY_ABORT) {
-		pr_info("trace: %s cannot unwind: %s; exits use uretprobes (--exits=ret to "
-			"probe every `ret` instead)\n",
+		pr_info("trace: %s cannot unwind: %s; exits use uretprobes (--exits=emulated to "
+			"probe exit sites instead)\n",
 			path, why);
-		return true;
+		return PLAN_EXITS_URETPROBE;
 	}
-	pr_debug("trace: %s: %s; exits are probed on `ret` instructions\n", path, why);
-	return false;
+	pr_debug("trace: %s: %s; exits are probed on emulated branch sites\n", path, why);
+	return PLAN_EXITS_EMULATED;
 }
 
 /* One line per poll fn that is not (fully) probed: 10 unless -v, then the counts. */
@@ -180,13 +181,34 @@ static int select_futures(const struct trace_args *a, const struct model *m, str
 	return EXIT_OK;
 }
 
+/* What the plan probes, and how much of it the kernel emulates (no single-step). */
+static void report_plan(const struct trace_plan *p, enum plan_exits mode)
+{
+	uint32_t sites = p->nr_entries + p->nr_exits;
+	uint32_t emulated = p->nr_emulated_entries + p->nr_emulated_exits;
+
+	if (mode == PLAN_EXITS_URETPROBE) {
+		pr_info("trace: %u poll functions: %u entry probes (%u emulated) and %u "
+			"uretprobes (exit mode uretprobe: returns through the uprobe "
+			"trampoline; a panic unwinding through it aborts the target)\n",
+			p->nr_polls, p->nr_entries, p->nr_emulated_entries, p->nr_exits);
+		return;
+	}
+	pr_info("trace: %u poll functions: %u entry and %u exit probes, %u of %u (%.0f%%) on "
+		"instructions the kernel emulates, the rest single-stepped (exit mode %s)\n",
+		p->nr_polls, p->nr_entries, p->nr_exits, emulated, sites,
+		sites ? 100.0 * emulated / sites : 0.0,
+		mode == PLAN_EXITS_RET ? "ret: every `ret` and tail jump"
+				       : "emulated: branch sites, `ret` where none is safe");
+}
+
 /* Analyze the target, select, and build the probe plan. An exit status. */
 static int plan_probes(struct trace_run *r)
 {
 	const struct trace_args *a = r->a;
 	struct target_spec spec = {0};
 	char err[1024] = "";
-	bool uretprobes;
+	enum plan_exits mode;
 	int status, e;
 
 	if (session__launched(r->s))
@@ -200,8 +222,8 @@ static int plan_probes(struct trace_run *r)
 	print_warnings("trace", &r->m);
 	if ((status = select_futures(a, &r->m, &r->sel)))
 		return status;
-	uretprobes = choose_exits(a, r->m.path);
-	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, uretprobes, err, sizeof(err)))) {
+	mode = choose_exits(a, r->m.path);
+	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, mode, err, sizeof(err)))) {
 		pr_warn("trace: %s\n", err);
 		return e == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;
 	}
@@ -213,16 +235,7 @@ static int plan_probes(struct trace_run *r)
 		    r->plan.nr, a->max_probes, r->plan.nr);
 		return EXIT_USAGE;
 	}
-	if (uretprobes)
-		pr_info("trace: %u poll functions: %u entry probes and %u uretprobes (exit mode "
-			"uretprobe: returns through the uprobe trampoline, cheaper than a "
-			"single-stepped `ret`)\n",
-			r->plan.nr_polls, r->plan.nr_entries, r->plan.nr_exits);
-	else
-		pr_info("trace: %u poll functions: %u entry and %u exit probes (exit mode ret: "
-			"probes on `ret` and tail jumps, single-stepped, the expensive class; safe "
-			"with panics; no uretprobes)\n",
-			r->plan.nr_polls, r->plan.nr_entries, r->plan.nr_exits);
+	report_plan(&r->plan, mode);
 	report_plan_problems(&r->plan, &r->m);
 	report_inlined_only(&r->m, &r->sel);
 	return EXIT_OK;

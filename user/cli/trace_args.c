@@ -39,9 +39,12 @@ const char trace_usage[] =
     "      --records F        also write every poll as a JSON line (raw records)\n"
     "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
     "      --ringbuf-size N   ring buffer bytes, K/M/G suffixes (default 16M)\n"
-    "      --exits MODE       how poll exits are seen: auto (default), ret (probe every\n"
-    "                         `ret`/tail jump; safe with panics), uretprobe (cheaper;\n"
-    "                         aborts a target whose panic unwinds through a poll)\n"
+    "      --exits MODE       how poll exits are seen: auto (default: emulated, or\n"
+    "                         uretprobe for a panic=abort binary), emulated (branch\n"
+    "                         sites the kernel emulates, `ret` where none is safe),\n"
+    "                         ret (every `ret`/tail jump, single-stepped: the\n"
+    "                         reference), uretprobe (aborts a target whose panic\n"
+    "                         unwinds through a poll)\n"
     "      --attach MODE      auto (default), multi (uprobe_multi only), perf (one\n"
     "                         perf-event link per probe, as on kernels before 6.6)\n"
     "      --max-probes N     refuse more than N probes (default 20000; 0: no limit)\n"
@@ -177,13 +180,17 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 		case 'X':
 			if (!strcmp(optarg, "auto"))
 				a->exits = EXITS_AUTO;
+			else if (!strcmp(optarg, "emulated"))
+				a->exits = EXITS_EMULATED;
 			else if (!strcmp(optarg, "ret"))
 				a->exits = EXITS_RET;
 			else if (!strcmp(optarg, "uretprobe"))
 				a->exits = EXITS_URETPROBE;
 			else {
-				pr_warn("trace: --exits takes auto, ret or uretprobe, not '%s'\n",
-					optarg);
+				pr_warn(
+				    "trace: --exits takes auto, emulated, ret or uretprobe, not "
+				    "'%s'\n",
+				    optarg);
 				return EXIT_USAGE;
 			}
 			break;

@@ -434,6 +434,30 @@ static void write_poll(struct json_writer *w, const struct model *m, uint32_t id
 		jw_object_end(w);
 	}
 	jw_array_end(w);
+	/* the default mode's exits: each ret replaced by emulated branch sites where safe */
+	jw_array(w, "fast_exits");
+	for (uint32_t i = 0; p->fast_exits && i < p->nr_fast_exits; i++) {
+		const struct exit_site *x = &p->fast_exits[i];
+		static const char *const src[] = {"memory", "const", "reg"};
+
+		jw_object(w, NULL);
+		jw_u64(w, "addr", x->addr);
+		jw_u64(w, "file_offset", x->file_offset);
+		jw_string(w, "kind", exit_kind__name(x->kind));
+		jw_bool(w, "emulated", x->emulated);
+		jw_bool(w, "probeable", x->probeable);
+		jw_u64(w, "cond", x->cond);
+		jw_i64(w, "sp_delta", x->sp_delta);
+		jw_u64(w, "covers", x->covers);
+		jw_string(w, "state_src", x->state_src < 3 ? src[x->state_src] : "?");
+		if (x->state_src == EXIT_STATE_CONST)
+			jw_u64(w, "state_value", x->state_value);
+		if (x->state_src == EXIT_STATE_REG)
+			jw_string(w, "state_reg", dwarf_reg__name(x->state_reg));
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+	jw_u64(w, "rets_covered", p->nr_rets_covered);
 
 	write_entry(w, &p->entry);
 	jw_reg_or_null(w, "self_arg_reg", p->self_known ? p->self_arg_reg : -1);

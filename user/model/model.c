@@ -18,6 +18,7 @@ void model__free(struct model *m)
 		free(m->futures[i].states);
 	for (uint32_t i = 0; i < m->nr_polls; i++) {
 		free(m->polls[i].exits);
+		free(m->polls[i].fast_exits);
 		free(m->polls[i].inline_sites);
 	}
 	free(m->futures);
@@ -142,6 +143,7 @@ const char *exit_kind__name(enum exit_kind k)
 	case EXIT_RET: return "ret";
 	case EXIT_TAIL_JMP: return "tail_jmp";
 	case EXIT_TAIL_JMP_INDIRECT: return "tail_jmp_indirect";
+	case EXIT_BRANCH: return "branch";
 	}
 	return "unknown";
 }

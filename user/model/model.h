@@ -72,7 +72,12 @@ enum exit_kind {
 	EXIT_RET,		/* ret */
 	EXIT_TAIL_JMP,		/* direct jmp whose target is outside the function */
 	EXIT_TAIL_JMP_INDIRECT, /* jmp through register/memory that is not a jump table */
+	EXIT_BRANCH,		/* a jmp/jcc into the tail of a ret (an emulated exit site) */
 };
+
+#define MODEL_EXIT_KEEP_MAX 8
+/* exit_site.cond: the site is an exit on every execution */
+#define EXIT_COND_ALWAYS 0xff
 
 struct exit_site {
 	uint64_t addr;
@@ -80,6 +85,23 @@ struct exit_site {
 	enum exit_kind kind;
 	uint64_t target; /* EXIT_TAIL_JMP: the jump target; else 0 */
 	bool probeable;	 /* false: the kernel refuses a uprobe here (e.g. `notrack jmp`) */
+	/* emulated exit sites (docs/disasm.md, "Emulated exit sites"); for a plain exit:
+	 * emulated as the instruction is, sp_delta 0, cond EXIT_COND_ALWAYS, covers = addr */
+	bool emulated;	  /* the kernel emulates the instruction (no single-step) */
+	int32_t sp_delta; /* rsp at the site minus rsp at function entry (<= 0) */
+	uint8_t cond;	  /* x86 condition code (jcc's low nibble): an exit when it holds */
+	uint64_t covers;  /* the `ret` this site stands for (its own address for a plain exit) */
+	/* a state machine's __state after the poll, when the tail still writes it */
+	uint8_t state_src;    /* enum exit_state_src */
+	uint8_t state_reg;    /* EXIT_STATE_REG: the DWARF register the tail stores */
+	uint64_t state_value; /* EXIT_STATE_CONST: the value the tail stores */
+};
+
+/* Where an exit site finds __state's final value. */
+enum exit_state_src {
+	EXIT_STATE_MEMORY, /* in self's memory already (nothing after the site writes it) */
+	EXIT_STATE_CONST,  /* the tail stores this constant */
+	EXIT_STATE_REG,	   /* the tail stores this register, unchanged since the site */
 };
 
 enum self_location {
@@ -171,8 +193,12 @@ struct poll_fn {
 	struct inline_site *inline_sites;
 	uint32_t nr_inline_sites;
 	uint32_t nr_inline_sites_total; /* before the cap */
-	struct exit_site *exits;
+	struct exit_site *exits;	/* every ret and tail jump (--exits ret) */
 	uint32_t nr_exits;
+	/* the default exits: each ret replaced by emulated sites where that is safe */
+	struct exit_site *fast_exits;
+	uint32_t nr_fast_exits;
+	uint32_t nr_rets_covered; /* rets replaced by emulated sites */
 	struct entry_site entry;
 	struct poll_layout ret;
 	uint16_t self_arg_reg; /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */
@@ -237,6 +263,9 @@ struct model {
 	/* calling conventions of out-of-line polls: read off the code, taken from DWARF,
 	 * from the size, unknown; and how often the code overrode the size rule */
 	uint32_t nr_abi_code, nr_abi_dwarf, nr_abi_size, nr_abi_unknown, nr_abi_rule_overridden;
+	/* rets of every poll fn kept on their own probe, by enum exit_keep (analyze/exit_sites.h)
+	 */
+	uint32_t exits_kept[MODEL_EXIT_KEEP_MAX];
 
 	struct strpool strings;
 };

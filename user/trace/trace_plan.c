@@ -51,6 +51,7 @@ static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t 
 				     : NULL;
 
 	memset(spec, 0, sizeof(*spec));
+	spec->exit_cond = SPEC_COND_ALWAYS;
 	spec->poll = poll;
 	spec->future = f ? (uint32_t)pf->future : ~0u;
 	if (f && f->has_state &&
@@ -133,9 +134,30 @@ static void plan_problem(struct trace_plan *plan, uint32_t poll, uint32_t kind,
 	    (struct plan_problem){.poll = poll, .kind = kind, .file_offset = file_offset};
 }
 
-static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll, bool uretprobes)
+_Static_assert(EXIT_COND_ALWAYS == SPEC_COND_ALWAYS, "exit_site.cond and poll_spec.exit_cond");
+
+/* The exits of the mode: emulated sites where the analyzer found them safe. */
+static const struct exit_site *mode_exits(const struct poll_fn *pf, enum plan_exits mode,
+					  uint64_t entry_offset, uint32_t *nr)
+{
+	*nr = pf->nr_exits;
+	if (mode != PLAN_EXITS_EMULATED || !pf->fast_exits)
+		return pf->exits;
+	/* a branch site on the entry's instruction cannot share its spec: keep the rets */
+	for (uint32_t i = 0; i < pf->nr_fast_exits; i++)
+		if (pf->fast_exits[i].file_offset == entry_offset &&
+		    pf->fast_exits[i].kind == EXIT_BRANCH)
+			return pf->exits;
+	*nr = pf->nr_fast_exits;
+	return pf->fast_exits;
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
+		     enum plan_exits mode)
 {
 	const struct poll_fn *pf = &m->polls[poll];
+	const struct exit_site *xs;
+	uint32_t nr_xs;
 	struct poll_spec entry;
 	uint64_t entry_offset;
 	uint32_t exits = 0, first = plan->nr;
@@ -166,13 +188,14 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_reg = pf->self_arg_reg;
 		}
 	}
-	if (uretprobes) {
+	if (mode == PLAN_EXITS_URETPROBE) {
 		/* one uretprobe at the function's start: it fires after the `ret` */
 		struct poll_spec exit;
 
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
 		exit.flags |= SPEC_EXIT_RETURNED;
+		exit.sp_delta = 8; /* the ret popped the return address */
 		entry.flags |= SPEC_URETPROBE_EXITS;
 		if (plan_add(plan, &exit, pf->file_offset, true) ||
 		    plan_add(plan, &entry, entry_offset, false))
@@ -188,9 +211,11 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			     pf->file_offset);
 		return 0;
 	}
-	for (uint32_t i = 0; i < pf->nr_exits; i++) {
-		const struct exit_site *x = &pf->exits[i];
+	xs = mode_exits(pf, mode, entry_offset, &nr_xs);
+	for (uint32_t i = 0; i < nr_xs; i++) {
+		const struct exit_site *x = &xs[i];
 		struct poll_spec exit;
+
 		if (!x->probeable) {
 			plan->nr_unprobeable_exits++;
 			plan_problem(plan, poll, PLAN_UNPROBEABLE_EXIT, x->file_offset);
@@ -208,8 +233,21 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		}
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
+		/* plain exits (ret, tail jumps) run at the entry's rsp, on every execution */
+		exit.sp_delta = x->kind == EXIT_BRANCH ? x->sp_delta : 0;
+		exit.exit_cond = x->kind == EXIT_BRANCH ? x->cond : SPEC_COND_ALWAYS;
+		if ((exit.flags & SPEC_HAS_STATE) && x->state_src == EXIT_STATE_CONST) {
+			exit.flags |= SPEC_STATE_CONST;
+			exit.ret_ready_value = x->state_value;
+		} else if ((exit.flags & SPEC_HAS_STATE) && x->state_src == EXIT_STATE_REG) {
+			exit.flags |= SPEC_STATE_REG;
+			exit.self_reg = x->state_reg;
+		} else if (x->state_src != EXIT_STATE_MEMORY) {
+			continue; /* cannot happen: the analyzer reads state only with __state */
+		}
 		if (plan_add(plan, &exit, x->file_offset, false))
 			return -ENOMEM;
+		plan->nr_emulated_exits += x->emulated;
 		exits++;
 	}
 	if (!exits && !shared) {
@@ -223,13 +261,14 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 	if (plan_add(plan, &entry, entry_offset, false))
 		return -ENOMEM;
 	plan->nr_entries++;
+	plan->nr_emulated_entries += pf->entry.valid && pf->entry.emulated;
 	plan->nr_exits += exits + shared;
 	plan->nr_polls++;
 	return 0;
 }
 
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      bool uretprobes, char *err, size_t errlen)
+		      enum plan_exits mode, char *err, size_t errlen)
 {
 	memset(plan, 0, sizeof(*plan));
 	for (uint32_t p = 0; p < m->nr_polls; p++) {
@@ -244,7 +283,7 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 				 m->futures[f].poll == (int32_t)p;
 		if (pf->inlined_only || pf->future < 0 || !wanted || !pf->size)
 			continue;
-		if (plan_poll(plan, m, p, uretprobes)) {
+		if (plan_poll(plan, m, p, mode)) {
 			snprintf(err, errlen, "out of memory building the probe plan");
 			return -ENOMEM;
 		}

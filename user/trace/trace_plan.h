@@ -17,9 +17,17 @@
 
 /* How exits are seen (docs/tracing.md, "Exit modes"). */
 enum exits_mode {
-	EXITS_AUTO,	 /* uretprobe when the binary cannot unwind (panic=abort), else ret */
+	EXITS_AUTO,	 /* uretprobe when the binary cannot unwind (panic=abort), else emulated */
+	EXITS_EMULATED,	 /* branch sites the kernel emulates, `ret` where none is safe */
 	EXITS_RET,	 /* a probe on every `ret` and tail jump: single-stepped, unwind-safe */
 	EXITS_URETPROBE, /* one uretprobe per poll fn: cheaper; aborts unwinding panics */
+};
+
+/* The exits a plan probes (the resolved exits_mode). */
+enum plan_exits {
+	PLAN_EXITS_RET,
+	PLAN_EXITS_EMULATED,
+	PLAN_EXITS_URETPROBE,
 };
 
 struct trace_plan {
@@ -28,9 +36,10 @@ struct trace_plan {
 	__u64 *cookies;		 /* i, for BPF_LINK_CREATE */
 	bool *returns;		 /* probe i is a uretprobe (attached through its own link) */
 	uint32_t nr, cap;
-	uint32_t nr_returns;	       /* uretprobes among them */
-	uint32_t nr_polls;	       /* traced poll functions */
-	uint32_t nr_entries, nr_exits; /* probe sites of each kind */
+	uint32_t nr_returns;				 /* uretprobes among them */
+	uint32_t nr_polls;				 /* traced poll functions */
+	uint32_t nr_entries, nr_exits;			 /* probe sites of each kind */
+	uint32_t nr_emulated_entries, nr_emulated_exits; /* of them, on emulated instructions */
 	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
 	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
@@ -65,7 +74,7 @@ const char *plan_problem__describe(uint32_t kind);
  * -ENOMEM, or -ENOENT when nothing selected can be probed (err says why).
  */
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      bool uretprobes, char *err, size_t errlen);
+		      enum plan_exits mode, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
 
 #endif
