@@ -518,7 +518,7 @@ def test_blocked_poll_reported_running_at_stop(uprobes, tmp_path, analyses, prof
     assert plain_proc.returncode == 0, plain_err
     assert proc.returncode == 0, util.describe(proc)
     assert proc.stdout == plain_out, util.describe(proc)  # it went on and completed untraced
-    assert ("exit mode uretprobe" if profile == "abort" else "exit mode ret") in proc.stderr, proc.stderr
+    assert ("exit mode uretprobe" if profile == "abort" else "exit mode emulated") in proc.stderr, proc.stderr
     truth = ground_truth(plain_out)
     assert truth["async_fns"]["sleepy_leaf"]["completions"] == 1
 
@@ -810,6 +810,27 @@ def test_exits_uretprobe_on_unwinding_binary(uprobes, tmp_path):
 
 
 @needs_root
+@pytest.mark.parametrize("mode", ["ret", "emulated"])
+def test_exits_ret_and_emulated_ground_truth(uprobes, tmp_path, mode):
+    """The reference mode (a probe on every `ret`) and the default (emulated branch
+    sites): the same ground truth of the debug fixture, and the panic run behaves as
+    untraced in both."""
+    handwritten = binary("debug", "handwritten")
+    plain = untraced(handwritten)
+    proc, paths, summary, records = traced(tmp_path, handwritten, extra=("--exits", mode))
+    assert proc.returncode == plain.returncode == 0, util.describe(proc)
+    assert proc.stdout == plain.stdout, util.describe(proc)
+    assert f"exit mode {mode}" in proc.stderr, proc.stderr
+    assert_handwritten_truth(ground_truth(plain.stdout), summary)
+    assert_balanced(records)
+    panicking = untraced_env(handwritten, "panic")
+    proc, paths, summary, records = traced(tmp_path, handwritten, "panic", extra=("--exits", mode),
+                                           env={"RUST_BACKTRACE": "0"})
+    assert proc.returncode == panicking.returncode == 0 and proc.stdout == panicking.stdout, util.describe(proc)
+    assert "failed to initiate panic" not in proc.stderr
+
+
+@needs_root
 def test_exits_auto_on_panic_abort_binary(uprobes, tmp_path):
     """bin/abort/handwritten (panic = "abort"): auto picks uretprobes, says why, and
     the ground truth is still exact."""
@@ -863,7 +884,7 @@ def test_exits_uretprobe_deep_recursion(uprobes, tmp_path, analyses):
 
 @needs_root
 def test_exits_auto_never_uretprobes_when_unwinding(uprobes, tmp_path):
-    """The guard: auto on an unwinding binary that panics probes `ret`s, never
+    """The guard: auto on an unwinding binary that panics probes exit sites, never
     uretprobes, and the program's output and status are the untraced run's."""
     handwritten = binary("debug", "handwritten")
     plain = untraced_env(handwritten, "panic")
@@ -871,7 +892,7 @@ def test_exits_auto_never_uretprobes_when_unwinding(uprobes, tmp_path):
     proc, paths, summary, records = traced(tmp_path, handwritten, "panic", env={"RUST_BACKTRACE": "0"})
     assert proc.returncode == plain.returncode == 0, util.describe(proc)
     assert proc.stdout == plain.stdout, util.describe(proc)
-    assert "exit mode ret" in proc.stderr and "exit mode uretprobe" not in proc.stderr, proc.stderr
+    assert "exit mode emulated" in proc.stderr and "exit mode uretprobe" not in proc.stderr, proc.stderr
     assert "fatal runtime error" not in proc.stderr and "failed to initiate panic" not in proc.stderr
     # the target's panic message, as untraced (its first line names the thread id)
     message = "will_panic: deliberate panic (n = 1)"
