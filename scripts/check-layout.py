@@ -11,7 +11,11 @@ headers must have no cycle. Prints every violation; exit 1 if any, 0 otherwise.
 
 With --objects DIR (the build's object tree, .output/obj), calls are checked too:
 an object may use functions defined in its own folder and in lower ranks only
-(`nm`), which catches a declaration written by hand instead of an include.
+(`nm`), which catches a declaration written by hand instead of an include; and
+within a folder the objects' calls must have no circle (a.o uses b.o uses a.o),
+so that every file can be read knowing only the ones below it.
+
+No source file under user/ or bpf/ may be longer than MAX_LINES lines.
 """
 import subprocess
 import os
@@ -34,11 +38,44 @@ RANKS = {
     'top': 7,
     'cli': 8,
 }
+MAX_LINES = 800
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def call_circles(uses):
+    """Strongly connected components of more than one object (Tarjan), sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def strong(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(uses.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(uses):
+        if v not in index:
+            strong(v)
+    return sorted(out)
 
 
 def check_objects(objdir, errors):
     defined = {}  # symbol -> folder
+    defined_in = {}  # symbol -> 'folder/x.o'
     undefined = []  # (folder, object, symbol)
     for folder in sorted(os.listdir(objdir)):
         path = os.path.join(objdir, folder)
@@ -55,11 +92,18 @@ def check_objects(objdir, errors):
                     undefined.append((folder, name, parts[1]))
                 elif len(parts) == 3 and parts[1] in 'TDBR':
                     defined[parts[2]] = folder
+                    defined_in[parts[2]] = f'{folder}/{name}'
+    uses = {}  # 'folder/x.o' -> objects of the same folder it uses
     for folder, name, sym in undefined:
         dep = defined.get(sym)
         if dep and dep != folder and RANKS[dep] >= RANKS[folder]:
             errors.append(f'{folder}/{name}: calls {sym}() of {dep}/: {folder}/ (rank '
                           f'{RANKS[folder]}) may not use {dep}/ (rank {RANKS[dep]})')
+        elif dep == folder:
+            uses.setdefault(f'{folder}/{name}', set()).add(defined_in[sym])
+    for comp in call_circles(uses):
+        errors.append('call circle: ' + ' <-> '.join(comp) +
+                      ': split what they share into a file both use, one way')
 
 
 def main():
@@ -102,6 +146,17 @@ def main():
                 if dep != folder and RANKS[dep] >= RANKS[folder]:
                     errors.append(f'user/{folder}/{name}: includes "{inc}": {folder}/ (rank '
                                   f'{RANKS[folder]}) may not include {dep}/ (rank {RANKS[dep]})')
+    for top in ('user', 'bpf'):
+        for dirpath, _, names in sorted(os.walk(os.path.join(root, top))):
+            for name in sorted(names):
+                if name.endswith(('.c', '.h')) and not name.endswith('.skel.h'):
+                    path = os.path.join(dirpath, name)
+                    with open(path, encoding='utf-8') as f:
+                        n = sum(1 for _ in f)
+                    if n > MAX_LINES:
+                        rel = os.path.relpath(path, root)
+                        errors.append(f'{rel}: {n} lines, more than {MAX_LINES}: split it '
+                                      'where its parts have names')
     # header cycles
     state = {}
 

@@ -85,3 +85,46 @@ def test_no_test_file_imports_another():
             if re.match(r"\s*(from|import)\s+test_\w+", line):
                 bad.append(f"{t.name}: {line.strip()}")
     assert not bad, bad
+
+
+def test_a_file_over_800_lines_fails(tmp_path):
+    root = make_tree(tmp_path, {'lib/big.c': 'int x;\n' * 801, 'lib/ok.c': 'int y;\n' * 800})
+    r = run(str(root))
+    assert r.returncode == 1
+    assert 'user/lib/big.c: 801 lines, more than 800' in r.stdout
+    assert 'ok.c' not in r.stdout
+
+
+def compile_objects(tmp_path, sources):
+    objdir = tmp_path / 'obj'
+    for rel, text in sources.items():
+        src = tmp_path / 'src' / rel
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(text)
+        obj = objdir / rel.replace('.c', '.o')
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(['cc', '-c', '-o', str(obj), str(src)], check=True)
+    return objdir
+
+
+def test_a_call_circle_within_a_folder_fails(tmp_path):
+    root = make_tree(tmp_path, {'trace/a.c': '', 'trace/b.c': '', 'trace/c.c': ''})
+    objdir = compile_objects(tmp_path, {
+        'trace/a.c': 'int b(void); int a(void) { return b(); }\n',
+        'trace/b.c': 'int c(void); int b(void) { return c(); }\n',
+        'trace/c.c': 'int a(void); int c(void) { return a(); }\n',
+    })
+    r = run('--objects', str(objdir), str(root))
+    assert r.returncode == 1
+    assert 'call circle: trace/a.o <-> trace/b.o <-> trace/c.o' in r.stdout
+
+
+def test_one_way_calls_within_a_folder_are_fine(tmp_path):
+    root = make_tree(tmp_path, {'trace/a.c': '', 'trace/b.c': '', 'lib/l.c': ''})
+    objdir = compile_objects(tmp_path, {
+        'trace/a.c': 'int b(void); int l(void); int a(void) { return b() + l(); }\n',
+        'trace/b.c': 'int l(void); int b(void) { return l(); }\n',
+        'lib/l.c': 'int l(void) { return 1; }\n',
+    })
+    r = run('--objects', str(objdir), str(root))
+    assert r.returncode == 0, r.stdout

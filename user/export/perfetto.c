@@ -26,16 +26,9 @@
 
 #include "lib/hashmap.h"
 
-/* TracePacket.SequenceFlags, BuiltinClock (common/builtin_clock.proto), TrackEvent.Type */
-#define SEQ_INCREMENTAL_STATE_CLEARED 1
-#define SEQ_NEEDS_INCREMENTAL_STATE   2
-#define BUILTIN_CLOCK_MONOTONIC	      3
-#define BUILTIN_CLOCK_BOOTTIME	      6
-/* clock_snapshot.proto: ids 64-127 are sequence-scoped; ours counts in deltas */
-#define CLOCK_INCREMENTAL 64
-#define TYPE_SLICE_BEGIN  1
-#define TYPE_SLICE_END	  2
-#define TYPE_INSTANT	  3
+#define TYPE_SLICE_BEGIN 1
+#define TYPE_SLICE_END	 2
+#define TYPE_INSTANT	 3
 /* debug_annotation.proto: DebugAnnotation value fields */
 #define ANNOTATION_UINT	      3	 /* uint_value */
 #define ANNOTATION_STRING     6	 /* string_value */
@@ -64,106 +57,6 @@ enum annotation {
 /* What a thread sequence interns: event names and annotation string values */
 enum intern_kind { INTERN_EVENT_NAME = 1, INTERN_RESULT, INTERN_AWAIT, INTERN_STATE };
 
-/*
- * trace_packet.proto: TracePacket on `sequence`. The sequence's first packet says so
- * and clears its incremental state; packets that use interned data, defaults or the
- * incremental clock say they need it.
- */
-static void packet_begin(struct perfetto_writer *w, uint32_t sequence, bool first,
-			 bool needs_incremental_state)
-{
-	uint32_t flags = needs_incremental_state ? SEQ_NEEDS_INCREMENTAL_STATE : 0;
-
-	pb__reset(&w->pkt);
-	pb__uint(&w->pkt, 10, sequence); /* trusted_packet_sequence_id */
-	if (first) {
-		pb__uint(&w->pkt, 87, 1); /* first_packet_on_sequence */
-		flags |= SEQ_INCREMENTAL_STATE_CLEARED;
-	}
-	if (flags)
-		pb__uint(&w->pkt, 13, flags); /* sequence_flags */
-}
-
-/* An absolute CLOCK_MONOTONIC timestamp (the global sequence, or a thread's late packet) */
-static void packet_timestamp_absolute(struct perfetto_writer *w, uint64_t ts)
-{
-	pb__uint(&w->pkt, 8, ts);			/* timestamp */
-	pb__uint(&w->pkt, 58, BUILTIN_CLOCK_MONOTONIC); /* timestamp_clock_id */
-}
-
-/*
- * On a thread's sequence: the delta since its last packet on the incremental clock
- * (the sequence's default), or, for a time before that, an absolute timestamp on
- * CLOCK_MONOTONIC, which leaves the incremental clock where it was.
- */
-static void packet_timestamp(struct perfetto_writer *w, struct thread_state *t, uint64_t ts)
-{
-	if (ts >= t->clock) {
-		pb__uint(&w->pkt, 8, ts - t->clock); /* timestamp, on CLOCK_INCREMENTAL */
-		t->clock = ts;
-	} else {
-		packet_timestamp_absolute(w, ts);
-	}
-}
-
-static void flush_out(struct perfetto_writer *w)
-{
-	size_t n = w->outbuf.len;
-	int r = pb__flush(&w->outbuf, w->out);
-
-	w->bytes += n;
-	if (r)
-		set_error(w, r);
-}
-
-/* Writes the packet as one `Trace.packet` (trace.proto: field 1). */
-static void packet_end(struct perfetto_writer *w)
-{
-	uint8_t hdr[11] = {1 << 3 | PB_WIRE_LEN};
-	size_t n = 1 + pb__varint_encode(w->pkt.len, hdr + 1);
-
-	if (w->pkt.oom) {
-		w->pkt.oom = false;
-		set_error(w, -ENOMEM);
-	} else {
-		pb__bytes(&w->outbuf, hdr, n);
-		pb__bytes(&w->outbuf, w->pkt.data, w->pkt.len);
-		if (w->outbuf.len >= (256u << 10))
-			flush_out(w);
-	}
-}
-
-static uint64_t ns_of(const struct timespec *t)
-{
-	return (uint64_t)t->tv_sec * 1000000000ULL + (uint64_t)t->tv_nsec;
-}
-
-/*
- * TracePacket.clock_snapshot (6); clock_snapshot.proto: ClockSnapshot. Makes
- * CLOCK_MONOTONIC (bpf_ktime_get_ns) the trace clock and relates it to BOOTTIME.
- */
-void perfetto__clock_snapshot(struct pb *b)
-{
-	struct timespec mono1, boot, mono2;
-
-	pb__begin(b, 6);
-	/* BOOTTIME read between two MONOTONIC reads: the pair is off by half the gap */
-	if (!clock_gettime(CLOCK_MONOTONIC, &mono1) && !clock_gettime(CLOCK_BOOTTIME, &boot) &&
-	    !clock_gettime(CLOCK_MONOTONIC, &mono2)) {
-		uint64_t m1 = ns_of(&mono1), m2 = ns_of(&mono2);
-		uint64_t ids[2] = {BUILTIN_CLOCK_BOOTTIME, BUILTIN_CLOCK_MONOTONIC};
-		uint64_t values[2] = {ns_of(&boot), m1 + (m2 - m1) / 2};
-		for (int i = 0; i < 2; i++) {
-			pb__begin(b, 1);	   /* clocks: ClockSnapshot.Clock */
-			pb__uint(b, 1, ids[i]);	   /* clock_id */
-			pb__uint(b, 2, values[i]); /* timestamp */
-			pb__end(b);
-		}
-	}
-	pb__uint(b, 2, BUILTIN_CLOCK_MONOTONIC); /* primary_trace_clock: times shown as given */
-	pb__end(b);
-}
-
 /* InternedData.debug_annotation_names: every one, in a sequence's first packet */
 static void intern_annotation_names(struct pb *b)
 {
@@ -180,10 +73,10 @@ static void intern_annotation_names(struct pb *b)
 /* The global sequence's first packet: the clock snapshot, the annotation names. */
 static void start_global_sequence(struct perfetto_writer *w)
 {
-	packet_begin(w, SEQUENCE_GLOBAL, true, false);
+	perfetto__packet_begin(w, SEQUENCE_GLOBAL, true, false);
 	perfetto__clock_snapshot(&w->pkt);
 	intern_annotation_names(&w->pkt);
-	packet_end(w);
+	perfetto__packet_end(w);
 	w->global_started = true;
 }
 
@@ -197,7 +90,7 @@ static void start_thread_sequence(struct perfetto_writer *w, struct thread_state
 	struct pb *b = &w->pkt;
 	static const uint32_t ids[2] = {CLOCK_INCREMENTAL, BUILTIN_CLOCK_MONOTONIC};
 
-	packet_begin(w, t->sequence, true, false);
+	perfetto__packet_begin(w, t->sequence, true, false);
 	pb__begin(b, 6); /* clock_snapshot: ClockSnapshot */
 	for (int i = 0; i < 2; i++) {
 		pb__begin(b, 1);	/* clocks: ClockSnapshot.Clock */
@@ -215,39 +108,9 @@ static void start_thread_sequence(struct perfetto_writer *w, struct thread_state
 	pb__end(b);
 	pb__end(b);
 	intern_annotation_names(b);
-	packet_end(w);
+	perfetto__packet_end(w);
 	t->sequence_started = true;
 	t->clock = ts;
-}
-
-/*
- * TracePacket.track_descriptor (60); track_descriptor.proto: TrackDescriptor.
- * descriptor: 3 (process: ProcessDescriptor), 4 (thread: ThreadDescriptor) or 0 for
- * a track known by its name only.
- */
-void perfetto__declare_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent,
-			     uint32_t descriptor, uint32_t pid, uint32_t tid, const char *name)
-{
-	struct pb *b = &w->pkt;
-
-	packet_begin(w, SEQUENCE_GLOBAL, false, false);
-	pb__begin(b, 60);
-	pb__uint(b, 1, uuid); /* uuid */
-	if (parent)
-		pb__uint(b, 5, parent); /* parent_uuid */
-	if (descriptor) {
-		pb__begin(b, descriptor);
-		pb__uint(b, 1, pid); /* ProcessDescriptor.pid, ThreadDescriptor.pid */
-		if (descriptor == 4)
-			pb__uint(b, 2, tid); /* ThreadDescriptor.tid */
-		if (name) /* ThreadDescriptor.thread_name, ProcessDescriptor.process_name */
-			pb__string(b, descriptor == 4 ? 5 : 6, name);
-		pb__end(b);
-	} else {
-		pb__string(b, 2, name); /* name */
-	}
-	pb__end(b);
-	packet_end(w);
 }
 
 static const struct future *future_of(const struct perfetto_writer *w, uint32_t future)
@@ -258,12 +121,6 @@ static const struct future *future_of(const struct perfetto_writer *w, uint32_t 
 static const struct poll_fn *poll_of(const struct perfetto_writer *w, uint32_t poll)
 {
 	return poll < w->m->nr_polls ? &w->m->polls[poll] : NULL;
-}
-
-/* The slice name of a poll (poll_text.h), into w->name. */
-const char *perfetto__event_name(struct perfetto_writer *w, uint32_t future, uint32_t poll)
-{
-	return poll_text__name(w->m, future, poll, w->name, sizeof(w->name));
 }
 
 /* TrackEvent.debug_annotations (4); debug_annotation.proto: DebugAnnotation */
@@ -371,8 +228,8 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 			state = intern(w, t, &interned, INTERN_STATE, p->future, p->state_before,
 				       p->state_after, text_state);
 	}
-	packet_begin(w, t->sequence, false, true);
-	packet_timestamp(w, t, p->start_ns);
+	perfetto__packet_begin(w, t->sequence, false, true);
+	perfetto__timestamp(w, t, p->start_ns);
 	if (interned.len) {
 		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
 		pb__bytes(b, interned.data, interned.len);
@@ -397,7 +254,7 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 			annotation(b, ANN_STATE, ANNOTATION_STRING_IID, state, NULL);
 	}
 	pb__end(b);
-	packet_end(w);
+	perfetto__packet_end(w);
 }
 
 /* END of the slice on the thread's track and on the task's */
@@ -407,14 +264,14 @@ static void write_slice_end(struct perfetto_writer *w, struct thread_state *t,
 	struct pb *b = &w->pkt;
 
 	for (int i = 0; i < (pp->task_track ? 2 : 1); i++) {
-		packet_begin(w, t->sequence, false, true);
-		packet_timestamp(w, t, pp->end);
+		perfetto__packet_begin(w, t->sequence, false, true);
+		perfetto__timestamp(w, t, pp->end);
 		pb__begin(b, 11);		/* TracePacket.track_event */
 		pb__uint(b, 9, TYPE_SLICE_END); /* type */
 		if (i)
 			pb__uint(b, 11, pp->task_track); /* track_uuid */
 		pb__end(b);
-		packet_end(w);
+		perfetto__packet_end(w);
 	}
 	if (pp->end > w->max_ts)
 		w->max_ts = pp->end;
@@ -510,15 +367,15 @@ static void rotate(struct perfetto_writer *w)
 
 	for (uint32_t i = 0; i < w->nr_threads; i++)
 		flush_thread(w, &w->threads[i]);
-	packet_begin(w, SEQUENCE_GLOBAL, false, false);
-	packet_timestamp_absolute(w, w->max_ts);
+	perfetto__packet_begin(w, SEQUENCE_GLOBAL, false, false);
+	perfetto__timestamp_absolute(w, w->max_ts);
 	pb__begin(b, 11);		       /* TracePacket.track_event: TrackEvent */
 	pb__uint(b, 9, TYPE_INSTANT);	       /* type */
 	pb__uint(b, 11, process_uuid(w->pid)); /* track_uuid */
 	pb__string(b, 23, "asyncbpf: continued in the next file"); /* name */
 	pb__end(b);
-	packet_end(w);
-	flush_out(w);
+	perfetto__packet_end(w);
+	perfetto__flush(w);
 	if (fflush(w->out) || ferror(w->out))
 		set_error(w, -EIO);
 	if (w->err)
@@ -659,8 +516,8 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 			 w->refused);
 	else
 		snprintf(name, sizeof(name), "asyncbpf totals");
-	packet_begin(w, SEQUENCE_GLOBAL, false, true);
-	packet_timestamp_absolute(w, w->max_ts);
+	perfetto__packet_begin(w, SEQUENCE_GLOBAL, false, true);
+	perfetto__timestamp_absolute(w, w->max_ts);
 	pb__begin(b, 11);		       /* TracePacket.track_event: TrackEvent */
 	pb__uint(b, 9, TYPE_INSTANT);	       /* type */
 	pb__uint(b, 11, process_uuid(w->pid)); /* track_uuid */
@@ -674,9 +531,9 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 	if (w->refused)
 		annotation(b, ANN_NOT_WRITTEN, ANNOTATION_UINT, w->refused, NULL);
 	pb__end(b);
-	packet_end(w);
+	perfetto__packet_end(w);
 
-	flush_out(w);
+	perfetto__flush(w);
 	if (fflush(w->out) || ferror(w->out))
 		set_error(w, -EIO);
 	return w->err;

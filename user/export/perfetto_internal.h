@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The Perfetto trace writer's private state, shared by perfetto.c (packets,
- * sequences, interning, slices, file limits) and perfetto_tracks.c (thread and task
- * tracks, flows). Not an interface: only user/export/perfetto*.c include it.
+ * The Perfetto trace writer's private state, shared by perfetto.c (sequences,
+ * interning, slices, file limits), perfetto_tracks.c (thread and task tracks, flows)
+ * and perfetto_packets.c (packet framing, timestamps, descriptors), used in that
+ * order, one way. Not an interface: only user/export/perfetto*.c include it.
  */
 #ifndef ASYNCBPF_PERFETTO_INTERNAL_H
 #define ASYNCBPF_PERFETTO_INTERNAL_H
@@ -16,6 +17,13 @@
 #include "lib/hashmap.h"
 
 #define NAME_MAX_LEN 1024
+/* TracePacket.SequenceFlags, BuiltinClock (common/builtin_clock.proto), TrackEvent.Type */
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE   2
+#define BUILTIN_CLOCK_MONOTONIC	      3
+#define BUILTIN_CLOCK_BOOTTIME	      6
+/* clock_snapshot.proto: ids 64-127 are sequence-scoped; ours counts in deltas */
+#define CLOCK_INCREMENTAL 64
 /*
  * TracePacket.trusted_packet_sequence_id: 1 carries the descriptors and the totals;
  * each thread writes its polls on a sequence of its own (SEQUENCE_FIRST_THREAD + its
@@ -111,10 +119,22 @@ static inline uint64_t process_uuid(uint32_t pid)
 	return make_uuid(UUID_PROCESS, pid);
 }
 
-/* perfetto.c: a TrackDescriptor packet (descriptor 3 process, 4 thread, 0 named) */
+/* perfetto_packets.c */
+/* Start w->pkt: a TracePacket on `sequence` (first: its first packet) */
+void perfetto__packet_begin(struct perfetto_writer *w, uint32_t sequence, bool first,
+			    bool needs_incremental_state);
+/* An absolute CLOCK_MONOTONIC timestamp on the packet */
+void perfetto__timestamp_absolute(struct perfetto_writer *w, uint64_t ts);
+/* A delta on t's incremental clock, or absolute for a time before it */
+void perfetto__timestamp(struct perfetto_writer *w, struct thread_state *t, uint64_t ts);
+/* Append w->pkt to the output buffer (written out in 256 KiB pieces) */
+void perfetto__packet_end(struct perfetto_writer *w);
+/* Write the output buffer out now */
+void perfetto__flush(struct perfetto_writer *w);
+/* A TrackDescriptor packet (descriptor 3 process, 4 thread, 0 named) */
 void perfetto__declare_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent,
 			     uint32_t descriptor, uint32_t pid, uint32_t tid, const char *name);
-/* perfetto.c: the slice name of a poll, into w->name */
+/* The slice name of a poll, into w->name */
 const char *perfetto__event_name(struct perfetto_writer *w, uint32_t future, uint32_t poll);
 
 /* perfetto_tracks.c */

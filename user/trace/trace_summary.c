@@ -44,6 +44,23 @@ int u64_vec__push(struct u64_vec *v, uint64_t x)
 	return 0;
 }
 
+/* p's instance and task; their news into the poll fn's counts. */
+static void track_instance_and_task(struct trace_summary *s, struct poll_summary *ps,
+				    const struct trace_poll *p)
+{
+	struct instance_update u;
+
+	instance_table__add(&s->instances, s->m, p, &u);
+	if (u.abandoned)
+		ps->abandoned++;
+	if (u.started_before)
+		ps->started_before++;
+	if ((u.lifetime && u64_vec__push(&ps->lifetimes, u.life_ns)) || u.oom)
+		s->oom = true;
+	if (task_table__add(&s->tasks, p))
+		s->oom = true;
+}
+
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 {
 	struct poll_summary *ps;
@@ -66,8 +83,7 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 	ps->busy_ns += d;
 	if (u64_vec__push(&ps->durations, d))
 		s->oom = true;
-	instance_table__add(s, p);
-	task_table__add(s, p);
+	track_instance_and_task(s, ps, p);
 }
 
 int trace_summary__set_bpf_stats(struct trace_summary *s, const struct poll_stats *stats,

@@ -6,9 +6,9 @@
  * await point; per task busy/idle; the run's totals with every loss said loudly.
  * Pure: fed hand-made trace_polls by the unit tests.
  *
- * trace_summary.c: rows, BPF histograms, the text summary; trace_instances.c: live
- * future instances (lifetimes, pending at the end); trace_tasks.c: tasks;
- * trace_summary_json.c: --summary-json.
+ * trace_summary.c: rows, BPF histograms; trace_summary_text.c: the text summary;
+ * trace_summary_json.c: --summary-json. It uses, one way: trace_instances.h (live
+ * future instances) and trace_tasks.h (tasks), both over key_map.h.
  */
 #ifndef ASYNCBPF_TRACE_SUMMARY_H
 #define ASYNCBPF_TRACE_SUMMARY_H
@@ -21,6 +21,8 @@
 #include "asyncbpf.h"
 #include "model/model.h"
 #include "model/trace_event.h"
+#include "trace/trace_instances.h"
+#include "trace/trace_tasks.h"
 
 /* Default caps: memory stays bounded on a long run; what is past them is counted. */
 #define TRACE_SUMMARY_MAX_INSTANCES 1000000u /* live future instances tracked */
@@ -43,77 +45,6 @@ struct poll_summary {
 	struct u64_vec lifetimes; /* first poll's start -> end of the poll that returned Ready */
 	uint64_t abandoned;	  /* instances found Unresumed again while pending: dropped */
 	uint64_t started_before;  /* Ready instances first seen past Unresumed: no lifetime */
-};
-
-/* (poll, self) -> value, open addressing with deletion (backward shift). */
-struct key_map_slot {
-	uint64_t self;
-	uint32_t poll; /* UINT32_MAX: empty */
-	uint32_t pad;
-	uint64_t value;
-};
-
-struct key_map {
-	struct key_map_slot *slots;
-	size_t nr_slots, nr_used;
-};
-
-/* One live future instance: its `self` while it lives (a pinned future does not move). */
-struct summary_instance {
-	uint64_t self;
-	uint64_t first_start_ns;
-	uint64_t busy_ns;
-	uint32_t poll;
-	uint32_t polls;
-	int32_t await_index; /* of its last Pending poll if that was the last or it runs, else -1 */
-	uint8_t last_result; /* enum poll_result */
-	uint8_t started_before; /* a compiler future first seen past Unresumed */
-	uint8_t pad[2];
-};
-
-struct instance_table {
-	struct key_map index;		    /* (poll, self) -> slot in instances */
-	struct summary_instance *instances; /* live ones, compact (an ended one is swapped out) */
-	uint32_t nr, cap, max;		    /* max: the cap on live instances */
-	uint64_t untracked_polls;	    /* polls of instances past the cap */
-	uint64_t untracked_instances; /* first polls past the cap (new instances not tracked) */
-};
-
-/* A task: the outermost traced frame (task_poll, task_self) of the records. */
-struct task_summary {
-	uint64_t self;
-	uint32_t poll;
-	bool completed;			      /* its depth-0 future returned Ready */
-	bool has_own;			      /* at least one depth-0 poll arrived */
-	uint64_t own_polls;		      /* depth-0 polls */
-	uint64_t all_polls;		      /* every poll under it, its own included */
-	uint64_t busy_ns;		      /* sum of its depth-0 polls' durations */
-	uint64_t first_start_ns, last_end_ns; /* of its depth-0 polls */
-	uint64_t first_seen_ns, last_seen_ns; /* of any poll under it */
-};
-
-struct task_table {
-	struct key_map live; /* (task_poll, task_self) -> index in tasks, until it completes */
-	struct task_summary *tasks;
-	uint32_t nr, cap, max;
-	uint64_t untracked_polls; /* polls of tasks past the cap */
-	uint64_t untracked_tasks; /* tasks past the cap that ended (Ready or panicked) */
-};
-
-/* One group of futures still pending at the end: same future type and await point. */
-struct pending_group {
-	uint32_t poll;
-	int32_t await_index; /* pending: where; running: where it resumed from; -1: none */
-	uint8_t result;	     /* POLL_PENDING or POLL_OPEN */
-	uint64_t count;
-};
-
-struct pending_report {
-	struct pending_group *groups; /* most numerous first */
-	uint32_t nr;
-	uint64_t pending, running; /* instances in the groups */
-	uint64_t truncated;	   /* last poll truncated: fate unknown, not listed */
-	uint64_t unknown;	   /* last poll's result unknown: not listed */
 };
 
 struct trace_summary {
@@ -188,27 +119,5 @@ uint64_t trace_summary__unknown(const struct trace_summary *s, uint64_t *by);
 /* Polls still running when tracing stopped (POLL_OPEN records). */
 uint64_t trace_summary__running(const struct trace_summary *s);
 int u64_vec__push(struct u64_vec *v, uint64_t x);
-
-void key_map__init(struct key_map *m);
-void key_map__free(struct key_map *m);
-bool key_map__get(const struct key_map *m, uint32_t poll, uint64_t self, uint64_t *value);
-int key_map__set(struct key_map *m, uint32_t poll, uint64_t self, uint64_t value);
-void key_map__delete(struct key_map *m, uint32_t poll, uint64_t self);
-
-void instance_table__init(struct instance_table *t, uint32_t max);
-void instance_table__free(struct instance_table *t);
-/* Track p's instance; a Ready (or panicked) poll ends its lifetime into ps. */
-void instance_table__add(struct trace_summary *s, const struct trace_poll *p);
-/* Instances still live at the end, grouped; 0 or -ENOMEM. */
-int instance_table__pending(const struct instance_table *t, struct pending_report *r);
-void pending_report__free(struct pending_report *r);
-
-void task_table__init(struct task_table *t, uint32_t max);
-void task_table__free(struct task_table *t);
-void task_table__add(struct trace_summary *s, const struct trace_poll *p);
-/* Indexes of tasks by busy time, busiest first (caller frees); NULL on ENOMEM. */
-uint32_t *task_table__by_busy(const struct task_table *t);
-/* Idle time: depth-0 span minus busy (0 without depth-0 polls). */
-uint64_t task_summary__idle(const struct task_summary *t);
 
 #endif

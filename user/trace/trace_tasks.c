@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/trace_summary.h"
+#include "trace/trace_tasks.h"
 
 void task_table__init(struct task_table *t, uint32_t max)
 {
@@ -27,9 +27,8 @@ void task_table__free(struct task_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static struct task_summary *task_new(struct trace_summary *s, const struct trace_poll *p)
+static struct task_summary *task_new(struct task_table *t, const struct trace_poll *p, int *err)
 {
-	struct task_table *t = &s->tasks;
 	struct task_summary *task;
 
 	if (t->nr == t->cap) {
@@ -50,24 +49,24 @@ static struct task_summary *task_new(struct trace_summary *s, const struct trace
 	task->first_seen_ns = p->start_ns;
 	return task;
 oom:
-	s->oom = true;
+	*err = -ENOMEM;
 	return NULL;
 }
 
 /* The live task p belongs to, or a new one; NULL past the cap. */
-static struct task_summary *task_of(struct trace_summary *s, const struct trace_poll *p)
+static struct task_summary *task_of(struct task_table *t, const struct trace_poll *p, int *err)
 {
 	uint64_t idx;
 
-	if (key_map__get(&s->tasks.live, p->task_poll, p->task_self, &idx))
-		return &s->tasks.tasks[idx];
-	if (s->tasks.nr >= s->tasks.max) {
+	if (key_map__get(&t->live, p->task_poll, p->task_self, &idx))
+		return &t->tasks[idx];
+	if (t->nr >= t->max) {
 		/* distinct untracked tasks cannot be told apart; their ends can */
 		if (p->depth == 0 && (p->result == POLL_READY || p->result == POLL_PANICKED))
-			s->tasks.untracked_tasks++;
+			t->untracked_tasks++;
 		return NULL;
 	}
-	return task_new(s, p);
+	return task_new(t, p, err);
 }
 
 static void task_own_poll(struct task_summary *task, const struct trace_poll *p, uint64_t d)
@@ -81,14 +80,15 @@ static void task_own_poll(struct task_summary *task, const struct trace_poll *p,
 	task->has_own = true;
 }
 
-void task_table__add(struct trace_summary *s, const struct trace_poll *p)
+int task_table__add(struct task_table *t, const struct trace_poll *p)
 {
-	struct task_summary *task = task_of(s, p);
+	int err = 0;
+	struct task_summary *task = task_of(t, p, &err);
 	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
 
 	if (!task) {
-		s->tasks.untracked_polls++;
-		return;
+		t->untracked_polls++;
+		return err;
 	}
 	task->all_polls++;
 	if (p->start_ns < task->first_seen_ns)
@@ -96,12 +96,13 @@ void task_table__add(struct trace_summary *s, const struct trace_poll *p)
 	if (p->end_ns > task->last_seen_ns)
 		task->last_seen_ns = p->end_ns;
 	if (p->depth != 0)
-		return;
+		return 0;
 	task_own_poll(task, p, d);
 	if (p->result == POLL_READY || p->result == POLL_PANICKED) {
 		task->completed = p->result == POLL_READY;
-		key_map__delete(&s->tasks.live, p->task_poll, p->task_self);
+		key_map__delete(&t->live, p->task_poll, p->task_self);
 	}
+	return 0;
 }
 
 uint64_t task_summary__idle(const struct task_summary *t)
