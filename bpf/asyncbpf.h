@@ -88,8 +88,9 @@ enum spec_flags {
 	SPEC_EXIT_RETURNED = 32,    /* a uretprobe: rsp is rsp at entry + 8 (the ret is done) */
 	SPEC_URETPROBE_EXITS = 64,  /* an entry whose exit is a uretprobe: mind the nesting limit */
 	/* an exit site before the tail's store to __state: its final value is ... */
-	SPEC_STATE_CONST = 128, /* ... the constant state_value */
-	SPEC_STATE_REG = 256,	/* ... the low state_size bytes of register self_reg */
+	SPEC_STATE_CONST = 128,	   /* ... the constant state_value */
+	SPEC_STATE_REG = 256,	   /* ... the low state_size bytes of register self_reg */
+	SPEC_SINGLE_STEPPED = 512, /* an exit on an instruction the kernel single-steps */
 };
 
 /*
@@ -188,12 +189,12 @@ struct poll_record {
 
 /* Per poll function, per CPU: records = emitted + dropped, always. */
 struct poll_stats {
-	__u64 entries;	 /* unused (kept for the layout): entries are not counted per poll */
-	__u64 records;	 /* records the BPF side tried to emit (completed + truncated) */
-	__u64 emitted;	 /* submitted to the ring buffer */
-	__u64 dropped;	 /* the ring buffer was full */
-	__u64 truncated; /* of records: frames found stale (unwound) */
-	__u64 busy_ns;	 /* sum of end - start over records */
+	__u64 stepped_exits; /* of records: completed on a single-stepped exit probe */
+	__u64 records;	     /* records the BPF side tried to emit (completed + truncated) */
+	__u64 emitted;	     /* submitted to the ring buffer */
+	__u64 dropped;	     /* the ring buffer was full */
+	__u64 truncated;     /* of records: frames found stale (unwound) */
+	__u64 busy_ns;	     /* sum of end - start over records */
 	__u64 hist[TRACE_HIST_BUCKETS]; /* log2 histogram of end - start over records */
 };
 

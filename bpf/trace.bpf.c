@@ -195,7 +195,8 @@ static __always_inline __u32 log2_u64(__u64 v)
 
 /* Emit frames[index] as completed with `result`; counts records, emitted, dropped. */
 static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now, __u8 result,
-				 __u8 why, __s32 await_index, __u64 state_after, __u64 pid_tgid)
+				 __u8 why, __s32 await_index, __u64 state_after, __u64 pid_tgid,
+				 __u8 stepped)
 {
 	struct poll_record *r;
 	struct poll_frame *f, *parent;
@@ -216,6 +217,8 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 		__sync_fetch_and_add(&stats->hist[bucket], 1);
 		if (result == RESULT_TRUNCATED)
 			__sync_fetch_and_add(&stats->truncated, 1);
+		if (stepped) /* the share of exits that cost a single-step, by frequency */
+			__sync_fetch_and_add(&stats->stepped_exits, 1);
 	}
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
@@ -291,7 +294,7 @@ static long pop_one(__u64 i, void *data)
 	if (!c->all && (f->sp > c->sp || (!c->inclusive && f->sp == c->sp)))
 		return 1;
 	emit(st, top, c->now, c->all ? c->all_result : RESULT_TRUNCATED, UNKNOWN_NONE, -1, f->state,
-	     c->pid_tgid);
+	     c->pid_tgid, 0);
 	st->depth = depth - 1;
 	return 0;
 }
@@ -492,7 +495,8 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 	} else {
 		result = result_from_return(ctx, spec, &why);
 	}
-	emit(st, top, now, result, why, await_index, state, pid_tgid);
+	emit(st, top, now, result, why, await_index, state, pid_tgid,
+	     (spec->flags & SPEC_SINGLE_STEPPED) != 0);
 	st->depth = depth - 1;
 }
 

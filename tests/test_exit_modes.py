@@ -48,10 +48,11 @@ def kinds(records, polls):
 
 
 def covered_polls(binary, extra):
-    """Poll fns with at least one ret replaced by branch sites: the only ones whose
-    probes differ between the modes (the others have the very same probes)."""
+    """Poll fns with at least one ret replaced by branch sites, or leaves (a return
+    probe): the only ones whose probes differ between the modes (the others have the
+    very same probes)."""
     doc = json.loads(util.run_asyncbpf("analyze", "-q", "--json", "-", *extra, binary).stdout)
-    return {i for i, p in enumerate(doc["polls"]) if p.get("rets_covered")}
+    return {i for i, p in enumerate(doc["polls"]) if p.get("rets_covered") or p.get("leaf")}
 
 
 def problems(records, polls=None):
@@ -121,3 +122,40 @@ def test_branch_sites_are_branches_before_a_ret(profile):
             assert x["cond"] == 255 and x["sp_delta"] == 0
     if profile == "release":
         assert seen, "no branch exit site in the release handwritten fixture"
+
+
+@pytest.mark.parametrize("profile,crate", [(p, c) for p in ("debug", "release") for c in ("handwritten", "outputs")])
+def test_leaves_have_no_call_and_no_jump_out(profile, crate):
+    """A leaf (its exit a return probe in the default mode: no unwind can pass through
+    it) read independently (abi_oracle's objdump reader): no call, no jump out of the
+    function. Conversely a function with no call and no jump at all that leaves it
+    (direct or indirect) must be a leaf."""
+    import abi_oracle
+
+    binary = util.fixture_binary(profile, crate)
+    doc = json.loads(util.run_asyncbpf("analyze", "-q", "--json", "-", binary).stdout)
+    leaves = 0
+    for p in doc["polls"]:
+        if not p.get("size") or p.get("inlined_only") or p.get("disasm_error"):
+            continue
+        lo, hi = p["addr"], p["addr"] + p["size"]
+        insns = abi_oracle.disassemble(binary, lo, p["size"])
+        calls = [i for i in insns if i.op.startswith("call")]
+        out = []
+        indirect = []
+        for i in insns:
+            if i.op.startswith("j"):
+                try:
+                    target = int(i.args[0].split()[0], 16)
+                except (ValueError, IndexError):
+                    indirect.append(i)
+                    continue
+                if not lo <= target < hi:
+                    out.append(i)
+        if p["leaf"]:
+            leaves += 1
+            assert not calls and not out, (p["name"], calls, out)
+        elif not calls and not out and not indirect:
+            pytest.fail(f"{p['name']}: no call and no jump out, but not a leaf")
+    if profile == "release" and crate == "handwritten":
+        assert leaves, "release handwritten: Trivial::poll (inc; ret) is a leaf"

@@ -347,6 +347,20 @@ static void abi_decide(struct model *m, struct poll_fn *p, const struct future *
 	m->nr_abi_rule_overridden += a->rule_disagrees;
 }
 
+/* No call, no tail jump, no unresolved dispatch: nothing can unwind through it. */
+static bool cfg_is_leaf(const struct cfg *g)
+{
+	if (g->nr_unresolved_dispatch)
+		return false;
+	for (uint32_t i = 0; i < g->nr_exits; i++)
+		if (g->exits[i].kind != CFG_EXIT_RET)
+			return false;
+	for (uint32_t i = 0; i < g->seq.nr; i++)
+		if (g->seq.insns[i].flow == INSN_FLOW_CALL)
+			return false;
+	return true;
+}
+
 static int disassemble_poll(struct walk *w, struct poll_fn *p, const uint8_t *code)
 {
 	struct model *m = w->m;
@@ -366,6 +380,7 @@ static int disassemble_poll(struct walk *w, struct poll_fn *p, const uint8_t *co
 		m->nr_abi_unknown++;
 		return p->disasm_error ? 0 : -ENOMEM;
 	}
+	p->leaf = cfg_is_leaf(&g);
 	r = flow__run(&fl, &g);
 	if (!r) {
 		abi__read(&g, &fl, f && f->has_state, f ? f->state_offset : 0,

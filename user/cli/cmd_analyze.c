@@ -31,6 +31,28 @@ static const char analyze_usage[] =
     "  asyncbpf analyze target/debug/server\n"
     "  asyncbpf analyze -p $(pidof server) --dot graph.dot && dot -Tsvg graph.dot -o graph.svg\n";
 
+/* How the default exit mode sees this function's exits (docs/tracing.md, "Exit modes"). */
+static void print_exit_cover(const struct poll_fn *p)
+{
+	uint32_t rets = 0, emulated = 0;
+
+	if (p->disasm_error || !p->nr_exits)
+		return;
+	if (p->leaf) {
+		printf(", exits: one return probe (a leaf: no call can unwind through it)");
+		return;
+	}
+	for (uint32_t k = 0; k < p->nr_exits; k++)
+		rets += p->exits[k].kind == EXIT_RET;
+	for (uint32_t k = 0; k < p->nr_fast_exits; k++)
+		emulated += p->fast_exits[k].emulated;
+	if (!p->nr_rets_covered)
+		printf(", exits: every ret single-stepped (no safe emulated site)");
+	else
+		printf(", exits: %u emulated site%s for %u of %u ret%s", emulated,
+		       emulated == 1 ? "" : "s", p->nr_rets_covered, rets, rets == 1 ? "" : "s");
+}
+
 static void print_future(const struct model *m, uint32_t i)
 {
 	const struct future *f = &m->futures[i];
@@ -47,6 +69,7 @@ static void print_future(const struct model *m, uint32_t i)
 		if (p->entry.valid)
 			printf(", entry probe at +0x%" PRIx64 " '%s' (%s)", p->entry.addr - p->addr,
 			       p->entry.insn, p->entry.emulated ? "emulated" : "single-stepped");
+		print_exit_cover(p);
 		if (p->disasm_error)
 			printf(", disassembly failed: %s", p->disasm_error);
 		printf("\n");

@@ -195,11 +195,14 @@ static void report_plan(const struct trace_plan *p, enum plan_exits mode)
 		return;
 	}
 	pr_info("trace: %u poll functions: %u entry and %u exit probes, %u of %u (%.0f%%) on "
-		"instructions the kernel emulates, the rest single-stepped (exit mode %s)\n",
+		"instructions the kernel emulates, %u return probes on leaf functions, the rest "
+		"single-stepped (exit mode %s)\n",
 		p->nr_polls, p->nr_entries, p->nr_exits, emulated, sites,
-		sites ? 100.0 * emulated / sites : 0.0,
-		mode == PLAN_EXITS_RET ? "ret: every `ret` and tail jump"
-				       : "emulated: branch sites, `ret` where none is safe");
+		sites ? 100.0 * emulated / sites : 0.0, p->nr_leaf_returns,
+		mode == PLAN_EXITS_RET
+		    ? "ret: every `ret` and tail jump"
+		    : "emulated: branch sites, a return probe on leaf functions, "
+		      "`ret` where neither is safe");
 }
 
 /* Analyze the target, select, and build the probe plan. An exit status. */

@@ -458,6 +458,7 @@ static void write_poll(struct json_writer *w, const struct model *m, uint32_t id
 	}
 	jw_array_end(w);
 	jw_u64(w, "rets_covered", p->nr_rets_covered);
+	jw_bool(w, "leaf", p->leaf);
 
 	write_entry(w, &p->entry);
 	jw_reg_or_null(w, "self_arg_reg", p->self_known ? p->self_arg_reg : -1);

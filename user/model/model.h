@@ -199,6 +199,11 @@ struct poll_fn {
 	struct exit_site *fast_exits;
 	uint32_t nr_fast_exits;
 	uint32_t nr_rets_covered; /* rets replaced by emulated sites */
+	/*
+	 * No call and no jump out of the function (every jump table resolved): no unwind
+	 * can start below its frame, so a uretprobe is safe on it (docs/disasm.md).
+	 */
+	bool leaf;
 	struct entry_site entry;
 	struct poll_layout ret;
 	uint16_t self_arg_reg; /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */

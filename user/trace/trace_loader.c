@@ -529,7 +529,7 @@ int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *
 			goto out;
 		}
 		for (int c = 0; c < ncpu; c++) {
-			stats[p].entries += percpu[c].entries;
+			stats[p].stepped_exits += percpu[c].stepped_exits;
 			stats[p].records += percpu[c].records;
 			stats[p].emitted += percpu[c].emitted;
 			stats[p].dropped += percpu[c].dropped;

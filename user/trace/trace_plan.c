@@ -152,6 +152,27 @@ static const struct exit_site *mode_exits(const struct poll_fn *pf, enum plan_ex
 	return pf->fast_exits;
 }
 
+/* One uretprobe at the function's start: it fires after the `ret`. */
+static int plan_uretprobe(struct trace_plan *plan, const struct model *m, uint32_t poll,
+			  struct poll_spec *entry, uint64_t entry_offset)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+	struct poll_spec exit;
+
+	fill_common(&exit, m, poll);
+	exit.kind = PROBE_EXIT;
+	exit.flags |= SPEC_EXIT_RETURNED;
+	exit.sp_delta = 8; /* the ret popped the return address */
+	entry->flags |= SPEC_URETPROBE_EXITS;
+	if (plan_add(plan, &exit, pf->file_offset, true) ||
+	    plan_add(plan, entry, entry_offset, false))
+		return -ENOMEM;
+	plan->nr_entries++;
+	plan->nr_exits++;
+	plan->nr_polls++;
+	return 0;
+}
+
 static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
 		     enum plan_exits mode)
 {
@@ -188,21 +209,12 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_reg = pf->self_arg_reg;
 		}
 	}
-	if (mode == PLAN_EXITS_URETPROBE) {
-		/* one uretprobe at the function's start: it fires after the `ret` */
-		struct poll_spec exit;
-
-		fill_common(&exit, m, poll);
-		exit.kind = PROBE_EXIT;
-		exit.flags |= SPEC_EXIT_RETURNED;
-		exit.sp_delta = 8; /* the ret popped the return address */
-		entry.flags |= SPEC_URETPROBE_EXITS;
-		if (plan_add(plan, &exit, pf->file_offset, true) ||
-		    plan_add(plan, &entry, entry_offset, false))
+	/* a leaf cannot be unwound through: its return probe is safe, and cheap */
+	if (mode == PLAN_EXITS_URETPROBE || (mode == PLAN_EXITS_EMULATED && pf->leaf)) {
+		if (plan_uretprobe(plan, m, poll, &entry, entry_offset))
 			return -ENOMEM;
-		plan->nr_entries++;
-		plan->nr_exits++;
-		plan->nr_polls++;
+		plan->nr_leaf_returns += mode == PLAN_EXITS_EMULATED;
+		plan->nr_emulated_entries += pf->entry.valid && pf->entry.emulated;
 		return 0;
 	}
 	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */
@@ -236,6 +248,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		/* plain exits (ret, tail jumps) run at the entry's rsp, on every execution */
 		exit.sp_delta = x->kind == EXIT_BRANCH ? x->sp_delta : 0;
 		exit.exit_cond = x->kind == EXIT_BRANCH ? x->cond : SPEC_COND_ALWAYS;
+		if (!x->emulated)
+			exit.flags |= SPEC_SINGLE_STEPPED; /* counted per poll fn: stepped_exits */
 		if ((exit.flags & SPEC_HAS_STATE) && x->state_src == EXIT_STATE_CONST) {
 			exit.flags |= SPEC_STATE_CONST;
 			exit.ret_ready_value = x->state_value;

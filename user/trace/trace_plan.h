@@ -18,7 +18,8 @@
 /* How exits are seen (docs/tracing.md, "Exit modes"). */
 enum exits_mode {
 	EXITS_AUTO,	 /* uretprobe when the binary cannot unwind (panic=abort), else emulated */
-	EXITS_EMULATED,	 /* branch sites the kernel emulates, `ret` where none is safe */
+	EXITS_EMULATED,	 /* branch sites the kernel emulates, a uretprobe on leaf functions,
+			  * `ret` where neither is safe */
 	EXITS_RET,	 /* a probe on every `ret` and tail jump: single-stepped, unwind-safe */
 	EXITS_URETPROBE, /* one uretprobe per poll fn: cheaper; aborts unwinding panics */
 };
@@ -40,6 +41,7 @@ struct trace_plan {
 	uint32_t nr_polls;				 /* traced poll functions */
 	uint32_t nr_entries, nr_exits;			 /* probe sites of each kind */
 	uint32_t nr_emulated_entries, nr_emulated_exits; /* of them, on emulated instructions */
+	uint32_t nr_leaf_returns;      /* exits by uretprobe on leaf functions (emulated mode) */
 	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
 	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */

@@ -338,6 +338,18 @@ uint64_t trace_summary__running(const struct trace_summary *s)
 	return n;
 }
 
+uint64_t trace_summary__stepped_exits(const struct trace_summary *s, uint64_t *exits)
+{
+	uint64_t n = 0;
+
+	*exits = 0;
+	for (uint32_t p = 0; s->bpf && p < s->nr_bpf; p++) {
+		n += s->bpf[p].stepped_exits;
+		*exits += s->bpf[p].records - s->bpf[p].truncated;
+	}
+	return n;
+}
+
 void trace_summary__free(struct trace_summary *s)
 {
 	for (uint32_t p = 0; s->polls && p < s->m->nr_polls; p++) {

@@ -118,6 +118,11 @@ const char *unknown_reason__key(unsigned reason);
 uint64_t trace_summary__unknown(const struct trace_summary *s, uint64_t *by);
 /* Polls still running when tracing stopped (POLL_OPEN records). */
 uint64_t trace_summary__running(const struct trace_summary *s);
+/*
+ * Polls that ended on a single-stepped exit probe (the BPF statistics), and into
+ * *exits the polls that ended on any exit probe: the exit cost by frequency.
+ */
+uint64_t trace_summary__stepped_exits(const struct trace_summary *s, uint64_t *exits);
 int u64_vec__push(struct u64_vec *v, uint64_t x);
 
 #endif

@@ -217,6 +217,9 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 	add_u64(tot, "no_storage", t->no_storage);
 	add_u64(tot, "bpf_records", t->bpf_records);
 	add_u64(tot, "probe_hits", t->hits);
+	uint64_t exits, stepped = trace_summary__stepped_exits(s, &exits);
+	add_u64(tot, "exits", exits);
+	add_u64(tot, "stepped_exits", stepped);
 	add_u64(tot, "malformed_records", s->bad_records);
 	uint64_t by[UNKNOWN_REASON_COUNT];
 	add_u64(tot, "unknown_results", trace_summary__unknown(s, by));

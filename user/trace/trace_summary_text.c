@@ -250,5 +250,11 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 		tt->probes_attached, tt->probes_failed, t->unprobeable_exits, t->unmatched_exits,
 		s->instances.untracked_polls + s->tasks.untracked_polls,
 		(double)tt->duration_ns / 1e9);
+	uint64_t exits, stepped = trace_summary__stepped_exits(s, &exits);
+	if (exits)
+		fprintf(out,
+			"exits single-stepped %" PRIu64 " of %" PRIu64 " (%.1f%%); the rest on "
+			"emulated instructions or return probes\n",
+			stepped, exits, 100.0 * (double)stepped / (double)exits);
 	print_warnings(s, t, out);
 }
