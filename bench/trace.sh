@@ -14,8 +14,15 @@
 # 3. the consumer's CPU per record and the highest rate it sustains with zero drops
 #    (bench/consumer_bench: a synthetic BPF producer into a 16 MiB ring buffer);
 # 4. attach and detach of 5,000+ probes (bench/manyasync.sh generates the binary)
-#    by asyncbpf, and by bpftrace on a subset (extrapolated, labelled).
+#    by asyncbpf, and by bpftrace on a subset (extrapolated, labelled);
+# 5. a tokio HTTP server (tests/conformance http_server, 2 workers) under keep-alive
+#    load from its own 2-thread client: requests/s untraced, with `asyncbpf trace
+#    -p PID` (default selection, default exits) attached, with --exits ret, and with
+#    --exits uretprobe (the kernel's cheapest exits, unsafe for unwinding: reference);
+#    the share of exits single-stepped by frequency (the summary's stepped_exits)
+#    there and on the release fixtures (issue 10).
 #
+# BENCH_PARTS (default 1,2,3,4,5) runs some parts only.
 # Environment: BENCH_RUNS (default 5), BENCH_POLLS (traced polls per run, default
 # 30000), BENCH_BPFTRACE_FNS (functions for bpftrace's attach test, default 100),
 # BENCH_RATES (consumer steps, M records/s, default 0.1,0.25,0.5,1,2).
@@ -35,6 +42,10 @@ runs="${BENCH_RUNS:-5}"
 polls="${BENCH_POLLS:-30000}"
 bt_fns="${BENCH_BPFTRACE_FNS:-100}"
 rates="${BENCH_RATES:-0.1,0.25,0.5,1,2}"
+parts=",${BENCH_PARTS:-1,2,3,4,5},"
+part() { [[ "$parts" == *",$1,"* ]]; }
+http_conns="${BENCH_HTTP_CONNS:-8}"
+http_reqs="${BENCH_HTTP_REQS:-3000}"
 samples="$out/trace-samples.jsonl"
 results="$out/trace-results.txt"
 work="$out/trace-work"
@@ -85,8 +96,10 @@ run_poll() {
 	local build="$1" tool="$2" n="$3" bin="$root/tests/fixtures/bin/$1/handwritten" o="$work/$1-$2.out"
 	case "$tool" in
 	untraced) "$bin" loop "$n" >"$o" 2>"$o.err" ;;
-	asyncbpf)
-		"$asyncbpf" trace '*Trivial*' -o "$work/loop.pftrace" --summary-json "$work/loop-summary.json" \
+	asyncbpf | asyncbpf-ret)
+		local exits=emulated
+		[ "$tool" = asyncbpf-ret ] && exits=ret
+		"$asyncbpf" trace '*Trivial*' --exits "$exits" -o "$work/loop.pftrace" --summary-json "$work/loop-summary.json" \
 			-- "$bin" loop "$n" >"$o" 2>"$o.err" || die "asyncbpf trace failed: $(tail -n 3 "$o.err")"
 		/usr/bin/python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]; sys.exit(0 if t["dropped"]==0 and t["records"]==int(sys.argv[2]) else 1)' \
 			"$work/loop-summary.json" "$n" || die "asyncbpf trace: records or drops wrong ($work/loop-summary.json)"
@@ -102,6 +115,7 @@ run_poll() {
 }
 
 for build in debug release; do
+	part 1 || part 2 || break
 	bin="$root/tests/fixtures/bin/$build/handwritten"
 	"$asyncbpf" analyze "$bin" --json "$work/$build-model.json" >/dev/null 2>&1 || die "asyncbpf analyze $bin failed"
 	site="$("$helper" poll-site "$work/$build-model.json" 'handwritten::Trivial as')" || die "no Trivial::poll in $bin"
@@ -111,10 +125,11 @@ for build in debug release; do
 		awk -F'\t' '/^ *[0-9a-f]+:/ && !i { i = $2 } END { print i }' | sed 's/ \+/ /g')"
 	sample "$(echo "$site" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d.update(part="site", build=sys.argv[1], first_insn=sys.argv[2]); print(json.dumps(d))' "$build" "$first")"
 	echo "bench: poll rate, $build: $runs x (untraced, asyncbpf, floor, bpftrace), $polls traced polls each" >&2
+	part 1 || continue
 	for ((i = 1; i <= runs; i++)); do
 		# asyncbpf and the floor always back to back, alternately first: their ratio is
 		# taken per run, so drifting machine load cancels; the order flips every run
-		if ((i % 2)); then order=(untraced asyncbpf floor bpftrace); else order=(bpftrace floor asyncbpf untraced); fi
+		if ((i % 2)); then order=(untraced asyncbpf floor asyncbpf-ret bpftrace); else order=(bpftrace asyncbpf-ret floor asyncbpf untraced); fi
 		for tool in "${order[@]}"; do
 			n="$polls"
 			[ "$tool" = untraced ] && n=$((polls * 100))
@@ -166,6 +181,7 @@ print(json.dumps({"part": "bpfstats", "build": sys.argv[1], "tool": tool, "progs
 		"$build" "$tool" "$last" >>"$samples"
 }
 
+if part 2; then
 sysctl -q -w kernel.bpf_stats_enabled=1 || die "cannot set kernel.bpf_stats_enabled=1"
 for build in debug release; do
 	sym="$("$helper" poll-site "$work/$build-model.json" 'handwritten::Trivial as' |
@@ -177,9 +193,11 @@ done
 echo "bench: BPF run time of poll_probe's pieces (floor --program), release" >&2
 for tool in floor:floor_ktime floor:floor_task_storage floor:floor_fixed; do stats_run release "$tool"; done
 sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
+fi
 
 # ---- 3. consumer ---------------------------------------------------------------------
 
+if part 3; then
 echo "bench: consumer: rates $rates M records/s, 1 s each (the tracer's rule: forced on crossing a quarter; the first rule: forced on every record past it; never forced; null consumer)" >&2
 consumer_run() { # MODE ARGS...
 	local mode="$1"
@@ -198,9 +216,11 @@ consumer_run tracer-crossing --rates "$rates" --wakeup-on-crossing
 consumer_run forced-past-quarter --rates "$rates"
 consumer_run never-forced --rates "$rates" --wakeup-bytes 0xffffffffffffff
 consumer_run null-consumer --rates 1,2,4 --null-consumer
+fi
 
 # ---- 4. attach and detach --------------------------------------------------------------
 
+if part 4; then
 many="$("$root/bench/manyasync.sh")" || die "cannot build the generated binary (bench/manyasync.sh)"
 echo "bench: attach/detach on $many, $runs runs each" >&2
 # asyncbpf's own lines: "attached N probes ... in A ms through ... (BPF load and
@@ -264,6 +284,87 @@ spans="$("$helper" strace-spans "$work/bpftrace.strace" "$(cat /sys/bus/event_so
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1]); d.update(part="bpftrace-attach", fns=int(sys.argv[2])); print(json.dumps(d))' "$spans" "${#syms[@]}" >>"$samples"
+
+fi
+
+# ---- 5. an HTTP server under -p, exits by frequency -------------------------------------
+
+# http_run BUILD MODE RUN: one client run against a fresh server; MODE untraced, or an
+# --exits mode with `asyncbpf trace -p` attached before the load and stopped after it
+http_run() {
+	local build="$1" mode="$2" run="$3" srv="$root/tests/conformance/bin/$1/http_server"
+	local so="$work/http-$1-$2.srv" ao="$work/http-$1-$2.asyncbpf" port spid apid="" t0 t1
+	"$srv" --port 0 --workers 2 >"$so" 2>&1 &
+	spid=$!
+	bg_pids+=("$spid")
+	for ((k = 0; k < 100; k++)); do
+		port="$(sed -n 's/.*"listening":\([0-9]*\).*/\1/p' "$so")"
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	[ -n "$port" ] || die "http_server did not start ($so)"
+	if [ "$mode" != untraced ]; then
+		"$asyncbpf" trace -p "$spid" --exits "$mode" -o "$work/http.pftrace" --summary-json "$work/http-summary.json" \
+			>"$ao.out" 2>"$ao" &
+		apid=$!
+		bg_pids+=("$apid")
+		for ((k = 0; k < 600; k++)); do
+			grep -q 'trace: attached' "$ao" && break
+			kill -0 "$apid" 2>/dev/null || die "asyncbpf trace -p http_server failed: $(tail -n 3 "$ao")"
+			sleep 0.05
+		done
+		grep -q 'trace: attached' "$ao" || die "asyncbpf trace -p http_server did not attach ($ao)"
+	fi
+	t0="$(date +%s%N)"
+	"$srv" client "$port" "$http_conns" "$http_reqs" >"$work/http-client.out" 2>&1 ||
+		die "http_server client failed ($mode): $(tail -n 3 "$work/http-client.out")"
+	t1="$(date +%s%N)"
+	if [ -n "$apid" ]; then
+		kill -INT "$apid"
+		wait "$apid" || die "asyncbpf trace -p http_server exited with $? ($ao)"
+	fi
+	kill -TERM "$spid"
+	wait "$spid" || true
+	/usr/bin/python3 -c '
+import json, sys
+build, mode, run, ns, n, summ = sys.argv[1:7]
+d = {"part": "http", "build": build, "mode": mode, "run": int(run), "requests": int(n),
+     "seconds": int(ns) / 1e9}
+if mode != "untraced":
+    t = json.load(open(summ))["totals"]
+    d.update(records=t["records"], dropped=t["dropped"], exits=t.get("exits"), stepped_exits=t.get("stepped_exits"))
+print(json.dumps(d))' "$build" "$mode" "$run" "$((t1 - t0))" "$((http_conns * http_reqs))" "$work/http-summary.json" >>"$samples"
+}
+
+# fixture_exits BUILD CRATE: one traced run of a fixture, its exits by frequency
+fixture_exits() {
+	local build="$1" crate="$2" bin="$root/tests/fixtures/bin/$1/$2" s="$work/fx-summary.json"
+	shift 2
+	"$asyncbpf" trace "$@" -o "$work/fx.pftrace" --summary-json "$s" -- "$bin" >/dev/null 2>"$work/fx.err" ||
+		die "asyncbpf trace $bin failed: $(tail -n 3 "$work/fx.err")"
+	/usr/bin/python3 -c '
+import json, sys
+t = json.load(open(sys.argv[3]))["totals"]
+print(json.dumps({"part": "fixture-exits", "build": sys.argv[1], "crate": sys.argv[2], "exits": t["exits"],
+                  "stepped_exits": t["stepped_exits"], "records": t["records"]}))' "$build" "$crate" "$s" >>"$samples"
+}
+
+if part 5; then
+	for build in release debug; do
+		[ -x "$root/tests/conformance/bin/$build/http_server" ] || die "no tests/conformance/bin/$build/http_server: make conformance"
+		echo "bench: http_server ($build) under keep-alive load, $runs x (untraced, -p default, -p --exits ret), $http_conns x $http_reqs requests" >&2
+		for ((i = 1; i <= runs; i++)); do
+			# uretprobe: the kernel's cheapest exits, for reference only (a panic unwinding
+			# through one aborts the target: never a default for a binary that unwinds)
+			if ((i % 2)); then order=(untraced emulated ret uretprobe); else order=(uretprobe ret emulated untraced); fi
+			for mode in "${order[@]}"; do http_run "$build" "$mode" "$i"; done
+		done
+	done
+	echo "bench: exits by frequency on the release fixtures" >&2
+	for crate in handwritten outputs tokio_ct tokio_mt demo; do fixture_exits release "$crate"; done
+	fixture_exits release async_std_app --all-crates
+	fixture_exits release smol_app --all-crates
+fi
 
 # ---- report -----------------------------------------------------------------------------
 

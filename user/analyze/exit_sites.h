@@ -19,6 +19,8 @@
 #include "model/model.h"
 
 /* Why a `ret` keeps its own probe (counted per reason by exit_sites__find). */
+/* Why a ret keeps its probe (model.exits_kept; named in analyze --json's "rets_kept",
+ * user/export/export_json.c: keep the order). */
 enum exit_keep {
 	EXIT_KEEP_UNSAFE_TAIL,	/* a store, call or result-register write after every site */
 	EXIT_KEEP_FALLTHROUGH,	/* reached by falling through from an unsafe block */
@@ -29,6 +31,7 @@ enum exit_keep {
 	EXIT_KEEP_STATE,	/* __state's final value cannot be told at a site */
 	EXIT_KEEP_COUNT,
 };
+_Static_assert(EXIT_KEEP_COUNT == 7, "rename in export_json.c's rets_kept too");
 
 /* What the exit probe of a poll fn reads, which the tail must leave alone. */
 struct exit_sites_opts {

@@ -14,6 +14,38 @@
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
 
+const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+}
+
+const char *die_linkage_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!s)
+		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	return s;
+}
+
+/* Where a function or inlined copy starts: DW_AT_entry_pc, DW_AT_low_pc, or the
+ * first of its DW_AT_ranges; false (or 0) when it has no code in the binary. */
+bool die_code_start(Dwarf_Die *die, Dwarf_Addr *pc)
+{
+	Dwarf_Addr base, start, end;
+
+	if (dwarf_entrypc(die, pc) == 0 && *pc)
+		return true;
+	if (dwarf_lowpc(die, pc) == 0 && *pc)
+		return true;
+	if (dwarf_ranges(die, 0, &base, &start, &end) > 0 && start) {
+		*pc = start;
+		return true;
+	}
+	return false;
+}
+
 bool starts_with(const char *s, const char *prefix)
 {
 	return s && strncmp(s, prefix, strlen(prefix)) == 0;

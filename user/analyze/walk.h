@@ -92,6 +92,13 @@ struct walk {
 };
 
 /* DWARF helpers (walk.c) */
+/* DW_AT_name (following abstract origins), or NULL. */
+const char *die_name(Dwarf_Die *die);
+/* DW_AT_linkage_name (or DW_AT_MIPS_linkage_name), following abstract origins, or NULL. */
+const char *die_linkage_name(Dwarf_Die *die);
+/* Where a function or inlined copy starts (entry pc, low pc or first range); false
+ * when it has no code in the binary. */
+bool die_code_start(Dwarf_Die *die, Dwarf_Addr *pc);
 bool starts_with(const char *s, const char *prefix);
 bool die_type(Dwarf_Die *die, Dwarf_Die *type);
 uint64_t die_bytesize(Dwarf_Die *die);

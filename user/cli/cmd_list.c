@@ -95,7 +95,17 @@ static void print_selection(const struct model *m, const struct selection *s)
 	       traceable, traceable == 1 ? "" : "s", inlined, inlined == 1 ? "" : "s", none);
 }
 
-int cmd_list(int argc, char **argv)
+struct list_args {
+	struct target_spec spec;
+	const char *whitelist, *output;
+	enum expand_dir expand;
+	bool all_crates;
+	char **patterns;
+	int nr_patterns;
+};
+
+/* The command line; -1 after --help (printed), else an exit status. */
+static int parse_list_args(int argc, char **argv, struct list_args *a)
 {
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, 'p'},
@@ -107,48 +117,115 @@ int cmd_list(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	struct target_spec spec = {0};
-	const char *whitelist = NULL, *output = NULL;
-	enum expand_dir expand = EXPAND_NONE;
-	bool all_crates = false;
 	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:e:w:o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if ((r = parse_pid("list", optarg, &spec.pid)))
+			if ((r = parse_pid("list", optarg, &a->spec.pid)))
 				return r;
 			break;
 		case 'e':
-			if (parse_expand(optarg, &expand)) {
+			if (parse_expand(optarg, &a->expand)) {
 				pr_warn("list: --expand takes up, down or both, not '%s'\n",
 					optarg);
 				return EXIT_USAGE;
 			}
 			break;
-		case 'w': whitelist = optarg; break;
-		case 'o': output = optarg; break;
-		case 'a': all_crates = true; break;
+		case 'w': a->whitelist = optarg; break;
+		case 'o': a->output = optarg; break;
+		case 'a': a->all_crates = true; break;
 		case 'v': log_verbosity = 2; break;
-		case 'h': fputs(list_usage, stdout); return EXIT_OK;
+		case 'h': fputs(list_usage, stdout); return -1;
 		default: fputs(list_usage, stderr); return EXIT_USAGE;
 		}
 	}
-	int first_pattern = optind;
-	if (!spec.pid) {
+	if (!a->spec.pid) {
 		if (optind >= argc) {
 			pr_warn("list: name one binary or one -p PID\n");
 			fputs(list_usage, stderr);
 			return EXIT_USAGE;
 		}
-		spec.path = argv[optind];
-		first_pattern = optind + 1;
+		a->spec.path = argv[optind++];
 	}
+	a->patterns = &argv[optind];
+	a->nr_patterns = argc - optind;
+	return EXIT_OK;
+}
 
+/* The whitelist, the patterns or the default, expanded. An exit status. */
+static int select_futures(const struct list_args *a, const struct model *m, struct selection *s)
+{
+	if (a->whitelist) {
+		char err[512] = "";
+		uint32_t unknown = 0;
+		int e = whitelist__read(s, m, a->whitelist, &unknown, err, sizeof(err));
+		if (e) {
+			pr_warn("list: %s\n", err);
+			return exit_code_from_errno(e);
+		}
+		if (unknown)
+			pr_warn("list: %u whitelist entr%s match no future of %s: %s\n", unknown,
+				unknown == 1 ? "y does" : "ies do", m->path, err);
+	}
+	for (int i = 0; i < a->nr_patterns; i++) {
+		if (!selection__add_pattern(s, m, a->patterns[i])) {
+			pr_warn("list: pattern '%s' matches no future of %s (try 'asyncbpf analyze "
+				"--all-crates')\n",
+				a->patterns[i], m->path);
+			return EXIT_NO_MATCH;
+		}
+	}
+	if (!a->whitelist && !a->nr_patterns)
+		selection__add_default(s, m, a->all_crates);
+	if (a->expand != EXPAND_NONE)
+		selection__expand(s, m, a->expand);
+	if (!selection__count(s)) {
+		pr_warn("list: nothing selected in %s%s\n", m->path,
+			a->all_crates
+			    ? ""
+			    : " (no futures in your crates? try --all-crates or a pattern)");
+		return EXIT_NO_MATCH;
+	}
+	return EXIT_OK;
+}
+
+/* The selection as a whitelist file (-o), written whole or not at all. */
+static int write_whitelist(const struct list_args *a, const struct model *m,
+			   const struct selection *s)
+{
+	struct outfile o;
+	char err[512];
+
+	if (outfile__open(&o, a->output, err, sizeof(err))) {
+		pr_warn("list: %s\n", err);
+		return EXIT_OUTPUT;
+	}
+	if (whitelist__write(m, s, a->all_crates, o.f)) {
+		pr_warn("list: writing the whitelist %s failed\n", a->output);
+		outfile__abort(&o);
+		return EXIT_OUTPUT;
+	}
+	if (outfile__commit(&o, err, sizeof(err))) {
+		pr_warn("list: %s\n", err);
+		return EXIT_OUTPUT;
+	}
+	pr_info("list: wrote whitelist %s: set \"trace\" per future, then pass --whitelist %s\n",
+		a->output, a->output);
+	return EXIT_OK;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	struct list_args a = {.expand = EXPAND_NONE};
 	struct model m;
 	struct selection s = {0};
-	r = load_model("list", &spec, &m);
+	int r = parse_list_args(argc, argv, &a);
+
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	r = load_model("list", &a.spec, &m);
 	if (r)
 		goto out;
 	print_warnings("list", &m);
@@ -157,63 +234,12 @@ int cmd_list(int argc, char **argv)
 		r = EXIT_FAILURE_INTERNAL;
 		goto out;
 	}
-	if (whitelist) {
-		char err[512] = "";
-		uint32_t unknown = 0;
-		int e = whitelist__read(&s, &m, whitelist, &unknown, err, sizeof(err));
-		if (e) {
-			pr_warn("list: %s\n", err);
-			r = exit_code_from_errno(e);
-			goto out;
-		}
-		if (unknown)
-			pr_warn("list: %u whitelist entr%s match no future of %s: %s\n", unknown,
-				unknown == 1 ? "y does" : "ies do", m.path, err);
-	}
-	for (int i = first_pattern; i < argc; i++) {
-		if (!selection__add_pattern(&s, &m, argv[i])) {
-			pr_warn("list: pattern '%s' matches no future of %s (try 'asyncbpf analyze "
-				"--all-crates')\n",
-				argv[i], m.path);
-			r = EXIT_NO_MATCH;
-			goto out;
-		}
-	}
-	if (!whitelist && first_pattern >= argc)
-		selection__add_default(&s, &m, all_crates);
-	if (expand != EXPAND_NONE)
-		selection__expand(&s, &m, expand);
-	if (!selection__count(&s)) {
-		pr_warn("list: nothing selected in %s%s\n", m.path,
-			all_crates ? ""
-				   : " (no futures in your crates? try --all-crates or a pattern)");
-		r = EXIT_NO_MATCH;
+	r = select_futures(&a, &m, &s);
+	if (r)
 		goto out;
-	}
 	print_selection(&m, &s);
-	if (output) {
-		struct outfile o;
-		char err[512];
-		if (outfile__open(&o, output, err, sizeof(err))) {
-			pr_warn("list: %s\n", err);
-			r = EXIT_OUTPUT;
-			goto out;
-		}
-		if (whitelist__write(&m, &s, all_crates, o.f)) {
-			pr_warn("list: writing the whitelist %s failed\n", output);
-			outfile__abort(&o);
-			r = EXIT_OUTPUT;
-			goto out;
-		}
-		if (outfile__commit(&o, err, sizeof(err))) {
-			pr_warn("list: %s\n", err);
-			r = EXIT_OUTPUT;
-			goto out;
-		}
-		pr_info("list: wrote whitelist %s: set \"trace\" per future, then pass --whitelist "
-			"%s\n",
-			output, output);
-	}
+	if (a.output)
+		r = write_whitelist(&a, &m, &s);
 out:
 	selection__free(&s);
 	model__free(&m);

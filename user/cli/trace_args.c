@@ -2,10 +2,12 @@
 /* asyncbpf trace's command line (trace_args.h, docs/tracing.md). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
@@ -59,42 +61,155 @@ const char trace_usage[] =
     "  sudo asyncbpf trace -p 4242 'server::handlers::*' --expand down -o h.pftrace\n"
     "  sudo asyncbpf trace --chrome run.json -- target/debug/server --port 8080\n";
 
-/* N with a K/M/G suffix, within [min, max]; 0 or -1 */
-static int parse_size_in(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+/* The index of s in names[n], or -1. */
+static int choice(const char *s, const char *const *names, int n)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	}
-	if (*end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
 }
 
-static int parse_size(const char *s, uint64_t *out)
+/* A count in [min, max] (no sign, no suffix): 0 or -1. */
+static int parse_count(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
-	return parse_size_in(s, 4096, 1ull << 30, out);
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return errno || *end || end == s || s[0] == '-' || *out < min || *out > max ? -1 : 0;
+}
+
+/* The options that choose one of a few words: --expand, --exits, --attach. */
+static int parse_word_option(int c, const char *arg, struct trace_args *a)
+{
+	static const char *const expand[] = {"up", "down", "both"};
+	static const char *const exits[] = {"auto", "emulated", "ret", "uretprobe"};
+	static const char *const attach[] = {"auto", "multi", "perf"};
+	int k;
+
+	switch (c) {
+	case 'e':
+		if ((k = choice(arg, expand, 3)) < 0) {
+			pr_warn("trace: --expand takes up, down or both, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		a->expand = (enum expand_dir[]){EXPAND_UP, EXPAND_DOWN, EXPAND_BOTH}[k];
+		return EXIT_OK;
+	case 'X':
+		if ((k = choice(arg, exits, 4)) < 0) {
+			pr_warn("trace: --exits takes auto, emulated, ret or uretprobe, not '%s'\n",
+				arg);
+			return EXIT_USAGE;
+		}
+		a->exits =
+		    (enum exits_mode[]){EXITS_AUTO, EXITS_EMULATED, EXITS_RET, EXITS_URETPROBE}[k];
+		return EXIT_OK;
+	default: /* 'A' */
+		if ((k = choice(arg, attach, 3)) < 0) {
+			pr_warn("trace: --attach takes auto, multi or perf, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		a->attach = (enum attach_mode[]){ATTACH_AUTO, ATTACH_MULTI, ATTACH_PERF}[k];
+		return EXIT_OK;
+	}
+}
+
+/* The options that take a number: sizes, seconds, counts. */
+static int parse_number_option(int c, const char *arg, struct trace_args *a)
+{
+	switch (c) {
+	case 'd':
+		if (args__parse_seconds(arg, &a->duration)) {
+			pr_warn("trace: --duration takes positive seconds, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	case 'R':
+		if (args__parse_size(arg, 4096, 1ull << 30, &a->ringbuf_size)) {
+			pr_warn("trace: --ringbuf-size takes 4K to 1G bytes, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	case 'M':
+		if (parse_count(arg, 0, ULONG_MAX, &a->max_probes)) {
+			pr_warn("trace: --max-probes takes a number (0: no limit), not '%s'\n",
+				arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	case 'Z':
+		if (!strcmp(arg, "0")) {
+			a->max_size = 0;
+		} else if (args__parse_size(arg, 64u << 10, TRACE_MAX_MAX_SIZE, &a->max_size)) {
+			pr_warn("trace: --max-size takes 64K to 1T bytes (K/M/G suffixes) or 0 (no "
+				"limit), not '%s'\n",
+				arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	default: /* 'G' */
+		if (parse_count(arg, 2, 1000, &a->ring)) {
+			pr_warn("trace: --ring takes 2 to 1000 files, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	}
+}
+
+/* One option; -1 after --help (printed), else an exit status. */
+static int parse_option(int c, const char *arg, struct trace_args *a)
+{
+	switch (c) {
+	case 'p': return parse_pid("trace", arg, &a->pid);
+	case 'e':
+	case 'X':
+	case 'A': return parse_word_option(c, arg, a);
+	case 'd':
+	case 'R':
+	case 'M':
+	case 'Z':
+	case 'G': return parse_number_option(c, arg, a);
+	case 'w': a->whitelist = arg; break;
+	case 'o': a->output = arg; break;
+	case 'C': a->chrome = arg; break;
+	case 'S': a->summary_json = arg; break;
+	case 'r': a->records = arg; break;
+	case 'F': a->folded = arg; break;
+	case 'D': a->dot = arg; break;
+	case 'T': a->task_tracks = true; break;
+	case 'a': a->all_crates = true; break;
+	case 'v':
+		a->verbose = true;
+		log_verbosity = 2;
+		break;
+	case 'h': fputs(trace_usage, stdout); return -1;
+	default: fputs(trace_usage, stderr); return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* What the options say together. An exit status. */
+static int check_combination(const struct trace_args *a)
+{
+	if (a->command && !a->command[0]) {
+		pr_warn("trace: nothing after '--': name the command to launch\n");
+		return EXIT_USAGE;
+	}
+	if (!a->pid == !a->command) {
+		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
+		return EXIT_USAGE;
+	}
+	if (a->ring && (!a->max_size || a->max_size / a->ring < (64u << 10))) {
+		pr_warn("trace: --ring %lu needs --max-size of at least 64K per file\n", a->ring);
+		return EXIT_USAGE;
+	}
+	if (a->ring && (a->chrome || a->records || (a->output && !strcmp(a->output, "-")))) {
+		pr_warn("trace: --ring rotates the Perfetto trace only: it cannot be used with "
+			"--chrome, --records or -o -\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
 }
 
 int trace_args__parse(int argc, char **argv, struct trace_args *a)
@@ -122,149 +237,16 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	int c, r, nopt = argc;
-	char *end;
-
 	/* everything after "--" is the command: getopt must not permute it */
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--")) {
-			nopt = i;
-			a->command = &argv[i + 1];
-			break;
-		}
+	int c, r, nopt = args__split_command(argc, argv, &a->command);
+
 	a->max_probes = TRACE_DEFAULT_MAX_PROBES;
 	a->max_size = TRACE_DEFAULT_MAX_SIZE;
 	optind = 1;
-	while ((c = getopt_long(nopt, argv, "p:e:w:o:d:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if ((r = parse_pid("trace", optarg, &a->pid)))
-				return r;
-			break;
-		case 'e':
-			if (!strcmp(optarg, "up"))
-				a->expand = EXPAND_UP;
-			else if (!strcmp(optarg, "down"))
-				a->expand = EXPAND_DOWN;
-			else if (!strcmp(optarg, "both"))
-				a->expand = EXPAND_BOTH;
-			else {
-				pr_warn("trace: --expand takes up, down or both, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'w': a->whitelist = optarg; break;
-		case 'o': a->output = optarg; break;
-		case 'C': a->chrome = optarg; break;
-		case 'S': a->summary_json = optarg; break;
-		case 'r': a->records = optarg; break;
-		case 'F': a->folded = optarg; break;
-		case 'D': a->dot = optarg; break;
-		case 'd':
-			errno = 0;
-			a->duration = strtod(optarg, &end);
-			if (errno || *end || !(a->duration > 0) || a->duration > 1e9) {
-				pr_warn("trace: --duration takes positive seconds, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'R':
-			if (parse_size(optarg, &a->ringbuf_size)) {
-				pr_warn("trace: --ringbuf-size takes 4K to 1G bytes, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'X':
-			if (!strcmp(optarg, "auto"))
-				a->exits = EXITS_AUTO;
-			else if (!strcmp(optarg, "emulated"))
-				a->exits = EXITS_EMULATED;
-			else if (!strcmp(optarg, "ret"))
-				a->exits = EXITS_RET;
-			else if (!strcmp(optarg, "uretprobe"))
-				a->exits = EXITS_URETPROBE;
-			else {
-				pr_warn(
-				    "trace: --exits takes auto, emulated, ret or uretprobe, not "
-				    "'%s'\n",
-				    optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'A':
-			if (!strcmp(optarg, "auto"))
-				a->attach = ATTACH_AUTO;
-			else if (!strcmp(optarg, "multi"))
-				a->attach = ATTACH_MULTI;
-			else if (!strcmp(optarg, "perf"))
-				a->attach = ATTACH_PERF;
-			else {
-				pr_warn("trace: --attach takes auto, multi or perf, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'M':
-			errno = 0;
-			a->max_probes = strtoul(optarg, &end, 10);
-			if (errno || *end || optarg[0] == '-' || end == optarg) {
-				pr_warn(
-				    "trace: --max-probes takes a number (0: no limit), not '%s'\n",
-				    optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'Z':
-			if (strcmp(optarg, "0") &&
-			    parse_size_in(optarg, 64u << 10, TRACE_MAX_MAX_SIZE, &a->max_size)) {
-				pr_warn(
-				    "trace: --max-size takes 64K to 1T bytes (K/M/G suffixes) or 0 "
-				    "(no limit), not '%s'\n",
-				    optarg);
-				return EXIT_USAGE;
-			}
-			if (!strcmp(optarg, "0"))
-				a->max_size = 0;
-			break;
-		case 'G':
-			errno = 0;
-			a->ring = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || a->ring < 2 || a->ring > 1000) {
-				pr_warn("trace: --ring takes 2 to 1000 files, not '%s'\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'T': a->task_tracks = true; break;
-		case 'a': a->all_crates = true; break;
-		case 'v':
-			a->verbose = true;
-			log_verbosity = 2;
-			break;
-		case 'h': fputs(trace_usage, stdout); return -1;
-		default: fputs(trace_usage, stderr); return EXIT_USAGE;
-		}
-	}
+	while ((c = getopt_long(nopt, argv, "p:e:w:o:d:vh", opts, NULL)) != -1)
+		if ((r = parse_option(c, optarg, a)))
+			return r;
 	a->patterns = &argv[optind];
 	a->nr_patterns = nopt - optind;
-	if (a->command && !a->command[0]) {
-		pr_warn("trace: nothing after '--': name the command to launch\n");
-		return EXIT_USAGE;
-	}
-	if (!a->pid == !a->command) {
-		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
-		return EXIT_USAGE;
-	}
-	if (a->ring && (!a->max_size || a->max_size / a->ring < (64u << 10))) {
-		pr_warn("trace: --ring %lu needs --max-size of at least 64K per file\n", a->ring);
-		return EXIT_USAGE;
-	}
-	if (a->ring && (a->chrome || a->records || (a->output && !strcmp(a->output, "-")))) {
-		pr_warn("trace: --ring rotates the Perfetto trace only: it cannot be used with "
-			"--chrome, --records or -o -\n");
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
+	return check_combination(a);
 }

@@ -211,6 +211,14 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	jw_u64(w, "abi_from_size", m->nr_abi_size);
 	jw_u64(w, "abi_unknown", m->nr_abi_unknown);
 	jw_u64(w, "abi_rule_overridden", m->nr_abi_rule_overridden);
+	/* why rets kept their single-stepped probe: enum exit_keep's order (exit_sites.h) */
+	static const char *const kept[] = {"unsafe_tail", "fallthrough", "entry", "not_emulated",
+					   "loop",	  "unknown",	 "state"};
+	_Static_assert(sizeof(kept) / sizeof(kept[0]) <= MODEL_EXIT_KEEP_MAX, "exits_kept");
+	jw_object(w, "rets_kept");
+	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
+		jw_u64(w, kept[k], m->exits_kept[k]);
+	jw_object_end(w);
 	jw_object_end(w);
 }
 

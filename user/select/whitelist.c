@@ -323,52 +323,37 @@ static uint32_t apply_entry(struct selection *s, const struct model *m, uint32_t
 	return n;
 }
 
-int whitelist__read(struct selection *s, const struct model *m, const char *path,
-		    uint32_t *nr_unknown, char *err, size_t errlen)
+/* data[len] as an asyncbpf whitelist object of the version we read; *futures its list. */
+static int parse_document(const char *path, const char *data, size_t len, cJSON **root,
+			  const cJSON **futures, char *err, size_t errlen)
 {
-	uint32_t nr = sel_nr(s, m), unknown = 0;
-	struct name_index by_path = {0}, by_linkage = {0};
-	const cJSON *version, *futures, *entry;
 	const char *parse_end = NULL;
-	cJSON *root = NULL;
-	char *data = NULL;
-	size_t len;
-	int ret, i;
+	const cJSON *version;
 
-	if (nr_unknown)
-		*nr_unknown = 0;
-	set_err(err, errlen, "%s", "");
-	ret = read_bounded(path, &data, &len, err, errlen);
-	if (ret)
-		return ret;
 	if (memchr(data, '\0', len)) {
 		set_err(err, errlen, "whitelist '%s': contains a NUL byte: not a JSON text", path);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
 	/* len + 1: the terminator is part of the buffer, so trailing garbage is refused */
-	root = cJSON_ParseWithLengthOpts(data, len + 1, &parse_end, 1);
-	if (!root) {
+	*root = cJSON_ParseWithLengthOpts(data, len + 1, &parse_end, 1);
+	if (!*root) {
 		unsigned line, col;
 		line_col(data, parse_end ? parse_end : data, &line, &col);
 		set_err(err, errlen, "whitelist '%s': not valid JSON at line %u, column %u", path,
 			line, col);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
-	if (!cJSON_IsObject(root)) {
+	if (!cJSON_IsObject(*root)) {
 		set_err(err, errlen, "whitelist '%s': the top level must be a JSON object", path);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
-	version = cJSON_GetObjectItemCaseSensitive(root, "asyncbpf_whitelist");
+	version = cJSON_GetObjectItemCaseSensitive(*root, "asyncbpf_whitelist");
 	if (!version) {
 		set_err(err, errlen,
 			"whitelist '%s': no \"asyncbpf_whitelist\" key: not an asyncbpf whitelist "
 			"(write one with 'asyncbpf list BIN -o FILE')",
 			path);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
 	if (!cJSON_IsNumber(version) || version->valuedouble != WHITELIST_VERSION) {
 		char *v = cJSON_PrintUnformatted(version);
@@ -377,19 +362,23 @@ int whitelist__read(struct selection *s, const struct model *m, const char *path
 			"version %d",
 			path, v ? v : "?", WHITELIST_VERSION);
 		free(v);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
-	futures = cJSON_GetObjectItemCaseSensitive(root, "futures");
-	if (!cJSON_IsArray(futures)) {
+	*futures = cJSON_GetObjectItemCaseSensitive(*root, "futures");
+	if (!cJSON_IsArray(*futures)) {
 		set_err(err, errlen, "whitelist '%s': \"futures\" %s", path,
-			futures ? "must be an array" : "is missing");
-		ret = -EINVAL;
-		goto out;
+			*futures ? "must be an array" : "is missing");
+		return -EINVAL;
 	}
+	return 0;
+}
 
-	/* validate every entry before the selection changes: a bad file changes nothing */
-	i = 0;
+/* Every entry well formed, before the selection changes: a bad file changes nothing. */
+static int validate_entries(const char *path, const cJSON *futures, char *err, size_t errlen)
+{
+	const cJSON *entry;
+	int i = 0;
+
 	cJSON_ArrayForEach(entry, futures)
 	{
 		const cJSON *future = cJSON_GetObjectItemCaseSensitive(entry, "future");
@@ -416,41 +405,54 @@ int whitelist__read(struct selection *s, const struct model *m, const char *path
 			else
 				set_err(err, errlen, "whitelist '%s': futures[%d] %s", path, i,
 					what);
-			ret = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 		i++;
 	}
+	return 0;
+}
 
-	if (nr) {
-		by_path.idx = malloc(nr * sizeof(*by_path.idx));
-		by_linkage.idx = malloc((m->nr_polls ? m->nr_polls : 1) * sizeof(*by_linkage.idx));
-		if (!by_path.idx || !by_linkage.idx) {
-			set_err(err, errlen, "whitelist '%s': out of memory", path);
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
+/* The futures of the first nr by path, the poll fns by linkage name, sorted. */
+static int build_indexes(const struct model *m, uint32_t nr, struct name_index *by_path,
+			 struct name_index *by_linkage)
+{
+	if (!nr)
+		return 0;
+	by_path->idx = malloc(nr * sizeof(*by_path->idx));
+	by_linkage->idx = malloc((m->nr_polls ? m->nr_polls : 1) * sizeof(*by_linkage->idx));
+	if (!by_path->idx || !by_linkage->idx)
+		return -ENOMEM;
 	for (uint32_t k = 0; k < nr; k++)
 		if (m->futures[k].path)
-			by_path.idx[by_path.nr++] = k;
-	for (uint32_t k = 0; nr && k < m->nr_polls; k++)
+			by_path->idx[by_path->nr++] = k;
+	for (uint32_t k = 0; k < m->nr_polls; k++)
 		if (m->polls[k].linkage_name)
-			by_linkage.idx[by_linkage.nr++] = k;
-	if (by_path.nr)
-		qsort_r(by_path.idx, by_path.nr, sizeof(uint32_t), compare_future_path, (void *)m);
-	if (by_linkage.nr)
-		qsort_r(by_linkage.idx, by_linkage.nr, sizeof(uint32_t), compare_poll_linkage,
+			by_linkage->idx[by_linkage->nr++] = k;
+	if (by_path->nr)
+		qsort_r(by_path->idx, by_path->nr, sizeof(uint32_t), compare_future_path,
 			(void *)m);
+	if (by_linkage->nr)
+		qsort_r(by_linkage->idx, by_linkage->nr, sizeof(uint32_t), compare_poll_linkage,
+			(void *)m);
+	return 0;
+}
 
-	i = 0;
+/* Apply every (validated) entry; the number naming no future of this binary. */
+static uint32_t apply_entries(struct selection *s, const struct model *m, uint32_t nr,
+			      const struct name_index *by_path, const struct name_index *by_linkage,
+			      const char *path, const cJSON *futures, char *err, size_t errlen)
+{
+	const cJSON *entry;
+	uint32_t unknown = 0;
+	int i = 0;
+
 	cJSON_ArrayForEach(entry, futures)
 	{
 		const char *future = cJSON_GetObjectItemCaseSensitive(entry, "future")->valuestring;
 		const cJSON *linkage = cJSON_GetObjectItemCaseSensitive(entry, "linkage_name");
 		bool trace = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "trace"));
 
-		if (!apply_entry(s, m, nr, &by_path, &by_linkage, future,
+		if (!apply_entry(s, m, nr, by_path, by_linkage, future,
 				 cJSON_IsString(linkage) ? linkage->valuestring : NULL, trace)) {
 			if (!unknown++)
 				set_err(err, errlen,
@@ -460,10 +462,37 @@ int whitelist__read(struct selection *s, const struct model *m, const char *path
 		}
 		i++;
 	}
+	return unknown;
+}
+
+int whitelist__read(struct selection *s, const struct model *m, const char *path,
+		    uint32_t *nr_unknown, char *err, size_t errlen)
+{
+	uint32_t nr = sel_nr(s, m), unknown;
+	struct name_index by_path = {0}, by_linkage = {0};
+	const cJSON *futures = NULL;
+	cJSON *root = NULL;
+	char *data = NULL;
+	size_t len;
+	int ret;
+
 	if (nr_unknown)
-		*nr_unknown = unknown;
-	ret = 0;
-out:
+		*nr_unknown = 0;
+	set_err(err, errlen, "%s", "");
+	ret = read_bounded(path, &data, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = parse_document(path, data, len, &root, &futures, err, errlen);
+	if (!ret)
+		ret = validate_entries(path, futures, err, errlen);
+	if (!ret && (ret = build_indexes(m, nr, &by_path, &by_linkage)))
+		set_err(err, errlen, "whitelist '%s': out of memory", path);
+	if (!ret) {
+		unknown =
+		    apply_entries(s, m, nr, &by_path, &by_linkage, path, futures, err, errlen);
+		if (nr_unknown)
+			*nr_unknown = unknown;
+	}
 	free(by_path.idx);
 	free(by_linkage.idx);
 	cJSON_Delete(root);
