@@ -23,10 +23,16 @@ def poll_site(model_path, needle):
         if needle in (p.get("name") or "") and not p.get("inlined_only") and p.get("linkage_name"):
             e = p.get("entry") or {}
             exits = ",".join(x["kind"] for x in p.get("exits", []))
+            if p.get("leaf"):
+                default = "a uretprobe (a leaf)"
+            elif p.get("rets_covered"):
+                default = f"{sum(1 for x in p.get('fast_exits') or [] if x.get('emulated'))} emulated site(s)"
+            else:
+                default = "the same ret probes"
             print(json.dumps({"linkage_name": p["linkage_name"], "name": p["name"],
                               "entry_insn": e.get("insn"), "entry_emulated": e.get("emulated"),
                               "entry_at_start": e.get("file_offset") == p["file_offset"],
-                              "exits": exits}))
+                              "exits": exits, "default_exits": default}))
             return 0
     print(f"no out-of-line poll fn matching {needle!r} in {model_path}", file=sys.stderr)
     return 1
@@ -183,7 +189,7 @@ def report(path):
             w(f"   {build}: asyncbpf/floor probe sites: entry `{site['entry_insn']}` "
               f"({'emulated' if site['entry_emulated'] else 'single-stepped'}"
               f"{', the first instruction' if site['entry_at_start'] else ''}), exits: {site['exits']} "
-              f"(single-stepped); bpftrace: uprobe at the first instruction `{site.get('first_insn')}` + uretprobe")
+              f"(single-stepped; the floor and --exits ret), default exits: {site.get('default_exits', '?')}; bpftrace: uprobe at the first instruction `{site.get('first_insn')}` + uretprobe")
         if "asyncbpf" in m and "floor" in m:
             # per run: asyncbpf and the floor ran back to back
             by_run = {}
