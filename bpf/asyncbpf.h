@@ -90,7 +90,7 @@ enum spec_flags {
 	/* an exit site before the tail's store to __state: its final value is ... */
 	SPEC_STATE_CONST = 128,	   /* ... the constant state_value */
 	SPEC_STATE_REG = 256,	   /* ... the low state_size bytes of register self_reg */
-	SPEC_SINGLE_STEPPED = 512, /* an exit on an instruction the kernel single-steps */
+	SPEC_SINGLE_STEPPED = 512, /* a site on an instruction the kernel single-steps */
 };
 
 /*

@@ -399,6 +399,55 @@ def test_deep_recursion(uprobes, tmp_path, analyses):
     assert by_name["deep_task"]["polls"] == truth["executor"]["root_polls"]
 
 
+@needs_root
+def test_deep_recursion_durations_leave_out_the_childrens_probes(uprobes, tmp_path, analyses):
+    """Every poll of deep_task encloses ~100 traced polls, each paying an entry and an
+    exit probe (a single-stepped `ret` in debug): raw, its duration is almost all
+    traps. The summary subtracts what the probes inside each poll cost (measured at
+    start): deep_task's busy time must then come near the fixture's own time in its
+    root polls untraced (Instant around each call, on stderr): within 15 % of the
+    probe time that was in the raw durations, while the raw time is many times it.
+    Durations are wall time: what the traced thread spent waiting for a CPU (its
+    run_delay, which the fixture prints) may be in them too, so it widens the bound."""
+    handwritten = binary("debug", "handwritten")
+    plain = untraced(handwritten, "deep", 100)
+    assert plain.returncode == 0, plain.stderr
+    truth_ns = json.loads(plain.stderr.strip().splitlines()[-1])["root_poll_ns"]
+    proc, paths, summary, records = traced(tmp_path, handwritten, "deep", 100)
+    assert proc.returncode == 0 and proc.stdout == plain.stdout, util.describe(proc)
+    waited_ns = max(json.loads(line)["run_delay_ns"] for line in proc.stderr.splitlines()
+                    if line.startswith('{"root_poll_ns"'))
+    cost = summary["totals"]["probe_cost"]
+    assert cost["measured"] and cost["stepped_ns"] > cost["emulated_ns"] > 0, cost
+    names = record_names(analyses.get("debug", "handwritten").model, "handwritten")
+    tops = [r for r in records if names.get(r["future"]) == "deep_task"]
+    assert tops and all(r["depth"] == 0 for r in tops)
+    raw = sum(r["end_ns"] - r["start_ns"] for r in tops)
+    adjusted = sum(max(0, r["end_ns"] - r["start_ns"] - r["probe_ns"]) for r in tops)
+    assert raw > 10 * truth_ns, f"the probes do not dominate ({raw} ns raw, {truth_ns} ns untraced)"
+    assert by_fixture_name(summary)["deep_task"]["busy_ns"] == adjusted
+    assert abs(adjusted - truth_ns) <= 0.15 * (raw - truth_ns) + waited_ns, (
+        f"deep_task: {adjusted} ns after subtracting {raw - adjusted} ns of probes; "
+        f"{truth_ns} ns untraced, {raw} ns raw, {waited_ns} ns waiting for a CPU; costs {cost}")
+    # a parent's probe_ns is its child's plus what the child's own two probes cost:
+    # one fixed sum of measured costs per child poll fn (entry class + exit class)
+    classes = (cost["emulated_ns"], cost["stepped_ns"], cost["returned_ns"])
+    sums = {e + x for e in classes[:2] for x in classes}
+    by_tid = {}
+    for r in records:
+        by_tid.setdefault(r["tid"], []).append(r)
+    own = {}
+    for rs in by_tid.values():
+        for p in rs:
+            kids = [c for c in rs if c["depth"] == p["depth"] + 1 and
+                    p["start_ns"] <= c["start_ns"] and c["end_ns"] <= p["end_ns"]]
+            if len(kids) == 1:
+                own.setdefault(kids[0]["poll"], set()).add(p["probe_ns"] - kids[0]["probe_ns"])
+    assert own, "no parent with one traced child"
+    for poll, values in own.items():
+        assert len(values) == 1 and values <= sums, (poll, values, sums)
+
+
 def trace_max_depth():
     """TRACE_MAX_DEPTH, read from bpf/asyncbpf.h (the limit the docs state)."""
     text = (util.REPO / "bpf" / "asyncbpf.h").read_text(encoding="utf-8")

@@ -28,7 +28,7 @@
 #include "asyncbpf.h"
 #include "check/check.h"
 #include "check.skel.h"
-#include "check/check_target.h"
+#include "lib/probe_target.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
 #include "lib/sysfacts.h"
@@ -293,7 +293,7 @@ static void run_uprobe(struct check_ctx *ctx, struct check_result *result)
 
 	if (!uprobe_session(ctx, &s, "check_uprobe", 0, ATTACH_PERF, offsets, NULL, 3, false,
 			    result)) {
-		check_target__call(1);
+		probe_target__call(1);
 		ctx->uprobe_ok = hits(&s, CHECK_PROBE_UPROBE) == 3;
 		if (ctx->uprobe_ok)
 			report(result, true, "fired at entry, mid-function and ret (%s+0x%lx)",
@@ -314,7 +314,7 @@ static void run_uprobe_multi(struct check_ctx *ctx, struct check_result *result)
 
 	if (!uprobe_session(ctx, &s, "check_uprobe_multi", 0, ATTACH_MULTI, offsets, cookies, 3,
 			    false, result)) {
-		check_target__call(1);
+		probe_target__call(1);
 		for (int i = 0; i < 3; i++)
 			delivered += s.skel->bss->check_cookies[i] == cookies[i];
 		ctx->uprobe_multi_ok = hits(&s, CHECK_PROBE_UPROBE_MULTI) == 3 && delivered == 3;
@@ -334,7 +334,7 @@ static void run_uretprobe(struct check_ctx *ctx, struct check_result *result)
 
 	if (!uprobe_session(ctx, &s, "check_uretprobe", 0, ATTACH_AUTO, &ctx->entry, NULL, 1, true,
 			    result)) {
-		check_target__call(1); /* check_probe_target(0) returns 42 */
+		probe_target__call(1); /* check_probe_target(0) returns 42 */
 		if (hits(&s, CHECK_PROBE_URETPROBE) == 1 && s.skel->bss->check_return_value == 42)
 			report(result, true, "fired on return, saw the return value 42");
 		else
@@ -377,7 +377,7 @@ static void run_ringbuf(struct check_ctx *ctx, struct check_result *result)
 		report(result, false, "ring_buffer__new failed: %s", strerror(errno));
 		goto cleanup;
 	}
-	check_target__call(1);
+	probe_target__call(1);
 	ring_buffer__poll(ring, 100);
 	if (seen.records == 1 && seen.intact == 1)
 		report(result, true, "record reserved, submitted and read back (%zu bytes)",
@@ -401,7 +401,7 @@ static void run_task_storage(struct check_ctx *ctx, struct check_result *result)
 	if (uprobe_session(ctx, &s, "check_task_storage", NEED_TASK_STORE, ATTACH_AUTO, &ctx->entry,
 			   NULL, 1, false, result))
 		goto cleanup;
-	check_target__call(2);
+	probe_target__call(2);
 	if (hits(&s, CHECK_PROBE_TASK_STORAGE) != 2 || s.skel->bss->check_task_value != 2) {
 		report(result, false, "%llu of 2 hits stored, value %llu (want 2)",
 		       hits(&s, CHECK_PROBE_TASK_STORAGE),
@@ -430,7 +430,7 @@ static void run_bpf_cookie(struct check_ctx *ctx, struct check_result *result)
 
 	if (!uprobe_session(ctx, &s, "check_bpf_cookie", 0, ATTACH_AUTO, &ctx->entry, &cookie, 1,
 			    false, result)) {
-		check_target__call(1);
+		probe_target__call(1);
 		if (hits(&s, CHECK_PROBE_BPF_COOKIE) == 1 &&
 		    s.skel->bss->check_last_cookie == cookie)
 			report(result, true, "cookie 0x%llx delivered through a %s link",
@@ -756,7 +756,7 @@ int cmd_check(int argc, char **argv)
 	uname(&ctx->uts);
 	sscanf(ctx->uts.release, "%d.%d", &ctx->kernel_major, &ctx->kernel_minor);
 	ctx->target_err =
-	    check_target__resolve(ctx->path, sizeof(ctx->path), &ctx->entry, &ctx->insn, &ctx->ret);
+	    probe_target__resolve(ctx->path, sizeof(ctx->path), &ctx->entry, &ctx->insn, &ctx->ret);
 
 	old_print = libbpf_set_print(libbpf_print);
 	for (size_t i = 0; i < CHECK_FEATURE_COUNT; i++) {

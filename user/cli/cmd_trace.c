@@ -25,6 +25,7 @@
 #include "lib/sysfacts.h"
 #include "select/selection.h"
 #include "session/session.h"
+#include "trace/probe_cost.h"
 #include "trace/trace_consumer.h"
 #include "trace/trace_plan.h"
 #include "trace/trace_summary.h"
@@ -244,6 +245,39 @@ static int plan_probes(struct trace_run *r)
 	return EXIT_OK;
 }
 
+/*
+ * What a probe hit costs here, measured on asyncbpf itself before anything is attached
+ * to the target, so that a poll's duration can leave out its traced children's probes
+ * (docs/tracing.md, "Probe cost"). A failure only costs that correction.
+ */
+static int measure_probe_costs(struct trace_run *r)
+{
+	struct probe_costs c;
+	char err[512] = "";
+	uint64_t *per_poll;
+	int e = probe_costs__measure(&c, 400, 5, err, sizeof(err));
+
+	if (e) {
+		pr_warn("trace: WARNING: %s: durations will include the probes of traced polls "
+			"inside them\n",
+			err);
+		return EXIT_OK;
+	}
+	per_poll = calloc(r->m.nr_polls ? r->m.nr_polls : 1, sizeof(*per_poll));
+	if (!per_poll)
+		return EXIT_FAILURE_INTERNAL;
+	probe_costs__per_poll(&c, &r->plan, r->m.nr_polls, per_poll);
+	e = trace_consumer__set_probe_costs(r->consumer, per_poll, r->m.nr_polls);
+	free(per_poll);
+	if (e)
+		return EXIT_FAILURE_INTERNAL;
+	trace_summary__set_probe_costs(&r->sum, &c);
+	pr_debug("trace: probe cost per hit: emulated %" PRIu64 " ns, single-stepped %" PRIu64
+		 " ns, return %" PRIu64 " ns\n",
+		 c.emulated_ns, c.stepped_ns, c.returned_ns);
+	return EXIT_OK;
+}
+
 /* The consumer, the BPF side loaded and attached, the ring buffer. An exit status. */
 static int start_tracer(struct trace_run *r)
 {
@@ -269,7 +303,7 @@ static int start_tracer(struct trace_run *r)
 	trace_files__sinks(&r->files, &r->sum, &sinks);
 	r->consumer = trace_consumer__new(&r->m, o.pid, &sinks);
 	r->t = tracer__new(&o);
-	if (!r->consumer || !r->t) {
+	if (!r->consumer || !r->t || measure_probe_costs(r)) {
 		pr_warn("trace: out of memory\n");
 		return EXIT_FAILURE_INTERNAL;
 	}

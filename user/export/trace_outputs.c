@@ -106,9 +106,10 @@ struct trace_folded {
 	uint64_t dropped;
 };
 
+/* less the probes of traced polls inside it: their traps are not the parent's time */
 static uint64_t duration(const struct trace_poll *p)
 {
-	return p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+	return trace_poll__busy_ns(p);
 }
 
 static int grow(void **v, uint32_t *cap, uint32_t need, size_t size)

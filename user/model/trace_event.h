@@ -54,7 +54,19 @@ struct trace_poll {
 	enum poll_result result;
 	int32_t await_index;		    /* POLL_PENDING: the Suspend k it stopped at; else -1 */
 	uint64_t state_before, state_after; /* raw __state values (0 when no __state) */
+	/* estimated cost of the probes of the traced polls inside this one (ns): the
+	 * summary subtracts it; start_ns/end_ns stay as measured (0: none, or not known) */
+	uint64_t probe_ns;
 };
+
+/* Its duration less the probes inside it (probe_ns): the time the poll itself and
+ * its descendants ran. The raw end_ns - start_ns stays for slices, which must nest. */
+static inline uint64_t trace_poll__busy_ns(const struct trace_poll *p)
+{
+	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+
+	return d > p->probe_ns ? d - p->probe_ns : 0;
+}
 
 /* What every output's metadata reports. */
 struct trace_totals {

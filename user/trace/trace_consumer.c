@@ -14,6 +14,7 @@
 #include "export/chrome_trace.h"
 #include "export/perfetto.h"
 #include "export/trace_outputs.h"
+#include "trace/probe_cost.h"
 #include "trace/trace_consumer.h"
 #include "trace/trace_summary.h"
 
@@ -21,8 +22,9 @@ struct trace_consumer {
 	const struct model *m;
 	pid_t pid;
 	struct trace_sinks out;
-	struct u64_map threads; /* tids already named */
-	int write_err;		/* first writer error (-errno) */
+	struct u64_map threads;	   /* tids already named */
+	struct probe_tally *tally; /* the probe cost inside each poll; NULL: not estimated */
+	int write_err;		   /* first writer error (-errno) */
 };
 
 /* the BPF side's results are the consumer's, value for value */
@@ -88,6 +90,14 @@ struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
 	return c;
 }
 
+int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *per_poll,
+				    uint32_t nr_polls)
+{
+	probe_tally__free(c->tally);
+	c->tally = probe_tally__new(per_poll, nr_polls);
+	return c->tally ? 0 : -ENOMEM;
+}
+
 int trace_consumer__write_err(const struct trace_consumer *c)
 {
 	return c->write_err;
@@ -125,6 +135,8 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	name_thread(c, p.pid, p.tid);
+	if (c->tally)
+		p.probe_ns = probe_tally__add(c->tally, &p);
 	if (c->out.records)
 		fprintf(c->out.records,
 			"{\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"pid\":%" PRIu32
@@ -132,13 +144,15 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 			",\"self\":%" PRIu64 ",\"parent_self\":%" PRIu64 ",\"parent_poll\":%" PRId64
 			",\"task_self\":%" PRIu64 ",\"task_poll\":%" PRIu32 ",\"depth\":%u"
 			",\"result\":%d,\"unknown_reason\":%u,\"await_index\":%" PRId32
-			",\"state_before\":%" PRIu64 ",\"state_after\":%" PRIu64 "}\n",
+			",\"state_before\":%" PRIu64 ",\"state_after\":%" PRIu64
+			",\"probe_ns\":%" PRIu64 "}\n",
 			p.start_ns, p.end_ns, p.pid, p.tid, p.poll,
 			p.future == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.future, p.self,
 			p.parent_self,
 			p.parent_poll == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.parent_poll,
 			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result,
-			(unsigned)p.unknown_reason, p.await_index, p.state_before, p.state_after);
+			(unsigned)p.unknown_reason, p.await_index, p.state_before, p.state_after,
+			p.probe_ns);
 	trace_summary__add(c->out.summary, &p);
 	if (c->out.perfetto && (r = perfetto_writer__add_poll(c->out.perfetto, &p)) &&
 	    !c->write_err)
@@ -158,5 +172,6 @@ void trace_consumer__free(struct trace_consumer *c)
 	if (!c)
 		return;
 	u64_map__free(&c->threads);
+	probe_tally__free(c->tally);
 	free(c);
 }

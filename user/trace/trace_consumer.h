@@ -8,6 +8,7 @@
 #define ASYNCBPF_TRACE_CONSUMER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -36,6 +37,13 @@ struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
 					   const struct trace_sinks *sinks);
 /* Decode one ring-buffer record (libbpf ring_buffer callback shape). Never fails. */
 int trace_consumer__handle(void *ctx, void *data, size_t size);
+/*
+ * Estimate each poll's descendants' probe cost (trace_poll.probe_ns) from what one
+ * poll of each poll fn costs its enclosing poll (per_poll[nr_polls], copied;
+ * probe_cost.h). 0 or -ENOMEM.
+ */
+int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *per_poll,
+				    uint32_t nr_polls);
 /* The first error a writer returned (-errno), or 0. */
 int trace_consumer__write_err(const struct trace_consumer *c);
 void trace_consumer__free(struct trace_consumer *c);

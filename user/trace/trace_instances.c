@@ -109,7 +109,7 @@ void instance_table__add(struct instance_table *t, const struct model *m,
 			 const struct trace_poll *p, struct instance_update *u)
 {
 	struct summary_instance *in = NULL;
-	uint64_t idx, d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+	uint64_t idx, d = trace_poll__busy_ns(p);
 
 	memset(u, 0, sizeof(*u));
 	if (key_map__get(&t->index, p->poll, p->self, &idx)) {

@@ -209,6 +209,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			entry.self_reg = pf->self_arg_reg;
 		}
 	}
+	if (!(pf->entry.valid && pf->entry.emulated && entry_offset == pf->entry.file_offset))
+		entry.flags |= SPEC_SINGLE_STEPPED; /* for the probe-cost estimate */
 	/* a leaf cannot be unwound through: its return probe is safe, and cheap */
 	if (mode == PLAN_EXITS_URETPROBE || (mode == PLAN_EXITS_EMULATED && pf->leaf)) {
 		if (plan_uretprobe(plan, m, poll, &entry, entry_offset))

@@ -23,6 +23,11 @@ int trace_summary__init(struct trace_summary *s, const struct model *m)
 	return s->polls ? 0 : -ENOMEM;
 }
 
+void trace_summary__set_probe_costs(struct trace_summary *s, const struct probe_costs *c)
+{
+	s->costs = *c;
+}
+
 void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks)
 {
 	s->instances.max = max_instances;
@@ -64,7 +69,7 @@ static void track_instance_and_task(struct trace_summary *s, struct poll_summary
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 {
 	struct poll_summary *ps;
-	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+	uint64_t d = trace_poll__busy_ns(p);
 
 	s->records++;
 	if (!s->first_ns || p->start_ns < s->first_ns)
@@ -76,6 +81,13 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 		return;
 	}
 	ps = &s->polls[p->poll];
+	if (p->probe_ns) {
+		uint64_t raw = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+
+		s->probe_adjusted++;
+		s->probe_subtracted_ns += raw - d;
+		s->probe_overcorrected += p->probe_ns >= raw;
+	}
 	ps->polls++;
 	ps->counts[p->result]++;
 	if (p->result == POLL_UNKNOWN)

@@ -21,6 +21,7 @@
 #include "asyncbpf.h"
 #include "model/model.h"
 #include "model/trace_event.h"
+#include "trace/probe_cost.h"
 #include "trace/trace_instances.h"
 #include "trace/trace_tasks.h"
 
@@ -56,6 +57,10 @@ struct trace_summary {
 	struct poll_stats *bpf; /* per poll fn, after the run (NULL until set) */
 	uint32_t nr_bpf;
 	bool oom; /* something could not be stored: the numbers concerned are partial */
+	struct probe_costs costs;     /* measured before tracing (costs.measured) */
+	uint64_t probe_subtracted_ns; /* traced children's probes taken out of durations */
+	uint64_t probe_adjusted;      /* polls with traced children: their duration adjusted */
+	uint64_t probe_overcorrected; /* of them, estimate >= duration: counted as 0 */
 };
 
 /* Extra numbers printed with the totals (from the BPF side). */
@@ -69,6 +74,8 @@ int trace_summary__init(struct trace_summary *s, const struct model *m);
 /* Caps (tests use small ones); call right after init. */
 void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks);
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
+/* The probe costs measured before tracing, for the text and JSON summaries. */
+void trace_summary__set_probe_costs(struct trace_summary *s, const struct probe_costs *c);
 /*
  * The BPF side's per-poll-fn statistics after the run (stats[nr], indexed like
  * m->polls; copied). Poll fns that dropped records take their busy time and

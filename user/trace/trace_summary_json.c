@@ -231,6 +231,16 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 	add_u64(tot, "untracked_task_polls", s->tasks.untracked_polls);
 	add_u64(tot, "max_tasks", s->tasks.max);
 	cJSON_AddBoolToObject(tot, "out_of_memory", s->oom);
+	cJSON *pc = cJSON_AddObjectToObject(tot, "probe_cost");
+	if (pc) {
+		cJSON_AddBoolToObject(pc, "measured", s->costs.measured);
+		add_u64(pc, "emulated_ns", s->costs.emulated_ns);
+		add_u64(pc, "stepped_ns", s->costs.stepped_ns);
+		add_u64(pc, "returned_ns", s->costs.returned_ns);
+		add_u64(pc, "subtracted_ns", s->probe_subtracted_ns);
+		add_u64(pc, "adjusted_polls", s->probe_adjusted);
+		add_u64(pc, "overcorrected_polls", s->probe_overcorrected);
+	}
 	add_u64(tot, "duration_ns", t->totals.duration_ns);
 }
 

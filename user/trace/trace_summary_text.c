@@ -234,6 +234,30 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 			"WARNING: out of memory: percentiles, lifetimes and tasks are partial\n");
 }
 
+/* The probe costs measured at start, and what was taken out of durations. */
+static void print_probe_cost(const struct trace_summary *s, FILE *out)
+{
+	const struct probe_costs *c = &s->costs;
+
+	if (!c->measured) {
+		fprintf(out, "probe cost not measured: durations include the probes of traced "
+			     "polls inside them\n");
+		return;
+	}
+	fprintf(out,
+		"probe cost per hit (measured at start): emulated %" PRIu64
+		" ns, single-stepped %" PRIu64 " ns, return %" PRIu64 " ns; %.3f ms of traced "
+		"children's probes taken out of %" PRIu64 " polls' durations\n",
+		c->emulated_ns, c->stepped_ns, c->returned_ns, (double)s->probe_subtracted_ns / 1e6,
+		s->probe_adjusted);
+	if (s->probe_overcorrected)
+		fprintf(out,
+			"NOTE: %" PRIu64
+			" polls were shorter than the estimated cost of the probes "
+			"inside them: counted as 0 ns\n",
+			s->probe_overcorrected);
+}
+
 void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
 {
 	const struct trace_totals *tt = &t->totals;
@@ -256,5 +280,6 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 			"exits single-stepped %" PRIu64 " of %" PRIu64 " (%.1f%%); the rest on "
 			"emulated instructions or return probes\n",
 			stepped, exits, 100.0 * (double)stepped / (double)exits);
+	print_probe_cost(s, out);
 	print_warnings(s, t, out);
 }

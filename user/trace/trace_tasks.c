@@ -84,7 +84,7 @@ int task_table__add(struct task_table *t, const struct trace_poll *p)
 {
 	int err = 0;
 	struct task_summary *task = task_of(t, p, &err);
-	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
+	uint64_t d = trace_poll__busy_ns(p);
 
 	if (!task) {
 		t->untracked_polls++;

@@ -4,7 +4,7 @@
  * so that each probe lands on a known instruction, and the file offsets a uprobe
  * needs for those instructions, from /proc/self/maps.
  */
-#include "check/check_target.h"
+#include "lib/probe_target.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -42,7 +42,7 @@ __asm__(".pushsection .text\n"
 	".popsection\n");
 
 /* /proc/self/maps arithmetic. */
-int check_target__resolve(char *path, size_t size, unsigned long *entry, unsigned long *insn,
+int probe_target__resolve(char *path, size_t size, unsigned long *entry, unsigned long *insn,
 			  unsigned long *ret)
 {
 	const uintptr_t addrs[3] = {(uintptr_t)check_probe_target,
@@ -81,7 +81,7 @@ int check_target__resolve(char *path, size_t size, unsigned long *entry, unsigne
 	return found == 3 ? 0 : -ENOENT;
 }
 
-void check_target__call(int times)
+void probe_target__call(int times)
 {
 	volatile int sink = 0;
 

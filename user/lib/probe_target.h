@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What asyncbpf check's uprobes fire on: a small assembly function in our own file
- * whose labels give exact instruction boundaries. See docs/check.md.
+ * What asyncbpf's own uprobes fire on (asyncbpf check; the tracer's probe-cost
+ * measurement): a small assembly function in our own file whose labels give exact
+ * instruction boundaries. See docs/check.md.
  */
-#ifndef ASYNCBPF_CHECK_TARGET_H
-#define ASYNCBPF_CHECK_TARGET_H
+#ifndef ASYNCBPF_PROBE_TARGET_H
+#define ASYNCBPF_PROBE_TARGET_H
 
 #include <stddef.h>
 
@@ -15,10 +16,10 @@
  * -ESTALE when they are not in a file that can be probed (anonymous, or replaced
  * since), or -errno opening /proc/self/maps.
  */
-int check_target__resolve(char *path, size_t size, unsigned long *entry, unsigned long *insn,
+int probe_target__resolve(char *path, size_t size, unsigned long *entry, unsigned long *insn,
 			  unsigned long *ret);
 
 /* Call the probe target `times` times, with 0, 1, ...; check_probe_target(0) returns 42. */
-void check_target__call(int times);
+void probe_target__call(int times);
 
 #endif
