@@ -205,7 +205,10 @@ def test_tasks_match_the_executor(traced):
         assert t["span_ns"] == t["last_end_ns"] - t["first_start_ns"], t
         under = [r for r in records if r["task_poll"] == t["poll"] and r["task_self"] == t["self"]]
         assert t["all_polls"] == len(under) >= t["polls"], (t, len(under))
-        assert t["busy_ns"] == sum(r["end_ns"] - r["start_ns"] for r in under if r["depth"] == 0), t
+        # busy: each own poll's duration less the probes of traced polls inside it
+        # (probe_ns, docs/tracing.md "Probe cost"), never below 0
+        assert t["busy_ns"] == sum(max(0, r["end_ns"] - r["start_ns"] - r["probe_ns"])
+                                   for r in under if r["depth"] == 0), t
     stderr = traced["proc"].stderr
     assert f"tasks: {len(expected)} ({executor['completed']} completed)" in stderr, stderr
 
