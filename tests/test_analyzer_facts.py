@@ -668,3 +668,89 @@ def test_dot_export(model, build):
         else:
             remaining.remove(match)
     assert not problems, "\n".join(problems[:20])
+
+
+# ---------------------------------------------------------------------------
+# 15. Where each await point's awaited future lives (for reading parked tasks)
+# ---------------------------------------------------------------------------
+
+DUMP_DIE = re.compile(r"^(0x[0-9a-f]+):(\s+)(DW_TAG_\w+|NULL)")
+DUMP_ATTR = re.compile(r"^\s+(DW_AT_\w+)\s+\((.*)\)$")
+
+
+def dwarfdump_tree(binary, die_offset):
+    """The DIE at die_offset and its descendants three levels down, from
+    llvm-dwarfdump: [(offset, depth, tag, {attr: text})]."""
+    text = util.tool(util.LLVM_DWARFDUMP, f"--debug-info={die_offset}", "-c", "-r", "3", binary, timeout=60)
+    dies = []
+    for line in text.splitlines():
+        m = DUMP_DIE.match(line)
+        if m:
+            dies.append((int(m.group(1), 16), len(m.group(2)), m.group(3), {}))
+            continue
+        a = DUMP_ATTR.match(line)
+        if a and dies:
+            dies[-1][3][a.group(1)] = a.group(2)
+    return dies
+
+
+def number(text):
+    return int(text.split()[0], 0)
+
+
+def awaitee_offsets_from_dump(binary, die_offset):
+    """{discr value: (offset of __awaitee in the future, its size or None)} of a
+    compiler future, from its variant part: the variant's member offset plus
+    __awaitee's offset in the variant's struct."""
+    dies = dwarfdump_tree(binary, die_offset)
+    by_offset = {d[0]: d for d in dies}
+    structs = {}  # struct DIE offset -> {member name: (location, type offset)}
+    current = None
+    for off, depth, tag, attrs in dies:
+        if tag == "DW_TAG_structure_type":
+            current = structs.setdefault(off, {}), depth
+        elif tag == "DW_TAG_member" and current and depth == current[1] + 2:
+            name = attrs.get("DW_AT_name", "").strip('"')
+            loc = attrs.get("DW_AT_data_member_location")
+            typ = attrs.get("DW_AT_type")
+            if loc is not None and typ:
+                current[0][name] = (number(loc), int(typ.split()[0], 16))
+    out, discr = {}, None
+    for off, depth, tag, attrs in dies:
+        if tag == "DW_TAG_variant":
+            discr = number(attrs["DW_AT_discr_value"]) if "DW_AT_discr_value" in attrs else None
+        elif tag == "DW_TAG_member" and discr is not None and "DW_AT_data_member_location" in attrs:
+            vtype = int(attrs["DW_AT_type"].split()[0], 16)
+            members = structs.get(vtype, {})
+            if "__awaitee" in members:
+                loc, atype = members["__awaitee"]
+                size_attr = by_offset.get(atype, (0, 0, "", {}))[3].get("DW_AT_byte_size")
+                out[discr] = (number(attrs["DW_AT_data_member_location"]) + loc,
+                              number(size_attr) if size_attr else None)
+            discr = None
+    return out
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_awaitee_offsets_match_dwarfdump(profile, analyses):
+    """Every suspend state's awaitee_offset/awaitee_size against llvm-dwarfdump's
+    reading of the same future type (its variant member's offset plus __awaitee's
+    offset in the variant struct), on the handwritten fixture's own futures."""
+    a = analyses.get(profile, "handwritten")
+    checked = 0
+    for f in a.model.futures:
+        if f["kind"] == "handwritten" or not (f["path"] or "").startswith("handwritten::"):
+            continue
+        states = [s for s in f["states"] if s["kind"] == "suspend"]
+        if not states:
+            continue
+        truth = awaitee_offsets_from_dump(a.binary, f["die_offset"])
+        for s in states:
+            assert s["discr"] in truth, (f["name"], s, truth)
+            offset, size = truth[s["discr"]]
+            assert s["awaitee_offset"] == offset, (f["name"], s, truth)
+            if size is not None:
+                assert s["awaitee_size"] == size, (f["name"], s, truth)
+            assert offset + s["awaitee_size"] <= f["size"], (f["name"], s)
+            checked += 1
+    assert checked >= 10, f"only {checked} await points checked"

@@ -549,12 +549,13 @@ SCHEMA_BINARY = {"path": (STR, NULL), "elf_path": (STR, NULL), "debuginfo_path":
 SCHEMA_STATS = {k: (INT,) for k in ("compile_units", "dies", "cu_errors", "limits_hit", "futures", "polls",
                                     "edges", "vtables", "roots", "inlined_only", "abi_from_code",
                                     "abi_from_dwarf", "abi_from_size", "abi_unknown", "abi_rule_overridden")}
+SCHEMA_STATS["rets_kept"] = (OBJ,)
 SCHEMA_FUTURE = {"id": (INT,), "path": (STR, NULL), "name": (STR,), "crate": (STR, NULL), "crate_class": (STR,),
                  "kind": (STR,), "die_offset": (INT,), "size": (INT,), "state": (OBJ, NULL), "states": (LIST,),
                  "file": (STR, NULL), "line": (INT,), "drop_in_place": (OBJ, NULL), "poll": (INT, NULL),
                  "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,), "folded_into": (INT, NULL)}
 SCHEMA_STATE = {"discr": (INT,), "kind": (STR,), "name": (STR, NULL), "file": (STR, NULL), "line": (INT,),
-                "awaitee": (STR, NULL)}
+                "awaitee": (STR, NULL), "awaitee_offset": (INT, NULL), "awaitee_size": (INT, NULL)}
 SCHEMA_POLL = {"id": (INT,), "name": (STR, NULL), "linkage_name": (STR, NULL), "crate": (STR, NULL),
                "crate_class": (STR,), "addr": (INT,), "size": (INT,), "file_offset": (INT,), "file": (STR, NULL),
                "line": (INT,), "future": (INT, NULL), "inlined_only": (BOOL,), "inline_sites": (LIST,),

@@ -88,20 +88,25 @@ static void build_model(struct model *m)
 	f->states = s = states_alloc(5);
 	f->nr_states = 5;
 	s[0] = (struct future_state){
-	    0, STATE_UNRESUMED, 0, "Unresumed", "/home/u/demo/src/main.rs", 5, NULL};
+	    0,	  STATE_UNRESUMED,  0, "Unresumed", "/home/u/demo/src/main.rs", 5,
+	    NULL, FUTURE_NO_OFFSET, 0};
 	s[1] = (struct future_state){
-	    1, STATE_RETURNED, 0, "Returned", "/home/u/demo/src/main.rs", 12, NULL};
+	    1,	  STATE_RETURNED,   0, "Returned", "/home/u/demo/src/main.rs", 12,
+	    NULL, FUTURE_NO_OFFSET, 0};
 	s[2] = (struct future_state){
-	    2, STATE_PANICKED, 0, "Panicked", "/home/u/demo/src/main.rs", 12, NULL};
+	    2,	  STATE_PANICKED,   0, "Panicked", "/home/u/demo/src/main.rs", 12,
+	    NULL, FUTURE_NO_OFFSET, 0};
 	s[3] = (struct future_state){3,
 				     STATE_SUSPEND,
 				     0,
 				     "Suspend0",
 				     "/home/u/demo/src/main.rs",
 				     7,
-				     "demo::middle::{async_fn_env#0}"};
-	s[4] = (struct future_state){4, STATE_SUSPEND, 1, "Suspend1", "/home/u/demo/src/main.rs",
-				     9, DYN_FUTURE};
+				     "demo::middle::{async_fn_env#0}",
+				     FUTURE_NO_OFFSET,
+				     0};
+	s[4] = (struct future_state){4, STATE_SUSPEND, 1,  "Suspend1", "/home/u/demo/src/main.rs",
+				     9, DYN_FUTURE,    16, 16};
 	f->file = "/home/u/demo/src/main.rs";
 	f->line = 5;
 	f->drop_symbol =
@@ -120,7 +125,8 @@ static void build_model(struct model *m)
 	f->state_size = 1;
 	f->states = s = states_alloc(1);
 	f->nr_states = 1;
-	s[0] = (struct future_state){7, STATE_OTHER, 99, "Weird\tname", "src/lib.rs", 3, NULL};
+	s[0] = (struct future_state){7,	   STATE_OTHER,	     99, "Weird\tname", "src/lib.rs", 3,
+				     NULL, FUTURE_NO_OFFSET, 0};
 	f->file = "src/lib.rs";
 	f->line = 3;
 
@@ -516,6 +522,7 @@ static void test_json(void)
 	CHECK_STR(sget(s0, "name"), "Unresumed");
 	CHECK_EQ_U64(nget(s0, "line"), 5);
 	CHECK(is_null(s0, "awaitee"));
+	CHECK(is_null(s0, "awaitee_offset") && is_null(s0, "awaitee_size"));
 	CHECK_EQ_U64(nget(s4, "discr"), 4);
 	CHECK_STR(sget(s4, "kind"), "suspend");
 	CHECK_EQ_U64(nget(s4, "index"), 1);
@@ -523,6 +530,8 @@ static void test_json(void)
 	CHECK_STR(sget(s4, "file"), "/home/u/demo/src/main.rs");
 	CHECK_EQ_U64(nget(s4, "line"), 9);
 	CHECK_STR(sget(s4, "awaitee"), DYN_FUTURE);
+	CHECK_EQ_U64(nget(s4, "awaitee_offset"), 16);
+	CHECK_EQ_U64(nget(s4, "awaitee_size"), 16);
 	CHECK_STR(sget(f0, "file"), "/home/u/demo/src/main.rs");
 	CHECK_EQ_U64(nget(f0, "line"), 5);
 	CHECK_STR(sget(get(f0, "drop_in_place"), "symbol"),

@@ -72,8 +72,9 @@ static enum state_kind state_from_name(const char *name, uint32_t *k)
 	return STATE_OTHER;
 }
 
-/* Find the __awaitee member of a Suspend<k> variant struct. */
-static bool find_awaitee(Dwarf_Die *variant_struct, Dwarf_Die *awaitee_type)
+/* Find the __awaitee member of a Suspend<k> variant struct: its type and offset in it
+ * (FUTURE_NO_OFFSET when DWARF does not say). */
+static bool find_awaitee(Dwarf_Die *variant_struct, Dwarf_Die *awaitee_type, uint64_t *offset)
 {
 	Dwarf_Die child;
 
@@ -83,8 +84,11 @@ static bool find_awaitee(Dwarf_Die *variant_struct, Dwarf_Die *awaitee_type)
 		if (dwarf_tag(&child) != DW_TAG_member)
 			continue;
 		const char *n = dwarf_diename(&child);
-		if (n && strcmp(n, "__awaitee") == 0)
+		if (n && strcmp(n, "__awaitee") == 0) {
+			if (!member_offset(&child, offset))
+				*offset = FUTURE_NO_OFFSET;
 			return die_type(&child, awaitee_type);
+		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return false;
 }
@@ -146,6 +150,7 @@ static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
 		}
 		struct future_state *s = &f->states[f->nr_states++];
 		memset(s, 0, sizeof(*s));
+		s->awaitee_offset = FUTURE_NO_OFFSET;
 		s->discr = has_value ? discr_value : UINT64_MAX;
 		s->name = strpool__intern(&w->m->strings, dwarf_diename(&vtype));
 		s->kind = state_from_name(s->name, &s->suspend_index);
@@ -158,7 +163,12 @@ static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
 			f->line = s->line;
 		}
 		Dwarf_Die aw;
-		if (s->kind == STATE_SUSPEND && find_awaitee(&vtype, &aw)) {
+		uint64_t in_variant, variant_at;
+		if (s->kind == STATE_SUSPEND && find_awaitee(&vtype, &aw, &in_variant)) {
+			if (in_variant != FUTURE_NO_OFFSET && member_offset(&member, &variant_at)) {
+				s->awaitee_offset = variant_at + in_variant;
+				s->awaitee_size = die_bytesize(&aw);
+			}
 			s->awaitee_type = NULL; /* filled when the tree is built */
 			if (add_await(w, fidx, s->suspend_index, s->file, s->line, &aw))
 				return -ENOMEM;

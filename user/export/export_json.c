@@ -259,6 +259,13 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 		jw_string(w, "file", s->file);
 		jw_u64(w, "line", s->line);
 		jw_string(w, "awaitee", s->awaitee_type);
+		if (s->awaitee_offset != FUTURE_NO_OFFSET) {
+			jw_u64(w, "awaitee_offset", s->awaitee_offset);
+			jw_u64(w, "awaitee_size", s->awaitee_size);
+		} else {
+			jw_null(w, "awaitee_offset");
+			jw_null(w, "awaitee_size");
+		}
 		jw_object_end(w);
 	}
 	jw_array_end(w);

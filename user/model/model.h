@@ -36,7 +36,13 @@ struct future_state {
 	const char *file;
 	uint32_t line;
 	const char *awaitee_type; /* type name of __awaitee, NULL if none */
+	/* where __awaitee lives inside the future (its variant's member offset plus its
+	 * own in the variant struct) and its size: what reading a parked task's awaited
+	 * future from memory needs; FUTURE_NO_OFFSET when not known */
+	uint64_t awaitee_offset;
+	uint64_t awaitee_size;
 };
+#define FUTURE_NO_OFFSET UINT64_MAX
 
 enum crate_class {
 	CRATE_USER,    /* the user's own crates: default selection */
