@@ -754,3 +754,48 @@ def test_awaitee_offsets_match_dwarfdump(profile, analyses):
             assert offset + s["awaitee_size"] <= f["size"], (f["name"], s)
             checked += 1
     assert checked >= 10, f"only {checked} await points checked"
+
+
+def member_offsets_from_dump(binary, die_offset):
+    """{member name: offset} of a struct DIE, from llvm-dwarfdump."""
+    dies = dwarfdump_tree(binary, die_offset)
+    top = dies[0][1]
+    return {attrs["DW_AT_name"].strip('"'): number(attrs["DW_AT_data_member_location"])
+            for _, depth, tag, attrs in dies
+            if tag == "DW_TAG_member" and depth == top + 2 and "DW_AT_data_member_location" in attrs}
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_await_steps_reach_the_awaited_future(profile, analyses):
+    """Where each awaited future is, from the state's __awaitee (edges[].steps), against
+    the fixture's types (tests/fixtures/handwritten/src/main.rs) and llvm-dwarfdump:
+    an awaitee that is the future itself: no step; `Pin<Box<F>>` (descend, deep, and
+    recursion_task's `Pin<Box<dyn Future>>`): one pointer at 0; Join2's `a`/`b`
+    (`Pin<Box<F>>` fields) and Race2's (`Option<Pin<Box<F>>>`, the niche keeps the
+    pointer at the field's start): the pointer at that field's DWARF offset."""
+    a = analyses.get(profile, "handwritten")
+    m = a.model
+    seen = set()
+    for e in m.edges:
+        src = m.futures[e["from"]]
+        if not (src["path"] or "").startswith("handwritten::"):
+            continue
+        awaitee = e["awaitee_type"] or ""
+        target = m.futures[e["to"]] if e["to"] is not None else None
+        if target is not None and awaitee == target["path"]:
+            assert e["steps"] == [], (src["name"], e)
+            seen.add("direct")
+        elif awaitee.startswith("core::pin::Pin<alloc::boxed::Box<"):
+            assert e["steps"] == [{"offset": 0, "deref": True}], (src["name"], e)
+            assert e["dyn"] == (target is None and "dyn " in awaitee), e
+            seen.add("dyn" if e["dyn"] else "box")
+        elif last_segment(strip_generics(awaitee)) in ("Join2", "Race2") and target is not None \
+                and target["path"] != awaitee:
+            wrapper = next(f for f in m.futures if f["path"] == awaitee)
+            fields = member_offsets_from_dump(a.binary, wrapper["die_offset"])
+            # the inner futures' types name which field holds which: a is the first
+            inner = util.generic_args(awaitee)
+            field = "a" if strip_generics(target["path"]) == strip_generics(inner[0]) else "b"
+            assert e["steps"] == [{"offset": fields[field], "deref": True}], (src["name"], e, fields)
+            seen.add(last_segment(strip_generics(awaitee)))
+    assert {"direct", "box", "dyn", "Join2", "Race2"} <= seen, seen

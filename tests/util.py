@@ -141,6 +141,30 @@ def strip_generics(s):
     return "".join(out)
 
 
+def generic_args(s):
+    """The top-level generic arguments of the first <...> of s:
+    'a::J<b::X<u8>, c::Y>' -> ['b::X<u8>', 'c::Y']."""
+    start = s.find("<")
+    if start < 0:
+        return []
+    args, depth, cur = [], 0, []
+    for i in range(start + 1, len(s)):
+        ch = s[i]
+        if ch in "<([":
+            depth += 1
+        elif ch in ")]" or (ch == ">" and s[i - 1] != "-"):
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    args.append("".join(cur).strip())
+    return args
+
+
 def split_path(s):
     """Top-level '::' segments, brackets (<>, (), []) respected."""
     parts, depth, cur, i = [], 0, [], 0
@@ -580,7 +604,7 @@ SCHEMA_VTABLE = {"type": (STR,), "future": (INT, NULL), "addr": (INT,), "drop": 
 ABI_SOURCES = {"none", "code", "dwarf", "size", "unknown"}
 CONVENTIONS = {"unknown", "registers", "memory"}
 SCHEMA_EDGE = {"from": (INT, NULL), "to": (INT, NULL), "await_index": (INT,), "file": (STR, NULL), "line": (INT,),
-               "awaitee_type": (STR, NULL), "via": (STR, NULL)}
+               "awaitee_type": (STR, NULL), "via": (STR, NULL), "steps": (LIST, NULL), "dyn": (BOOL,)}
 
 CRATE_CLASSES = {"user", "std", "runtime", "dependency"}
 FUTURE_KINDS = {"async_fn", "async_block", "async_closure", "handwritten"}

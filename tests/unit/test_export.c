@@ -293,10 +293,22 @@ static void build_model(struct model *m)
 	p->abi.source = ABI_SOURCE_UNKNOWN;
 
 	e = must(model__add_edge(m));
-	*e = (struct await_edge){
-	    0, 1, 0, "/home/u/demo/src/main.rs", 7, "demo::middle::{async_fn_env#0}", NULL};
+	*e = (struct await_edge){0,    1,
+				 0,    "/home/u/demo/src/main.rs",
+				 7,    "demo::middle::{async_fn_env#0}",
+				 NULL, .steps_known = true};
 	e = must(model__add_edge(m));
-	*e = (struct await_edge){0, -1, 1, "/home/u/demo/src/main.rs", 9, DYN_FUTURE, NULL};
+	*e = (struct await_edge){0,
+				 -1,
+				 1,
+				 "/home/u/demo/src/main.rs",
+				 9,
+				 DYN_FUTURE,
+				 NULL,
+				 .steps_known = true,
+				 .dyn = true,
+				 .nr_steps = 2,
+				 .steps = {{8, false}, {0, true}}};
 	e = must(model__add_edge(m));
 	*e = (struct await_edge){1,
 				 3,
@@ -304,11 +316,13 @@ static void build_model(struct model *m)
 				 "src/lib.rs",
 				 4,
 				 "tokio::time::sleep::Sleep",
-				 "core::pin::Pin<&mut tokio::time::sleep::Sleep>"};
+				 "core::pin::Pin<&mut tokio::time::sleep::Sleep>",
+				 .steps_known = false};
 	e = must(model__add_edge(m));
-	*e = (struct await_edge){1, 2, 1, "src/lib.rs", 5, EVIL_PATH, NULL};
+	*e = (struct await_edge){1, 2, 1, "src/lib.rs", 5, EVIL_PATH, NULL, .steps_known = false};
 	e = must(model__add_edge(m));
-	*e = (struct await_edge){2, -1, 0, NULL, 0, DYN_FUTURE, "evil\\via\""};
+	*e =
+	    (struct await_edge){2, -1, 0, NULL, 0, DYN_FUTURE, "evil\\via\"", .steps_known = false};
 
 	model__finish(m);
 }
@@ -687,6 +701,15 @@ static void test_json(void)
 	CHECK(is_null(g1, "to"));
 	CHECK_EQ_U64(nget(g1, "await_index"), 1);
 	CHECK_STR(sget(g1, "awaitee_type"), DYN_FUTURE);
+	/* steps: none for the future itself; in order, with their deref; null unknown */
+	CHECK(cJSON_IsArray(get(g0, "steps")) && array_size(g0, "steps") == 0);
+	CHECK(cJSON_IsFalse(get(g0, "dyn")) && cJSON_IsTrue(get(g1, "dyn")));
+	CHECK_EQ_U64(array_size(g1, "steps"), 2);
+	CHECK_EQ_U64(nget(at(g1, "steps", 0), "offset"), 8);
+	CHECK(cJSON_IsFalse(get(at(g1, "steps", 0), "deref")));
+	CHECK_EQ_U64(nget(at(g1, "steps", 1), "offset"), 0);
+	CHECK(cJSON_IsTrue(get(at(g1, "steps", 1), "deref")));
+	CHECK(is_null(g2, "steps"));
 	CHECK_STR(sget(g2, "via"), "core::pin::Pin<&mut tokio::time::sleep::Sleep>");
 	CHECK(is_null(g4, "file"));
 	CHECK_STR(sget(g4, "via"), "evil\\via\"");
@@ -913,7 +936,7 @@ static void test_long_names(void)
 	f->path = strpool__intern(&m.strings, name);
 	f->crate = "x";
 	struct await_edge *e = must(model__add_edge(&m));
-	*e = (struct await_edge){0, -1, 0, "f.rs", 1, f->path, NULL};
+	*e = (struct await_edge){0, -1, 0, "f.rs", 1, f->path, NULL, .steps_known = false};
 	model__finish(&m);
 
 	char *buf = write_dot(&m, NULL, &len, &err);

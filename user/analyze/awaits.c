@@ -31,9 +31,11 @@ static bool seen(const struct tree_builder *b, uint64_t off)
 	return false;
 }
 
-/* Strip qualifiers, typedefs, pointers and arrays down to a struct-like type. */
-static bool underlying(Dwarf_Die *die)
+/* Strip qualifiers, typedefs, pointers and arrays down to a struct-like type;
+ * *pointer says whether a pointer or reference was stripped on the way. */
+static bool underlying(Dwarf_Die *die, bool *pointer)
 {
+	*pointer = false;
 	for (int i = 0; i < 16; i++) {
 		switch (dwarf_tag(die)) {
 		case DW_TAG_structure_type:
@@ -46,6 +48,10 @@ static bool underlying(Dwarf_Die *die)
 		case DW_TAG_rvalue_reference_type:
 		case DW_TAG_array_type: {
 			Dwarf_Attribute a;
+			int tag = dwarf_tag(die);
+			if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+			    tag == DW_TAG_rvalue_reference_type)
+				*pointer = true;
 			if (!dwarf_formref_die(dwarf_attr(die, DW_AT_type, &a), die))
 				return false;
 			break;
@@ -58,11 +64,14 @@ static bool underlying(Dwarf_Die *die)
 
 static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, int depth);
 
-static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, int depth)
+/* type, found at `offset` into the parent node (the root: the awaitee itself). */
+static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, int depth,
+		     uint64_t offset)
 {
 	Dwarf_Die die = *type;
+	bool pointer;
 
-	if (!underlying(&die))
+	if (!underlying(&die, &pointer))
 		return;
 	uint64_t off = dwarf_dieoffset(&die);
 	if (seen(b, off))
@@ -77,6 +86,8 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 	memset(n, 0, sizeof(*n));
 	n->parent = parent;
 	n->die_offset = off;
+	n->offset = offset;
+	n->deref = pointer;
 	int sz = dwarf_bytesize(&die);
 	n->size = sz > 0 ? (uint64_t)sz : 0;
 	n->path = cu_path ? strpool__intern(&b->w->m->strings, cu_path) : NULL;
@@ -105,10 +116,14 @@ static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, 
 		Dwarf_Die t;
 		Dwarf_Attribute a;
 		switch (dwarf_tag(&child)) {
-		case DW_TAG_member:
+		case DW_TAG_member: {
+			uint64_t at = 0;
+			/* a member without a location (a union's) is at 0 */
+			member_offset(&child, &at);
 			if (dwarf_formref_die(dwarf_attr(&child, DW_AT_type, &a), &t))
-				add_type(b, &t, parent, depth);
+				add_type(b, &t, parent, depth, at);
 			break;
+		}
 		case DW_TAG_variant_part:
 		case DW_TAG_variant:
 			add_children(b, &child, parent, depth); /* bounded: variants nest once */
@@ -134,7 +149,7 @@ int awaits__build_cu_trees(struct walk *w)
 		if (!tn)
 			tn = dwarf_diename(&t);
 		a->awaitee_name = strpool__intern(&w->m->strings, tn);
-		add_type(&b, &t, -1, 0);
+		add_type(&b, &t, -1, 0, 0);
 		if (b.truncated)
 			w->m->nr_limits_hit++;
 		if (!b.nr)
@@ -163,7 +178,40 @@ static bool is_std(const char *path)
 	return crate__classify(crate) == CRATE_STD;
 }
 
-static int add_edge(struct walk *w, const struct await_rec *a, int32_t to, const char *via)
+/* The steps from the awaitee (node 0) to node `target` (await_edge.steps). */
+static void edge_steps(const struct await_rec *a, int32_t target, struct await_edge *e)
+{
+	int32_t chain[MAX_AWAIT_NODES];
+	uint32_t n = 0;
+	uint64_t acc = 0;
+
+	e->steps_known = false;
+	e->nr_steps = 0;
+	if (target < 0 || (uint32_t)target >= a->nr_nodes)
+		return;
+	for (int32_t i = target; i > 0 && n < MAX_AWAIT_NODES; i = a->nodes[i].parent)
+		chain[n++] = i;
+	while (n--) {
+		const struct await_node *node = &a->nodes[chain[n]];
+
+		acc += node->offset;
+		if (!node->deref)
+			continue;
+		if (e->nr_steps == MODEL_AWAIT_STEPS)
+			return;
+		e->steps[e->nr_steps++] = (struct await_step){.offset = acc, .deref = true};
+		acc = 0;
+	}
+	if (acc) {
+		if (e->nr_steps == MODEL_AWAIT_STEPS)
+			return;
+		e->steps[e->nr_steps++] = (struct await_step){.offset = acc};
+	}
+	e->steps_known = true;
+}
+
+static int add_edge(struct walk *w, const struct await_rec *a, int32_t to, const char *via,
+		    int32_t node)
 {
 	for (uint32_t i = 0; i < w->m->nr_edges; i++) { /* same await, same target: once */
 		const struct await_edge *e = &w->m->edges[w->m->nr_edges - 1 - i];
@@ -182,6 +230,8 @@ static int add_edge(struct walk *w, const struct await_rec *a, int32_t to, const
 	e->line = a->line;
 	e->awaitee_type = a->awaitee_name;
 	e->via = via;
+	edge_steps(a, node, e);
+	e->dyn = to < 0 && node >= 0 && a->nodes[node].is_dyn;
 	return 0;
 }
 
@@ -199,6 +249,7 @@ static int resolve_one(struct walk *w, struct await_rec *a)
 	bool below[MAX_AWAIT_NODES] = {0}, skip[MAX_AWAIT_NODES] = {0};
 	int32_t fut[MAX_AWAIT_NODES];
 	bool any = false, dyn = false;
+	int32_t dyn_node = -1;
 	int err;
 
 	for (uint32_t i = 0; i < a->nr_nodes; i++)
@@ -223,8 +274,10 @@ static int resolve_one(struct walk *w, struct await_rec *a)
 			skip[i] = true;
 			continue;
 		}
-		if (n->is_dyn)
+		if (n->is_dyn && !dyn) {
 			dyn = true;
+			dyn_node = (int32_t)i;
+		}
 		if (fut[i] < 0)
 			continue;
 		const char *via = i ? a->awaitee_name : NULL;
@@ -233,14 +286,14 @@ static int resolve_one(struct walk *w, struct await_rec *a)
 			if (generic && !n->is_env && is_std(n->path) && !below[i] &&
 			    i + 1 < a->nr_nodes)
 				continue; /* std forwarding future over something unresolved */
-			if ((err = add_edge(w, a, fut[i], via)))
+			if ((err = add_edge(w, a, fut[i], via, (int32_t)i)))
 				return err;
 			any = true;
 			skip[i] = true;
 			continue;
 		}
 		if (!is_std(n->path)) {
-			if ((err = add_edge(w, a, fut[i], via)))
+			if ((err = add_edge(w, a, fut[i], via, (int32_t)i)))
 				return err;
 			any = true;
 		}
@@ -248,19 +301,19 @@ static int resolve_one(struct walk *w, struct await_rec *a)
 	if (any)
 		return 0;
 	if (dyn || !a->nr_nodes)
-		return add_edge(w, a, -1, NULL);
+		return add_edge(w, a, -1, NULL, dyn_node);
 	/* The awaitee is a future whose poll fn left no trace (optimized out): keep it
 	 * as a node so the graph still says what is awaited here. */
 	const struct await_node *root = &a->nodes[0];
 	const char *path = root->path ? root->path : a->awaitee_name;
 	if (!path)
-		return add_edge(w, a, -1, NULL);
+		return add_edge(w, a, -1, NULL, -1);
 	bool is_env;
 	enum future_kind kind = future_kind__from_name(path, &is_env);
 	int32_t f = walk__get_future(w, path, kind, root->die_offset, root->size);
 	if (f < 0)
 		return -ENOMEM;
-	return add_edge(w, a, f, NULL);
+	return add_edge(w, a, f, NULL, 0);
 }
 
 int awaits__resolve(struct walk *w)

@@ -33,6 +33,10 @@ struct await_node {
 	uint64_t size;
 	bool is_env; /* a compiler-generated future: never descended into */
 	bool is_dyn; /* a `dyn Trait` type: the concrete future is unknown statically */
+	/* where it is: at `offset` bytes into its parent, or (deref) at the address
+	 * stored there (the parent's member is a pointer); the root is the awaitee */
+	bool deref;
+	uint64_t offset;
 };
 
 /* An await point waiting for resolution once every future of the binary is known. */

@@ -219,6 +219,14 @@ struct poll_fn {
 	const char *disasm_error; /* NULL when disassembly succeeded */
 };
 
+/* One step from a state's __awaitee towards the awaited future (await_edge.steps). */
+struct await_step {
+	uint64_t offset; /* move this many bytes on */
+	bool deref;	 /* then follow the pointer stored there */
+};
+
+#define MODEL_AWAIT_STEPS 8
+
 struct await_edge {
 	int32_t from;	      /* future index */
 	int32_t to;	      /* future index, or -1 when unresolved (dyn Future, ...) */
@@ -227,6 +235,16 @@ struct await_edge {
 	uint32_t line;
 	const char *awaitee_type; /* the __awaitee type as written in DWARF */
 	const char *via;	  /* wrapper chain resolved through, NULL if direct */
+	/*
+	 * Where `to` is, from the start of the state's __awaitee (future_state.awaitee_offset):
+	 * steps[0..nr_steps) applied in order (none: the awaitee is `to`). For an edge
+	 * to a `dyn Future` (to < 0, dyn): the steps reach the boxed future, and the last
+	 * deref read the fat pointer's data half: its vtable is the next 8 bytes.
+	 * steps_known false: the chain was longer than MODEL_AWAIT_STEPS, or not found.
+	 */
+	bool steps_known, dyn;
+	uint8_t nr_steps;
+	struct await_step steps[MODEL_AWAIT_STEPS];
 };
 
 /*
