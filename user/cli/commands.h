@@ -15,6 +15,7 @@ int cmd_check(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 /* asyncbpf profile: sampling, async-aware flame graphs (docs/profile.md). */
 int cmd_profile(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 
 struct target_spec {
 	const char *path; /* a binary, or NULL with pid */

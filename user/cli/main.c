@@ -19,6 +19,7 @@ static const struct {
     {"check", cmd_check, "probe this kernel for every BPF feature asyncbpf uses (root)"},
     {"trace", cmd_trace, "trace the polls of a running process or a command (root)"},
     {"profile", cmd_profile, "sample a process or a command: async-aware flame graphs (root)"},
+    {"stacks", cmd_stacks, "where every task of a running process is parked, await by await"},
 };
 
 static void usage(FILE *out)
