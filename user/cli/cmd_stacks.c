@@ -43,7 +43,8 @@ static const char stacks_usage[] =
     "(hand-written executors); tokio and async-task tasks are not found yet.\n"
     "\n"
     "Exit status: 0 read; 2 usage; 3 no such process; 4 no ptrace access;\n"
-    "5 no DWARF; 6 no task found (or none matched); 8 the JSON could not be written.\n";
+    "5 not a usable ELF; 6 no task found (or none matched); 8 the JSON could not be\n"
+    "written.\n";
 
 struct stacks_args {
 	pid_t pid;
