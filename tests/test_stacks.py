@@ -8,6 +8,7 @@ its stdin closes)."""
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -183,4 +184,33 @@ def test_own_process_without_root(tmp_path, parked_factory):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, util.describe(proc)
     assert proc.stdout.startswith(f"6 tasks in pid {target.proc.pid}"), proc.stdout
+    target.stop()
+
+
+SEIZE_AND_DIE = r"""
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_SEIZE, PTRACE_INTERRUPT = 0x4206, 0x4207
+for tid in sorted(os.listdir(f"/proc/{sys.argv[1]}/task")):
+    if libc.ptrace(PTRACE_SEIZE, int(tid), None, None) or libc.ptrace(PTRACE_INTERRUPT, int(tid), None, None):
+        sys.exit(3)
+    os.waitpid(int(tid), 0x40000000)  # __WALL
+print("stopped", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_reader_leaves_the_target_running(tmp_path, parked_factory):
+    """What stacks relies on if it is killed (SIGKILL) while the target is stopped:
+    threads seized and interrupted the way pause__stop does are restarted by the
+    kernel when their tracer dies."""
+    target = parked_factory("debug", 3)
+    proc = subprocess.run([sys.executable, "-c", SEIZE_AND_DIE, str(target.proc.pid)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -9 and "stopped" in proc.stdout, util.describe(proc)
+    for _ in range(100):
+        if all(s not in ("t", "T") for s in target.threads_state()):
+            break
+        time.sleep(0.05)
+    assert all(s not in ("t", "T") for s in target.threads_state()), target.threads_state()
     target.stop()
