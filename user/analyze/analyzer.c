@@ -26,6 +26,7 @@
 #include "lib/log.h"
 #include "analyze/mapped_section.h"
 #include "analyze/crate.h"
+#include "analyze/runtimes.h"
 
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
@@ -196,6 +197,9 @@ static int on_struct(struct walk *w, Dwarf_Die *die, const char *path, size_t pa
 	const char *p = strpool__intern(&w->cu_pool, full);
 	if (!p || u64_map__set(&w->type_paths, dwarf_dieoffset(die), (uintptr_t)p))
 		return -ENOMEM;
+	int e = runtimes__on_struct(w, die, path_len ? path : "", name);
+	if (e)
+		return e;
 
 	bool is_env = false;
 	for (size_t i = 0; i < 3; i++)
@@ -389,7 +393,7 @@ static int walk_dwarf(struct walk *w)
 				    (uint64_t)off, dwarf_errmsg(-1));
 		}
 		analyzer__resolve_pending(w);
-		if ((err = awaits__build_cu_trees(w)))
+		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)))
 			return err;
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
@@ -460,6 +464,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		analyzer__link_drops(&w);
 		model__finish(m);
 		r = analyzer__link_vtables(&w);
+		if (!r)
+			r = runtimes__link(&w);
 		model__finish(m);
 		for (uint32_t i = 0; i < m->nr_futures; i++) {
 			struct future *f = &m->futures[i];
@@ -480,6 +486,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		snprintf(err, errlen, "analyzing %s failed: %s", t->display, strerror(-r));
 
 	awaits__free(&w);
+	runtimes__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

@@ -17,6 +17,7 @@
 #include "analyze/crate.h"
 #include "analyze/demangle.h"
 #include "analyze/disasm.h"
+#include "analyze/runtimes.h"
 #include "lib/log.h"
 
 static const char *const coroutine_prefixes[] = {"{async_fn#", "{async_block#", "{async_closure#"};
@@ -236,6 +237,9 @@ int analyzer__on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, si
 		}
 	}
 	const char *name = die_name(die);
+	int e;
+	if (concrete && (e = runtimes__on_function(w, die, lowpc)))
+		return e;
 	if (concrete && name && starts_with(name, "drop_in_place<") && path_len == 9 &&
 	    strncmp(path, "core::ptr", 9) == 0) {
 		const char *inner = name + strlen("drop_in_place<");

@@ -430,40 +430,107 @@ int target__data(const struct target *t, uint64_t addr, uint64_t size, const uin
 	return section_bytes(t, addr, size, SHF_ALLOC, bytes);
 }
 
-/* One SHT_RELA section's entries that write a known value (x86-64 psABI types). */
-static int read_rela(struct target *t, Elf_Scn *scn, const GElf_Shdr *sh)
+/* The value a relocation entry makes the loader write (x86-64 psABI types): false for
+ * one it cannot know here (another object's symbol) or does not handle. */
+static bool rela_value(Elf_Data *symd, const GElf_Rela *r, uint64_t *v)
 {
-	Elf_Data *d = elf_getdata(scn, NULL), *symd = NULL;
-	Elf_Scn *symscn = sh->sh_link ? elf_getscn(t->elf, sh->sh_link) : NULL;
-	size_t n;
+	GElf_Sym sym;
 
-	if (!d || !sh->sh_entsize)
+	switch (GELF_R_TYPE(r->r_info)) {
+	case R_X86_64_RELATIVE: *v = (uint64_t)r->r_addend; return true;
+	case R_X86_64_64:
+	case R_X86_64_GLOB_DAT:
+	case R_X86_64_JUMP_SLOT:
+		if (!symd || !gelf_getsym(symd, (int)GELF_R_SYM(r->r_info), &sym) ||
+		    sym.st_shndx == SHN_UNDEF)
+			return false;
+		*v = sym.st_value +
+		     (GELF_R_TYPE(r->r_info) == R_X86_64_64 ? (uint64_t)r->r_addend : 0);
+		return true;
+	default: return false;
+	}
+}
+
+/* Every entry of every SHT_RELA section with a known value: cb(ctx, where, value). */
+static int for_each_rela(struct target *t, int (*cb)(void *ctx, uint64_t at, uint64_t value),
+			 void *ctx)
+{
+	Elf_Scn *scn = NULL;
+
+	if (t->ehdr.e_machine != EM_X86_64)
 		return 0;
-	if (symscn)
-		symd = elf_getdata(symscn, NULL);
-	n = d->d_size / sh->sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Rela r;
-		GElf_Sym sym;
-		uint64_t v;
+	while ((scn = elf_nextscn(t->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d, *symd = NULL;
+		Elf_Scn *symscn;
 
-		if (!gelf_getrela(d, (int)i, &r))
-			break;
-		switch (GELF_R_TYPE(r.r_info)) {
-		case R_X86_64_RELATIVE: v = (uint64_t)r.r_addend; break;
-		case R_X86_64_64:
-		case R_X86_64_GLOB_DAT:
-		case R_X86_64_JUMP_SLOT:
-			if (!symd || !gelf_getsym(symd, (int)GELF_R_SYM(r.r_info), &sym) ||
-			    sym.st_shndx == SHN_UNDEF)
-				continue; /* another object's symbol: unknown here */
-			v = sym.st_value +
-			    (GELF_R_TYPE(r.r_info) == R_X86_64_64 ? (uint64_t)r.r_addend : 0);
-			break;
-		default: continue;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		symscn = sh.sh_link ? elf_getscn(t->elf, sh.sh_link) : NULL;
+		if (symscn)
+			symd = elf_getdata(symscn, NULL);
+		for (size_t i = 0; d && i < d->d_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+			uint64_t v;
+			int e;
+
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			if (rela_value(symd, &r, &v) && (e = cb(ctx, r.r_offset, v)))
+				return e;
 		}
-		if (u64_map__set(t->relocs, r.r_offset, v))
-			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int remember_reloc(void *ctx, uint64_t at, uint64_t value)
+{
+	return u64_map__set(ctx, at, value) ? -ENOMEM : 0;
+}
+
+struct holding {
+	const struct u64_map *values;
+	int (*cb)(void *ctx, uint64_t at, uint64_t value);
+	void *ctx;
+	uint64_t relocs;
+};
+
+static int check_holding(void *ctx, uint64_t at, uint64_t value)
+{
+	struct holding *h = ctx;
+
+	h->relocs++;
+	return u64_map__get(h->values, value, NULL) ? h->cb(h->ctx, at, value) : 0;
+}
+
+int target__words_holding(struct target *t, const struct u64_map *values,
+			  int (*cb)(void *ctx, uint64_t at, uint64_t value), void *ctx)
+{
+	struct holding h = {values, cb, ctx, 0};
+	Elf_Scn *scn = NULL;
+	int e = for_each_rela(t, check_holding, &h);
+
+	if (e || h.relocs)
+		return e;
+	/* no dynamic relocations (a static, non-PIE executable): the words are in the data */
+	while ((scn = elf_nextscn(t->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size != sh.sh_size)
+			continue;
+		for (uint64_t o = (8 - (sh.sh_addr & 7)) & 7; o + 8 <= sh.sh_size; o += 8) {
+			uint64_t w;
+
+			memcpy(&w, (const uint8_t *)d->d_buf + o, 8);
+			if (u64_map__get(values, w, NULL) && (e = cb(ctx, sh.sh_addr + o, w)))
+				return e;
+		}
 	}
 	return 0;
 }
@@ -473,20 +540,13 @@ int target__pointer(struct target *t, uint64_t addr, uint64_t *value)
 	const uint8_t *b;
 
 	if (!t->relocs_read) {
-		Elf_Scn *scn = NULL;
-
 		t->relocs = calloc(1, sizeof(*t->relocs));
 		if (!t->relocs)
 			return -ENOMEM;
 		u64_map__init(t->relocs);
 		t->relocs_read = true;
-		if (t->ehdr.e_machine == EM_X86_64)
-			while ((scn = elf_nextscn(t->elf, scn)) != NULL) {
-				GElf_Shdr sh;
-				if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA &&
-				    read_rela(t, scn, &sh))
-					return -ENOMEM;
-			}
+		if (for_each_rela(t, remember_reloc, t->relocs))
+			return -ENOMEM;
 	}
 	if (t->relocs && u64_map__get(t->relocs, addr, value))
 		return 0;

@@ -84,6 +84,14 @@ int target__data(const struct target *t, uint64_t addr, uint64_t size, const uin
  * Returns 0, -ENOENT (not in the file) or -ENOMEM.
  */
 int target__pointer(struct target *t, uint64_t addr, uint64_t *value);
+/*
+ * Every 8-byte word of the loaded image that will hold one of `values` (keys of the
+ * map): the dynamic relocations that write it, or (no relocations: a non-PIE static
+ * image) the data words that hold it. cb(ctx, link-time address, value); a non-zero
+ * return stops the walk and is returned.
+ */
+int target__words_holding(struct target *t, const struct u64_map *values,
+			  int (*cb)(void *ctx, uint64_t at, uint64_t value), void *ctx);
 /* Why there is no DWARF: a sentence for the user (debuglink/build-id findings). */
 void target__explain_missing_dwarf(const struct target *t, char *buf, size_t len);
 

@@ -65,6 +65,8 @@ struct pending_poll {
 	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
+struct rt_walk; /* analyze/runtimes.c */
+
 struct walk {
 	struct target *t;
 	struct model *m;
@@ -93,6 +95,7 @@ struct walk {
 	uint32_t nr_awaits, cap_awaits;
 	struct drop_rec *drops;
 	uint32_t nr_drops, cap_drops;
+	struct rt_walk *rt; /* the runtimes' task types (runtimes.c) */
 };
 
 /* DWARF helpers (walk.c) */

@@ -12,21 +12,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "lib/exitcodes.h"
-#include "lib/glob.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/sysfacts.h"
-#include "lib/text.h"
 #include "stacks/decode.h"
+#include "stacks/report.h"
 #include "stacks/snapshot.h"
 
 static const char stacks_usage[] =
-    "Usage: asyncbpf stacks -p PID [PATTERN...] [--json F] [--no-pause] [-v]\n"
+    "Usage: asyncbpf stacks -p PID [PATTERN...] [--json F] [--folded F]\n"
+    "                       [--watch S [--count N]] [--no-pause] [-v]\n"
     "\n"
     "Print the async stack of every task of a running Rust program: where each one is\n"
     "parked, await by await, grouped by identical stacks, biggest group first. Reads\n"
@@ -35,20 +38,29 @@ static const char stacks_usage[] =
     "  -p, --pid PID     the process\n"
     "  PATTERN           only tasks with a future matching this glob in their stack\n"
     "      --json F      also write the tasks as JSON (docs/stacks.md); '-' = stdout\n"
+    "      --folded F    also write the stacks weighted by their tasks, one line each\n"
+    "                    (flamegraph.pl / inferno input): where the tasks wait\n"
+    "      --watch S     a snapshot every S seconds until Ctrl-C, saying which tasks\n"
+    "                    did not change since the last one (stuck); the files hold\n"
+    "                    the last snapshot\n"
+    "      --count N     with --watch: stop after N snapshots\n"
     "      --no-pause    read the process while it runs (the snapshot may be torn);\n"
     "                    by default every thread is stopped for the read\n"
     "  -v, --verbose     more detail (scan statistics)\n"
     "\n"
-    "Tasks are found as boxed `dyn Future`s whose type the binary's DWARF names\n"
-    "(hand-written executors); tokio and async-task tasks are not found yet.\n"
+    "Tasks are found by their runtime's task header (tokio 1.x; async-task 4.x, the\n"
+    "tasks of async-std, smol and async-executor) or as boxed `dyn Future`s whose type\n"
+    "the binary's DWARF names (hand-written executors).\n"
     "\n"
     "Exit status: 0 read; 2 usage; 3 no such process; 4 no ptrace access;\n"
-    "5 not a usable ELF; 6 no task found (or none matched); 8 the JSON could not be\n"
-    "written.\n";
+    "5 not a usable ELF (or no DWARF); 6 no task found (or none matched); 8 a file\n"
+    "could not be written.\n";
 
 struct stacks_args {
 	pid_t pid;
-	const char *json;
+	const char *json, *folded;
+	double watch_s;
+	long count;
 	bool no_pause, verbose;
 	char **patterns;
 	int nr_patterns;
@@ -57,11 +69,18 @@ struct stacks_args {
 static int parse_args(int argc, char **argv, struct stacks_args *a)
 {
 	static const struct option opts[] = {
-	    {"pid", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'J'},
-	    {"no-pause", no_argument, NULL, 'N'},  {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},	   {0},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"json", required_argument, NULL, 'J'},
+	    {"folded", required_argument, NULL, 'F'},
+	    {"watch", required_argument, NULL, 'W'},
+	    {"count", required_argument, NULL, 'C'},
+	    {"no-pause", no_argument, NULL, 'N'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int c, r;
+	char *end;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:vh", opts, NULL)) != -1) {
@@ -71,6 +90,24 @@ static int parse_args(int argc, char **argv, struct stacks_args *a)
 				return r;
 			break;
 		case 'J': a->json = optarg; break;
+		case 'F': a->folded = optarg; break;
+		case 'W':
+			if (args__parse_seconds(optarg, &a->watch_s) || a->watch_s < 0.01) {
+				pr_warn("stacks: --watch wants seconds (at least 0.01), not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'C':
+			errno = 0;
+			a->count = strtol(optarg, &end, 10);
+			if (errno || *end || a->count < 1) {
+				pr_warn(
+				    "stacks: --count wants a number of snapshots >= 1, not '%s'\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'N': a->no_pause = true; break;
 		case 'v':
 			a->verbose = true;
@@ -84,33 +121,32 @@ static int parse_args(int argc, char **argv, struct stacks_args *a)
 		pr_warn("stacks: give -p PID\n%s", stacks_usage);
 		return EXIT_USAGE;
 	}
+	if (a->count && !a->watch_s) {
+		pr_warn("stacks: --count goes with --watch\n");
+		return EXIT_USAGE;
+	}
 	a->patterns = &argv[optind];
 	a->nr_patterns = argc - optind;
 	return EXIT_OK;
 }
 
-struct task {
-	struct task_stack stack;
-	uint32_t group;
-};
-
-struct snapshot_result {
-	struct task *tasks;
-	uint32_t nr;
-	uint64_t read_ns, paused_ns;
-	uint64_t not_kept; /* bytes past the copy's budget: read live afterwards */
-	struct scan_stats scan;
-};
-
 /* What the copy of the target's memory may take (past it: live reads, said so). */
 #define IMAGE_BUDGET (1ull << 30)
+
+static int snapshot_status(int e)
+{
+	return e == -ESRCH || e == -ENOENT   ? EXIT_NO_INPUT
+	       : e == -EPERM || e == -EACCES ? EXIT_NO_PERMISSION
+	       : e == -ENOMEM		     ? EXIT_FAILURE_INTERNAL
+					     : EXIT_NO_INPUT;
+}
 
 /*
  * Every task of the process, decoded: the pause (unless no_pause) lasts the copy of
  * its writable memory; the tasks are found and decoded in the copy afterwards.
  */
 static int take_snapshot(const struct stacks_args *a, const struct model *m,
-			 const struct vtable_index *ix, struct snapshot_result *out)
+			 const struct vtable_index *ix, struct stk_snapshot *out)
 {
 	struct mem_image img = {.pid = a->pid, .budget = IMAGE_BUDGET};
 	struct candidate *cands = NULL;
@@ -122,6 +158,8 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 	uint64_t t0 = sysfacts__now_ns(), t1;
 	int e = 0;
 
+	out->pid = a->pid;
+	out->paused = !a->no_pause;
 	/* Ctrl-C while the threads are stopped waits until they run again */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
@@ -140,8 +178,8 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	out->not_kept = img.not_kept;
-	if (!e && (e = snapshot__roots(m, cands, nr_cands, mem_image__read, &img, &roots, &out->nr,
-				       &out->scan)))
+	if (!e && (e = snapshot__roots(m, ix, cands, nr_cands, mem_image__read, &img, &roots,
+				       &out->nr, &out->scan)))
 		snprintf(err, sizeof(err), "out of memory");
 	if (!e) {
 		out->tasks = calloc(out->nr ? out->nr : 1, sizeof(*out->tasks));
@@ -149,9 +187,12 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 			e = -ENOMEM;
 			snprintf(err, sizeof(err), "out of memory");
 		}
-		for (uint32_t i = 0; out->tasks && i < out->nr; i++)
-			stacks__decode(m, ix, roots[i].future, roots[i].addr, mem_image__read, &img,
-				       &out->tasks[i].stack);
+		for (uint32_t i = 0; out->tasks && i < out->nr; i++) {
+			out->tasks[i].root = roots[i];
+			if (roots[i].addr)
+				stacks__decode(m, ix, roots[i].future, roots[i].addr,
+					       mem_image__read, &img, &out->tasks[i].stack);
+		}
 	}
 	out->read_ns = sysfacts__now_ns() - t0;
 	free(roots);
@@ -159,236 +200,157 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 	mem_image__free(&img);
 	if (e) {
 		pr_warn("stacks: %s\n", err);
-		return e == -ESRCH || e == -ENOENT   ? EXIT_NO_INPUT
-		       : e == -EPERM || e == -EACCES ? EXIT_NO_PERMISSION
-		       : e == -ENOMEM		     ? EXIT_FAILURE_INTERNAL
-						     : EXIT_NO_INPUT;
+		return snapshot_status(e);
 	}
 	return EXIT_OK;
 }
 
-static bool same_stack(const struct task_stack *x, const struct task_stack *y)
+/* Write text (a whole document) to path through a safe output file. */
+static int write_file(const char *path, const char *what, const char *text,
+		      int (*fn)(FILE *, const struct stk_snapshot *, const struct model *),
+		      const struct stk_snapshot *s, const struct model *m)
 {
-	if (x->nr != y->nr)
-		return false;
-	for (uint32_t i = 0; i < x->nr; i++)
-		if (x->frames[i].future != y->frames[i].future ||
-		    x->frames[i].state != y->frames[i].state ||
-		    x->frames[i].await_index != y->frames[i].await_index)
-			return false;
-	return true;
-}
-
-static void frame_name(const struct model *m, const struct stack_frame *f, char *buf, size_t len)
-{
-	if (f->future >= 0 && (uint32_t)f->future < m->nr_futures)
-		future__display_name(&m->futures[f->future], buf, len);
-	else
-		snprintf(buf, len, "dyn Future (unknown type)");
-}
-
-static bool wanted(const struct stacks_args *a, const struct model *m, const struct task_stack *s)
-{
-	char name[512];
-
-	if (!a->nr_patterns)
-		return true;
-	for (uint32_t i = 0; i < s->nr; i++) {
-		frame_name(m, &s->frames[i], name, sizeof(name));
-		for (int k = 0; k < a->nr_patterns; k++)
-			if (glob__match(a->patterns[k], name))
-				return true;
-	}
-	return false;
-}
-
-struct group {
-	uint32_t first; /* task index */
-	uint32_t count;
-};
-
-static int cmp_group(const void *x, const void *y)
-{
-	const struct group *a = x, *b = y;
-
-	if (a->count != b->count)
-		return a->count > b->count ? -1 : 1;
-	return a->first < b->first ? -1 : a->first > b->first;
-}
-
-static const char *frame_what(const struct stack_frame *f)
-{
-	switch (f->state) {
-	case FRAME_OPAQUE: return "(a hand-written future: what it waits on is its own)";
-	case FRAME_UNRESUMED: return "(not started)";
-	case FRAME_RETURNED: return "(returned)";
-	case FRAME_PANICKED: return "(panicked)";
-	case FRAME_BAD_STATE: return "(memory does not hold a valid state: not decoded)";
-	case FRAME_UNREADABLE: return "(its memory cannot be read)";
-	case FRAME_UNKNOWN_DYN: return "(a boxed dyn Future of a type the DWARF does not name)";
-	}
-	return "";
-}
-
-static void print_stack(const struct model *m, const struct task_stack *s)
-{
-	char name[512], next[512];
-
-	for (uint32_t i = 0; i < s->nr; i++) {
-		const struct stack_frame *f = &s->frames[i];
-
-		frame_name(m, f, name, sizeof(name));
-		if (f->state == FRAME_SUSPENDED) {
-			char at[600];
-
-			snprintf(at, sizeof(at), "%s:%u", f->file ? path__short(f->file) : "?",
-				 f->line);
-			if (i + 1 < s->nr)
-				frame_name(m, &s->frames[i + 1], next, sizeof(next));
-			printf("  %-40s %-28s awaiting %s%s\n", name, at,
-			       i + 1 < s->nr ? next : "(a future the DWARF does not describe)",
-			       f->branches ? " (and other futures: join/select)" : "");
-		} else {
-			printf("  %-40s %s\n", name, frame_what(f));
-		}
-	}
-	if (s->cycle)
-		printf("  (cut: a future met again further down: corrupt memory)\n");
-	if (s->too_deep)
-		printf("  (cut at %d frames)\n", STACKS_MAX_FRAMES);
-}
-
-static int print_groups(const struct stacks_args *a, const struct model *m,
-			struct snapshot_result *r, uint32_t *shown)
-{
-	struct group *g = calloc(r->nr ? r->nr : 1, sizeof(*g));
-	uint32_t nr = 0;
-
-	*shown = 0;
-	if (!g)
-		return EXIT_FAILURE_INTERNAL;
-	for (uint32_t i = 0; i < r->nr; i++) {
-		uint32_t k;
-
-		if (!wanted(a, m, &r->tasks[i].stack)) {
-			r->tasks[i].group = UINT32_MAX;
-			continue;
-		}
-		for (k = 0; k < nr; k++)
-			if (same_stack(&r->tasks[g[k].first].stack, &r->tasks[i].stack))
-				break;
-		if (k == nr)
-			g[nr++] = (struct group){.first = i};
-		g[k].count++;
-		(*shown)++;
-	}
-	qsort(g, nr, sizeof(*g), cmp_group);
-	printf("%u task%s in pid %d, read in %.1f ms", *shown, *shown == 1 ? "" : "s", (int)a->pid,
-	       (double)r->read_ns / 1e6);
-	if (a->no_pause)
-		printf(" while it ran (not paused: the snapshot may be torn)\n");
-	else
-		printf(" (paused %.1f ms)\n", (double)r->paused_ns / 1e6);
-	if (r->not_kept)
-		printf("(%.0f MiB of its memory past the copy's budget were read after it ran "
-		       "again: those stacks may be torn)\n",
-		       (double)r->not_kept / (1 << 20));
-	for (uint32_t k = 0; k < nr; k++) {
-		const struct task_stack *s = &r->tasks[g[k].first].stack;
-
-		printf("\n%u task%s %s\n", g[k].count, g[k].count == 1 ? "" : "s",
-		       s->nr && s->frames[s->nr - 1].state != FRAME_SUSPENDED &&
-			       s->frames[s->nr - 1].state != FRAME_OPAQUE && s->nr == 1
-			   ? "not parked"
-			   : "parked at");
-		print_stack(m, s);
-	}
-	free(g);
-	return EXIT_OK;
-}
-
-static cJSON *task_json(const struct model *m, uint32_t id, const struct task_stack *s)
-{
-	cJSON *t = cJSON_CreateObject(), *frames;
-	char name[512];
-
-	if (!t)
-		return NULL;
-	cJSON_AddNumberToObject(t, "id", id);
-	cJSON_AddStringToObject(t, "runtime", "dyn-boxed");
-	cJSON_AddStringToObject(t, "state", s->nr ? frame_state__name(s->frames[0].state) : "?");
-	cJSON_AddBoolToObject(t, "cut", s->cycle || s->too_deep);
-	frames = cJSON_AddArrayToObject(t, "frames");
-	for (uint32_t i = 0; frames && i < s->nr; i++) {
-		const struct stack_frame *f = &s->frames[i];
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o)
-			break;
-		frame_name(m, f, name, sizeof(name));
-		cJSON_AddStringToObject(o, "future", name);
-		if (f->state == FRAME_SUSPENDED && f->file) {
-			cJSON_AddStringToObject(o, "file", f->file);
-			cJSON_AddNumberToObject(o, "line", f->line);
-			cJSON_AddNumberToObject(o, "await_index", f->await_index);
-		} else {
-			cJSON_AddNullToObject(o, "file");
-			cJSON_AddNullToObject(o, "line");
-			cJSON_AddNullToObject(o, "await_index");
-		}
-		cJSON_AddStringToObject(o, "state", frame_state__name(f->state));
-		cJSON_AddNumberToObject(o, "addr", (double)f->addr);
-		cJSON_AddItemToArray(frames, o);
-	}
-	return t;
-}
-
-static int write_json(const struct stacks_args *a, const struct model *m,
-		      const struct snapshot_result *r)
-{
-	cJSON *root = cJSON_CreateObject(), *tasks, *scan;
 	struct outfile o;
-	char err[512], *text = NULL;
-	int status = EXIT_OUTPUT;
+	char err[512];
 
-	if (!root)
-		return EXIT_FAILURE_INTERNAL;
-	cJSON_AddStringToObject(root, "schema", "asyncbpf-stacks/1");
-	cJSON_AddNumberToObject(root, "pid", a->pid);
-	cJSON_AddBoolToObject(root, "paused", !a->no_pause);
-	cJSON_AddNumberToObject(root, "paused_us", (double)(r->paused_ns / 1000));
-	cJSON_AddNumberToObject(root, "read_us", (double)(r->read_ns / 1000));
-	scan = cJSON_AddObjectToObject(root, "scan");
-	if (scan) {
-		cJSON_AddNumberToObject(scan, "bytes", (double)r->scan.bytes);
-		cJSON_AddNumberToObject(scan, "mappings", r->scan.mappings);
-		cJSON_AddNumberToObject(scan, "unreadable_mappings", r->scan.unreadable);
-		cJSON_AddNumberToObject(scan, "candidates", r->scan.candidates);
-		cJSON_AddNumberToObject(scan, "rejected", r->scan.rejected);
-		cJSON_AddNumberToObject(scan, "duplicates", r->scan.duplicates);
-		cJSON_AddNumberToObject(scan, "not_copied_bytes", (double)r->not_kept);
-	}
-	tasks = cJSON_AddArrayToObject(root, "tasks");
-	for (uint32_t i = 0; tasks && i < r->nr; i++)
-		if (r->tasks[i].group != UINT32_MAX)
-			cJSON_AddItemToArray(tasks, task_json(m, i, &r->tasks[i].stack));
-	text = cJSON_PrintUnformatted(root);
-	if (!text) {
-		pr_warn("stacks: out of memory writing the JSON\n");
-		status = EXIT_FAILURE_INTERNAL;
-	} else if (outfile__open(&o, a->json, err, sizeof(err))) {
+	if (outfile__open(&o, path, err, sizeof(err))) {
 		pr_warn("stacks: %s\n", err);
-	} else if (fprintf(o.f, "%s\n", text) < 0) {
-		pr_warn("stacks: writing %s failed: %s\n", a->json, strerror(errno));
+		return EXIT_OUTPUT;
+	}
+	if ((text ? fprintf(o.f, "%s\n", text) < 0 : fn(o.f, s, m) != 0) || ferror(o.f)) {
+		pr_warn("stacks: writing the %s to %s failed: %s\n", what, path, strerror(errno));
 		outfile__abort(&o);
-	} else if (outfile__commit(&o, err, sizeof(err))) {
-		pr_warn("stacks: %s\n", err);
-	} else {
-		status = EXIT_OK;
+		return EXIT_OUTPUT;
 	}
-	cJSON_free(text);
-	cJSON_Delete(root);
+	if (outfile__commit(&o, err, sizeof(err))) {
+		pr_warn("stacks: %s\n", err);
+		return EXIT_OUTPUT;
+	}
+	return EXIT_OK;
+}
+
+static int write_outputs(const struct stacks_args *a, const struct model *m,
+			 const struct stk_snapshot *s)
+{
+	int status = EXIT_OK;
+
+	if (a->json) {
+		char *text = stk_report__json(s, m);
+
+		if (!text) {
+			pr_warn("stacks: out of memory writing the JSON\n");
+			return EXIT_FAILURE_INTERNAL;
+		}
+		status = write_file(a->json, "JSON", text, NULL, s, m);
+		cJSON_free(text);
+	}
+	if (!status && a->folded)
+		status = write_file(a->folded, "folded stacks", NULL, stk_report__folded, s, m);
 	return status;
+}
+
+static volatile sig_atomic_t stop_watch;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
+
+/* Sleep s seconds, or less if a stop signal comes. */
+static void watch_sleep(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+	while (!stop_watch && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* One snapshot (or, with --watch, one every watch_s seconds): shown, then written. */
+static int run(const struct stacks_args *a, const struct model *m, const struct vtable_index *ix)
+{
+	struct stk_snapshot prev = {0}, cur;
+	struct sigaction sa = {.sa_handler = on_stop};
+	uint64_t last = 0;
+	long n = 0;
+	int status = EXIT_OK;
+	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+
+	if (a->watch_s) {
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	for (;;) {
+		uint64_t now = sysfacts__now_ns();
+
+		memset(&cur, 0, sizeof(cur));
+		if ((status = take_snapshot(a, m, ix, &cur)))
+			break;
+		if (stk_snapshot__group(&cur, m, a->patterns, a->nr_patterns)) {
+			pr_warn("stacks: out of memory\n");
+			status = EXIT_FAILURE_INTERNAL;
+			break;
+		}
+		if (a->watch_s)
+			stk_snapshot__compare(&cur, n ? &prev : NULL,
+					      n ? (double)(now - last) / 1e9 : 0);
+		if (n)
+			printf("\n");
+		stk_report__text(stdout, &cur, m, color);
+		fflush(stdout);
+		if (a->verbose)
+			pr_info("stacks: scanned %u mappings (%" PRIu64 " bytes, %u unreadable): "
+				"%u vtable words, %u of them not a live task, %u copies of one "
+				"found already, %u futures inside another task\n",
+				cur.scan.mappings, cur.scan.bytes, cur.scan.unreadable,
+				cur.scan.candidates, cur.scan.rejected, cur.scan.duplicates,
+				cur.inner);
+		if ((status = write_outputs(a, m, &cur)))
+			break;
+		stk_snapshot__free(&prev);
+		prev = cur;
+		memset(&cur, 0, sizeof(cur));
+		last = now;
+		n++;
+		if (!a->watch_s || stop_watch || (a->count && n >= a->count))
+			break;
+		watch_sleep(a->watch_s);
+		if (stop_watch)
+			break;
+	}
+	if (!status && !prev.shown) {
+		pr_warn("stacks: no task found in pid %d%s\n", (int)a->pid,
+			a->nr_patterns ? " matching the patterns" : "");
+		status = EXIT_NO_MATCH;
+	}
+	stk_snapshot__free(&cur);
+	stk_snapshot__free(&prev);
+	return status;
+}
+
+/* Say what the model lets `stacks` find, or why nothing. */
+static int explain_index(const struct model *m, const struct vtable_index *ix)
+{
+	uint32_t lost = 0;
+
+	for (uint32_t i = 0; i < m->nr_task_types; i++)
+		lost += !m->task_types[i].vtable;
+	if (lost)
+		pr_info("stacks: %u task type%s of %s with no vtable found (not listed)\n", lost,
+			lost == 1 ? "" : "s", m->path);
+	if (ix->nr)
+		return EXIT_OK;
+	if (m->symbols_only)
+		pr_warn("stacks: %s has symbols but no DWARF: the task layouts and future types "
+			"are not known, so no task can be read (install or point at its "
+			"debuginfo; docs/stacks.md)\n",
+			m->path);
+	else
+		pr_warn("stacks: %s holds no task vtable asyncbpf knows: no tokio 1.x or "
+			"async-task 4.x task type, no `dyn Future` vtable of a future in its "
+			"DWARF (docs/stacks.md, \"Runtimes\")\n",
+			m->path);
+	return m->symbols_only ? EXIT_BAD_INPUT : EXIT_NO_MATCH;
 }
 
 int cmd_stacks(int argc, char **argv)
@@ -396,10 +358,8 @@ int cmd_stacks(int argc, char **argv)
 	struct stacks_args a = {0};
 	struct target_spec spec = {0};
 	struct vtable_index ix = {0};
-	struct snapshot_result r = {0};
 	struct model m;
 	uint64_t bias = 0;
-	uint32_t shown = 0;
 	int status = parse_args(argc, argv, &a), e;
 
 	if (status)
@@ -419,32 +379,9 @@ int cmd_stacks(int argc, char **argv)
 		status = EXIT_FAILURE_INTERNAL;
 		goto out;
 	}
-	if (!ix.nr) {
-		pr_warn(
-		    "stacks: %s names no `dyn Future` vtable of a future in its DWARF: no task "
-		    "can be found this way (tokio and async-task tasks are not supported yet)\n",
-		    m.path);
-		status = EXIT_NO_MATCH;
-		goto out;
-	}
-	if ((status = take_snapshot(&a, &m, &ix, &r)))
-		goto out;
-	if ((status = print_groups(&a, &m, &r, &shown)))
-		goto out;
-	if (a.verbose)
-		pr_info("stacks: scanned %u mappings (%" PRIu64 " bytes, %u unreadable): %u vtable "
-			"words, %u of them not a live future, %u copies of one found already\n",
-			r.scan.mappings, r.scan.bytes, r.scan.unreadable, r.scan.candidates,
-			r.scan.rejected, r.scan.duplicates);
-	if (a.json && (status = write_json(&a, &m, &r)))
-		goto out;
-	if (!shown) {
-		pr_warn("stacks: no task found in pid %d%s\n", (int)a.pid,
-			a.nr_patterns ? " matching the patterns" : "");
-		status = EXIT_NO_MATCH;
-	}
+	if (!(status = explain_index(&m, &ix)))
+		status = run(&a, &m, &ix);
 out:
-	free(r.tasks);
 	vtable_index__free(&ix);
 out_model:
 	model__free(&m);

@@ -204,6 +204,7 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	jw_u64(w, "polls", m->nr_polls);
 	jw_u64(w, "edges", m->nr_edges);
 	jw_u64(w, "vtables", m->nr_vtables);
+	jw_u64(w, "task_types", m->nr_task_types);
 	jw_u64(w, "roots", roots);
 	jw_u64(w, "inlined_only", inlined_only);
 	jw_u64(w, "abi_from_code", m->nr_abi_code);
@@ -310,6 +311,50 @@ static void write_vtable(struct json_writer *w, const struct model *m, uint32_t 
 		jw_u64(w, "poll_fn", (uint64_t)v->poll_fn);
 	else
 		jw_null(w, "poll_fn");
+	jw_object_end(w);
+}
+
+static void write_task_type(struct json_writer *w, const struct model *m, uint32_t id)
+{
+	const struct task_type *t = &m->task_types[id];
+
+	jw_object(w, NULL);
+	jw_string(w, "runtime", task_runtime__name(t->runtime));
+	jw_future_ref(w, "future", m, t->future);
+	jw_string(w, "fn", t->fn);
+	jw_u64(w, "fn_addr", t->fn_addr);
+	if (t->vtable)
+		jw_u64(w, "vtable", t->vtable);
+	else
+		jw_null(w, "vtable");
+	if (t->future_offset != FUTURE_NO_OFFSET)
+		jw_u64(w, "future_offset", t->future_offset);
+	else
+		jw_null(w, "future_offset");
+	jw_bool(w, "boxed", t->boxed);
+	jw_object_end(w);
+}
+
+static void write_runtimes(struct json_writer *w, const struct model *m)
+{
+	jw_object(w, "runtimes");
+	for (int k = TASK_RT_TOKIO; k < TASK_RT_MAX; k++) {
+		const struct runtime_layout *l = &m->runtimes[k];
+
+		if (!l->known) {
+			jw_null(w, task_runtime__name(k));
+			continue;
+		}
+		jw_object(w, task_runtime__name(k));
+		jw_u64(w, "header_state", l->header_state);
+		jw_u64(w, "header_vtable", l->header_vtable);
+		jw_u64(w, "vtable_fn", l->vtable_fn);
+		if (k == TASK_RT_ASYNC_TASK) {
+			jw_u64(w, "layout_info", l->layout_info);
+			jw_u64(w, "layout_offset_f", l->layout_offset_f);
+		}
+		jw_object_end(w);
+	}
 	jw_object_end(w);
 }
 
@@ -550,6 +595,12 @@ int export_json__write(const struct model *m, FILE *out)
 	jw_array(&w, "vtables");
 	for (uint32_t i = 0; i < m->nr_vtables && !ferror(out); i++)
 		write_vtable(&w, m, i);
+	jw_array_end(&w);
+
+	write_runtimes(&w, m);
+	jw_array(&w, "task_types");
+	for (uint32_t i = 0; i < m->nr_task_types && !ferror(out); i++)
+		write_task_type(&w, m, i);
 	jw_array_end(&w);
 
 	jw_array(&w, "roots");

@@ -25,6 +25,7 @@ void model__free(struct model *m)
 	free(m->polls);
 	free(m->edges);
 	free(m->vtables);
+	free(m->task_types);
 	free(m->warnings);
 	strpool__free(&m->strings);
 	memset(m, 0, sizeof(*m));
@@ -79,6 +80,28 @@ struct future_vtable *model__add_vtable(struct model *m)
 	if (v)
 		v->future = v->poll_fn = -1;
 	return v;
+}
+
+struct task_type *model__add_task_type(struct model *m)
+{
+	struct task_type *t =
+	    append((void **)&m->task_types, &m->nr_task_types, &m->cap_task_types, sizeof(*t));
+	if (t) {
+		t->future = -1;
+		t->future_offset = FUTURE_NO_OFFSET;
+	}
+	return t;
+}
+
+const char *task_runtime__name(enum task_runtime r)
+{
+	switch (r) {
+	case TASK_RT_DYN: return "dyn";
+	case TASK_RT_TOKIO: return "tokio";
+	case TASK_RT_ASYNC_TASK: return "async-task";
+	case TASK_RT_MAX: break;
+	}
+	return "?";
 }
 
 struct await_edge *model__add_edge(struct model *m)

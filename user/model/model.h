@@ -260,6 +260,45 @@ struct future_vtable {
 	uint64_t drop, size, align, poll; /* its first four words; 0 if unreadable */
 };
 
+/* The runtimes whose task headers asyncbpf can find in memory (docs/stacks.md). */
+enum task_runtime {
+	TASK_RT_DYN,	    /* a boxed `dyn Future` (hand-written executors) */
+	TASK_RT_TOKIO,	    /* tokio 1.x: Header { state, queue_next, vtable, .. } */
+	TASK_RT_ASYNC_TASK, /* async-task 4.x (async-std, smol): Header { state, awaiter, vtable }
+			     */
+	TASK_RT_MAX,
+};
+
+/*
+ * One task type of a runtime: the per-type vtable its task headers point at, found
+ * from the vtable function that knows the future's type (tokio's
+ * `runtime::task::raw::poll<T, S>`, async-task's `RawTask<F, T, S>::run`) and the
+ * dynamic relocation (or data word) that stores that function's address.
+ */
+struct task_type {
+	uint8_t runtime;     /* enum task_runtime */
+	int32_t future;	     /* the task's root future (model index) */
+	const char *fn;	     /* linkage name of that vtable function */
+	uint64_t fn_addr;    /* its link-time address */
+	uint64_t vtable;     /* link-time address of the vtable; 0 if none was found */
+	uint32_t nr_vtables; /* vtables found for it (codegen units may repeat one) */
+	/* the future from the task header: tokio, from `Cell<T, S>` in the DWARF;
+	 * FUTURE_NO_OFFSET: read at run time (async-task keeps it in the vtable's
+	 * `layout_info`) or unknown */
+	uint64_t future_offset;
+	bool boxed; /* the task holds a Pin<Box<future>>: one pointer more to the future */
+};
+
+/* Where the runtimes keep what the stacks need: member offsets from the DWARF. */
+struct runtime_layout {
+	bool known;		  /* the offsets below were all found */
+	uint32_t header_state;	  /* Header.state: the task's state word */
+	uint32_t header_vtable;	  /* Header.vtable */
+	uint32_t vtable_fn;	  /* the vtable function's slot (tokio poll, async-task run) */
+	uint32_t layout_info;	  /* async-task: TaskVTable.layout_info */
+	uint32_t layout_offset_f; /* async-task: TaskLayout.offset_f */
+};
+
 struct model_warning {
 	const char *text;
 };
@@ -283,6 +322,9 @@ struct model {
 	uint32_t nr_edges, cap_edges;
 	struct future_vtable *vtables;
 	uint32_t nr_vtables, cap_vtables;
+	struct task_type *task_types;
+	uint32_t nr_task_types, cap_task_types;
+	struct runtime_layout runtimes[TASK_RT_MAX];
 	struct model_warning *warnings;
 	uint32_t nr_warnings, cap_warnings;
 
@@ -307,6 +349,7 @@ struct future *model__add_future(struct model *m);
 struct poll_fn *model__add_poll(struct model *m);
 struct await_edge *model__add_edge(struct model *m);
 struct future_vtable *model__add_vtable(struct model *m);
+struct task_type *model__add_task_type(struct model *m);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);
@@ -317,6 +360,7 @@ const char *future_kind__name(enum future_kind k);
 const char *state_kind__name(enum state_kind k);
 const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
+const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "dyn" */
 const char *self_location__name(enum self_location l);
 const char *ret_convention__name(enum ret_convention c);
 const char *abi_source__name(enum abi_source s);

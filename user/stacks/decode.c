@@ -15,7 +15,7 @@
 
 struct pair {
 	uint64_t addr;
-	int32_t future;
+	int32_t future, type;
 };
 
 static int cmp_pair(const void *a, const void *b)
@@ -27,19 +27,27 @@ static int cmp_pair(const void *a, const void *b)
 
 int vtable_index__init(struct vtable_index *ix, const struct model *m, uint64_t bias)
 {
-	struct pair *p = calloc(m->nr_vtables ? m->nr_vtables : 1, sizeof(*p));
-	uint32_t n = 0;
+	uint32_t n = 0, cap = m->nr_vtables + m->nr_task_types;
+	struct pair *p = calloc(cap ? cap : 1, sizeof(*p));
 
 	memset(ix, 0, sizeof(*ix));
 	if (!p)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->nr_vtables; i++)
 		if (m->vtables[i].future >= 0 && m->vtables[i].addr)
-			p[n++] = (struct pair){m->vtables[i].addr + bias, m->vtables[i].future};
+			p[n++] = (struct pair){m->vtables[i].addr + bias, m->vtables[i].future, -1};
+	for (uint32_t i = 0; i < m->nr_task_types; i++) {
+		const struct task_type *t = &m->task_types[i];
+
+		if (t->future >= 0 && t->vtable && t->runtime < TASK_RT_MAX &&
+		    m->runtimes[t->runtime].known)
+			p[n++] = (struct pair){t->vtable + bias, t->future, (int32_t)i};
+	}
 	qsort(p, n, sizeof(*p), cmp_pair);
 	ix->addrs = calloc(n ? n : 1, sizeof(*ix->addrs));
 	ix->futures = calloc(n ? n : 1, sizeof(*ix->futures));
-	if (!ix->addrs || !ix->futures) {
+	ix->types = calloc(n ? n : 1, sizeof(*ix->types));
+	if (!ix->addrs || !ix->futures || !ix->types) {
 		free(p);
 		vtable_index__free(ix);
 		return -ENOMEM;
@@ -47,6 +55,7 @@ int vtable_index__init(struct vtable_index *ix, const struct model *m, uint64_t 
 	for (uint32_t i = 0; i < n; i++) {
 		ix->addrs[i] = p[i].addr;
 		ix->futures[i] = p[i].future;
+		ix->types[i] = p[i].type;
 	}
 	ix->nr = n;
 	free(p);
@@ -54,6 +63,13 @@ int vtable_index__init(struct vtable_index *ix, const struct model *m, uint64_t 
 }
 
 int32_t vtable_index__find(const struct vtable_index *ix, uint64_t addr)
+{
+	int32_t slot = vtable_index__slot(ix, addr);
+
+	return slot >= 0 && ix->types[slot] < 0 ? ix->futures[slot] : -1;
+}
+
+int32_t vtable_index__slot(const struct vtable_index *ix, uint64_t addr)
 {
 	uint32_t lo = 0, hi = ix->nr;
 
@@ -65,13 +81,14 @@ int32_t vtable_index__find(const struct vtable_index *ix, uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo < ix->nr && ix->addrs[lo] == addr ? ix->futures[lo] : -1;
+	return lo < ix->nr && ix->addrs[lo] == addr ? (int32_t)lo : -1;
 }
 
 void vtable_index__free(struct vtable_index *ix)
 {
 	free(ix->addrs);
 	free(ix->futures);
+	free(ix->types);
 	memset(ix, 0, sizeof(*ix));
 }
 
@@ -186,7 +203,7 @@ static struct next next_of(const struct model *m, const struct vtable_index *ix,
 			for (uint32_t j = 0; j < m->nr_edges && !inner; j++)
 				inner = j != i && m->edges[j].from == f &&
 					m->edges[j].await_index == st->suspend_index &&
-					m->edges[j].nr_steps;
+					(m->edges[j].nr_steps || m->edges[j].via);
 			if (inner)
 				continue;
 		}

@@ -49,17 +49,27 @@ struct task_stack {
 	bool too_deep; /* more than STACKS_MAX_FRAMES: cut */
 };
 
-/* Runtime addresses of `dyn Future` vtables → model futures (a sorted index). */
+/*
+ * Runtime addresses of the vtables a task or a boxed future points at (a sorted
+ * index): `dyn Future` vtables (types[i] = -1) and the runtimes' task vtables
+ * (types[i]: the model's task_types index).
+ */
 struct vtable_index {
 	uint64_t *addrs; /* runtime addresses, ascending */
 	int32_t *futures;
+	int32_t *types;
 	uint32_t nr;
 };
 
-/* The model's vtables at their runtime address (link-time + bias). 0 or -ENOMEM. */
+/*
+ * The model's vtables at their runtime address (link-time + bias): its dyn Future
+ * vtables, and the task vtables of the runtimes whose layout it knows. 0 or -ENOMEM.
+ */
 int vtable_index__init(struct vtable_index *ix, const struct model *m, uint64_t bias);
-/* The model future whose vtable is at addr, or -1. */
+/* The model future whose `dyn Future` vtable is at addr, or -1. */
 int32_t vtable_index__find(const struct vtable_index *ix, uint64_t addr);
+/* The index's entry for the vtable at addr (any kind), or -1. */
+int32_t vtable_index__slot(const struct vtable_index *ix, uint64_t addr);
 void vtable_index__free(struct vtable_index *ix);
 
 /*

@@ -224,7 +224,8 @@ struct cand_list {
 	uint32_t nr, cap;
 };
 
-static int add_candidate(struct cand_list *l, int32_t future, uint64_t data)
+static int add_candidate(struct cand_list *l, int32_t slot, uint64_t at, uint64_t data,
+			 bool on_stack)
 {
 	if (l->nr == l->cap) {
 		uint32_t cap = l->cap ? l->cap * 2 : 256;
@@ -235,14 +236,14 @@ static int add_candidate(struct cand_list *l, int32_t future, uint64_t data)
 		l->v = n;
 		l->cap = cap;
 	}
-	l->v[l->nr++] = (struct candidate){future, data};
+	l->v[l->nr++] = (struct candidate){slot, at, data, on_stack};
 	return 0;
 }
 
 /* Scan (and copy) [start, end) of pid in chunks. -EFAULT: unreadable. */
-static int scan_range(pid_t pid, uint64_t start, uint64_t end, const struct vtable_index *ix,
-		      uint64_t *buf, struct mem_image *img, struct cand_list *l,
-		      struct scan_stats *st)
+static int scan_range(pid_t pid, uint64_t start, uint64_t end, bool stack,
+		      const struct vtable_index *ix, uint64_t *buf, struct mem_image *img,
+		      struct cand_list *l, struct scan_stats *st)
 {
 	uint64_t prev = 0;
 	uint8_t *keep;
@@ -264,15 +265,15 @@ static int scan_range(pid_t pid, uint64_t start, uint64_t end, const struct vtab
 		st->bytes += len;
 		for (size_t i = 0; i < len / 8; i++) {
 			uint64_t w = words[i];
-			int32_t future;
+			int32_t slot;
 
 			if (w < ix->addrs[0] || w > ix->addrs[ix->nr - 1])
 				continue;
-			future = vtable_index__find(ix, w);
-			if (future < 0)
+			slot = vtable_index__slot(ix, w);
+			if (slot < 0)
 				continue;
 			st->candidates++;
-			if (add_candidate(l, future, i ? words[i - 1] : prev))
+			if (add_candidate(l, slot, at + 8 * i, i ? words[i - 1] : prev, stack))
 				return -ENOMEM;
 		}
 		prev = words[len / 8 - 1];
@@ -285,7 +286,8 @@ int snapshot__copy(pid_t pid, const struct vtable_index *ix, struct mem_image *i
 		   size_t errlen)
 {
 	char path[64], line[PATH_MAX + 128], perms[8];
-	unsigned long start, end;
+	unsigned long start, end, prev_end = 0;
+	bool prev_guard = false;
 	struct cand_list l = {0};
 	uint64_t *buf;
 	int r = 0;
@@ -305,14 +307,23 @@ int snapshot__copy(pid_t pid, const struct vtable_index *ix, struct mem_image *i
 	}
 	buf = malloc(SCAN_CHUNK);
 	while (buf && fgets(line, sizeof(line), maps)) {
+		bool guard_below, stack;
+
 		if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) < 3 || end <= start)
 			continue;
+		/* a thread's stack: [stack], or memory right above a no-access guard page
+		 * (how glibc and Rust lay out thread and signal stacks; malloc's arenas
+		 * have their reserve above, not below) */
+		guard_below = prev_guard && prev_end == start;
+		prev_guard = strncmp(perms, "---p", 4) == 0;
+		prev_end = end;
+		stack = guard_below || strstr(line, "[stack]");
 		/* writable, private: heap, anonymous memory, thread stacks, .data/.bss */
 		if (perms[1] != 'w' || perms[3] != 'p' || strstr(line, "[vvar") ||
 		    strstr(line, "[vsyscall]"))
 			continue;
 		st->mappings++;
-		r = scan_range(pid, start, end, ix, buf, img, &l, st);
+		r = scan_range(pid, start, end, stack, ix, buf, img, &l, st);
 		if (r == -ENOMEM)
 			break;
 		if (r) {
@@ -350,37 +361,111 @@ static bool live_root(const struct model *m, int32_t future, uint64_t addr, stac
 	       one.frames[0].state != FRAME_UNREADABLE;
 }
 
-int snapshot__roots(const struct model *m, const struct candidate *cands, uint32_t nr_cands,
-		    stacks_read_fn read, void *ctx, struct task_root **roots, uint32_t *nr,
-		    struct scan_stats *st)
+static bool read_u64(stacks_read_fn read, void *ctx, uint64_t addr, uint64_t *v)
+{
+	return !read(ctx, addr, v, sizeof(*v));
+}
+
+/* async-task: where the future lies behind the header, from the vtable's layout_info
+ * (the crate keeps it there for debuggers); 0 if it cannot be read. */
+static uint64_t layout_offset_f(const struct model *m, uint64_t vtable, stacks_read_fn read,
+				void *ctx)
+{
+	const struct runtime_layout *l = &m->runtimes[TASK_RT_ASYNC_TASK];
+	uint64_t info, off;
+
+	if (!read_u64(read, ctx, vtable + l->layout_info, &info) || !info || info & 7 ||
+	    !read_u64(read, ctx, info + l->layout_offset_f, &off) || off < 8 || off > (1u << 20))
+		return 0;
+	return off;
+}
+
+/* A runtime candidate: its header, state word and future; false if not a live task. */
+static bool runtime_root(const struct model *m, const struct vtable_index *ix,
+			 const struct candidate *c, uint64_t *offsets, stacks_read_fn read,
+			 void *ctx, struct task_root *out, struct scan_stats *st)
+{
+	const struct task_type *t = &m->task_types[ix->types[c->slot]];
+	const struct runtime_layout *l = &m->runtimes[t->runtime];
+	uint64_t off = t->future_offset;
+
+	*out = (struct task_root){.runtime = t->runtime, .future = t->future};
+	if (c->on_stack) { /* tasks live on the heap: this is a copy being built */
+		st->on_stack++;
+		return false;
+	}
+	if (c->at < l->header_vtable)
+		return false;
+	out->header = c->at - l->header_vtable;
+	if (!read_u64(read, ctx, out->header + l->header_state, &out->state) ||
+	    !task_state__decode(t->runtime, out->state, &out->st))
+		return false;
+	if (t->runtime == TASK_RT_ASYNC_TASK) {
+		if (!offsets[c->slot])
+			offsets[c->slot] = layout_offset_f(m, ix->addrs[c->slot], read, ctx);
+		off = offsets[c->slot];
+	}
+	if (off == FUTURE_NO_OFFSET || !off) {
+		st->bad_layout++;
+		return false;
+	}
+	if (out->st.complete || (t->runtime == TASK_RT_ASYNC_TASK && out->st.closed))
+		return true; /* its future is gone: the task is listed without a stack */
+	out->addr = out->header + off;
+	if (t->boxed && !read_u64(read, ctx, out->addr, &out->addr))
+		return false;
+	return live_root(m, t->future, out->addr, read, ctx);
+}
+
+int snapshot__roots(const struct model *m, const struct vtable_index *ix,
+		    const struct candidate *cands, uint32_t nr_cands, stacks_read_fn read,
+		    void *ctx, struct task_root **roots, uint32_t *nr, struct scan_stats *st)
 {
 	struct u64_map seen;
 	struct task_root *out = calloc(nr_cands ? nr_cands : 1, sizeof(*out));
+	uint64_t *offsets = calloc(ix->nr ? ix->nr : 1, sizeof(*offsets));
 	uint32_t n = 0;
-	uint64_t v;
 
 	*roots = NULL;
 	*nr = 0;
-	if (!out)
+	if (!out || !offsets) {
+		free(out);
+		free(offsets);
 		return -ENOMEM;
+	}
 	u64_map__init(&seen);
 	for (uint32_t i = 0; i < nr_cands; i++) {
-		if (!live_root(m, cands[i].future, cands[i].data, read, ctx)) {
+		const struct candidate *c = &cands[i];
+		struct task_root r;
+		bool ok;
+
+		if (ix->types[c->slot] >= 0) {
+			ok = runtime_root(m, ix, c, offsets, read, ctx, &r, st);
+		} else {
+			r = (struct task_root){.runtime = TASK_RT_DYN,
+					       .future = ix->futures[c->slot],
+					       .addr = c->data};
+			ok = live_root(m, r.future, r.addr, read, ctx);
+		}
+		if (!ok) {
 			st->rejected++;
 			continue;
 		}
-		if (u64_map__get(&seen, cands[i].data, &v)) {
+		uint64_t key = r.header ? r.header : r.addr;
+		if (u64_map__get(&seen, key, NULL)) {
 			st->duplicates++;
 			continue;
 		}
-		if (u64_map__set(&seen, cands[i].data, 1)) {
+		if (u64_map__set(&seen, key, 1)) {
 			u64_map__free(&seen);
 			free(out);
+			free(offsets);
 			return -ENOMEM;
 		}
-		out[n++] = (struct task_root){cands[i].future, cands[i].data};
+		out[n++] = r;
 	}
 	u64_map__free(&seen);
+	free(offsets);
 	*roots = out;
 	*nr = n;
 	return 0;

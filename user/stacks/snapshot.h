@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "stacks/decode.h"
+#include "stacks/task_state.h"
 
 /* stacks_read_fn over process_vm_readv; ctx points at the pid_t. */
 int snapshot__read(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -58,10 +59,12 @@ struct mem_image {
 int mem_image__read(void *ctx, uint64_t addr, void *buf, size_t len);
 void mem_image__free(struct mem_image *img);
 
-/* A boxed `dyn Future` candidate: a known vtable's address and the word before it. */
+/* A word holding a known vtable's address: where it is and the word before it. */
 struct candidate {
-	int32_t future;
-	uint64_t data;
+	int32_t slot;  /* the vtable_index entry */
+	uint64_t at;   /* the word's address */
+	uint64_t data; /* the word before it: a boxed dyn Future's data pointer */
+	bool on_stack; /* in a thread's stack: a stale copy if it is taken for a header */
 };
 
 struct scan_stats {
@@ -71,6 +74,8 @@ struct scan_stats {
 	uint32_t candidates; /* vtable words found */
 	uint32_t rejected;   /* of them, not a live future (stale memory) */
 	uint32_t duplicates; /* of them, a future already found (copies of a fat pointer) */
+	uint32_t bad_layout; /* runtime vtables whose task layout could not be read */
+	uint32_t on_stack;   /* task headers in a thread's stack: stale copies, skipped */
 };
 
 /*
@@ -82,19 +87,24 @@ int snapshot__copy(pid_t pid, const struct vtable_index *ix, struct mem_image *i
 		   struct candidate **cands, uint32_t *nr, struct scan_stats *st, char *err,
 		   size_t errlen);
 
-/* One task found: the future (model index) at addr. */
+/* One task found: its runtime's header (none for a boxed dyn Future), its future. */
 struct task_root {
-	int32_t future;
-	uint64_t addr;
+	uint8_t runtime;      /* enum task_runtime */
+	int32_t future;	      /* model index */
+	uint64_t addr;	      /* the future; 0 when it is gone (a complete or closed task) */
+	uint64_t header;      /* the task header (runtimes), else 0 */
+	uint64_t state;	      /* the header's state word */
+	struct task_state st; /* decoded (runtimes) */
 };
 
 /*
- * The candidates that point at a live future of their type (its __state is one it
- * has; a future without __state: readable), each address once. *roots (caller frees).
- * 0 or -ENOMEM.
+ * The candidates that are live tasks: a boxed dyn Future whose __state is one its
+ * type has (a future without __state: readable); a runtime task whose header state
+ * word is plausible and, unless it is complete, whose future is live. Each once.
+ * *roots (caller frees). 0 or -ENOMEM.
  */
-int snapshot__roots(const struct model *m, const struct candidate *cands, uint32_t nr_cands,
-		    stacks_read_fn read, void *ctx, struct task_root **roots, uint32_t *nr,
-		    struct scan_stats *st);
+int snapshot__roots(const struct model *m, const struct vtable_index *ix,
+		    const struct candidate *cands, uint32_t nr_cands, stacks_read_fn read,
+		    void *ctx, struct task_root **roots, uint32_t *nr, struct scan_stats *st);
 
 #endif

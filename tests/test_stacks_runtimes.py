@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: GPL-2.0
+"""asyncbpf stacks on the real runtimes (docs/stacks.md, "Runtimes"): tokio 1.x
+(multi-thread and current-thread) and async-task 4.x (async-std, smol), debug and
+release. Ground truth: `CRATE park N` parks its tasks for good and prints its own
+counts (a deadlock of two tasks on two mutexes, a channel receive, a timer, nested
+async fns three deep, a lost waker, N more); every await line is the source's
+`// AWAIT caller->callee` marker, and a task is parked at its fns' last marked
+await. The target must run on afterwards (it exits when its stdin closes)."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+import util
+
+CRATES = ["tokio_mt", "tokio_ct", "async_std_app", "smol_app"]
+RUNTIME = {"tokio_mt": "tokio", "tokio_ct": "tokio", "async_std_app": "async-task",
+           "smol_app": "async-task"}
+# each parked task's own async fns, outermost first
+CHAINS = {
+    "dead_a": ["dead_a"],
+    "dead_b": ["dead_b"],
+    "chan_task": ["chan_task"],
+    "timer_task": ["timer_task"],
+    "nest_task": ["nest_task", "nest_middle", "nest_leaf"],
+    "lost_task": ["lost_task", "lost_leaf"],
+    "many_task": ["many_task", "many_leaf"],
+}
+
+
+class Parked:
+    """A running `CRATE park N`; stop() closes its stdin and checks it exits 0."""
+
+    def __init__(self, profile, crate, n):
+        self.crate = crate
+        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "park", str(n)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.counts = json.loads(self.proc.stdout.readline())
+        assert self.counts["mode"] == "park" and self.counts["many_task"] == n, self.counts
+
+    def threads_state(self):
+        out = []
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
+                out.append(f.read().rsplit(")", 1)[1].split()[0])
+        return out
+
+    def stop(self):
+        assert all(s not in ("t", "T") for s in self.threads_state()), self.threads_state()
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+
+@pytest.fixture
+def parked():
+    made = []
+
+    def make(profile, crate, n):
+        p = Parked(profile, crate, n)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+
+
+def parked_line(crate, caller):
+    marks = util.fixture_source(crate).markers_of(caller)
+    assert marks, (crate, caller)
+    return marks[-1].line
+
+
+def stacks(tmp_path, pid, *extra):
+    out, folded = tmp_path / "stacks.json", tmp_path / "stacks.folded"
+    proc = util.run_asyncbpf("stacks", "-p", pid, "--json", out, "--folded", folded, *extra,
+                             timeout=180)
+    doc = json.loads(out.read_text()) if out.exists() else None
+    return proc, doc, folded.read_text() if folded.exists() else None
+
+
+def check_tasks(target, doc):
+    """Every task of the fixture's own, its whole chain of own frames and their lines
+    against the markers, its runtime and its waker; the counts against its own."""
+    crate = target.crate
+    own = f"{crate}::"
+    seen = {k: 0 for k in CHAINS}
+    assert doc["schema"] == "asyncbpf-stacks/1" and doc["paused"], doc
+    for t in doc["tasks"]:
+        frames = t["frames"]
+        mine = [f for f in frames if f["future"].startswith(own)]
+        if not mine:  # the runtime's own tasks (tokio's blocking workers)
+            assert all(f["crate_class"] in ("runtime", "std") for f in frames), t
+            continue
+        assert t["runtime"] == RUNTIME[crate], t
+        root = mine[0]["future"][len(own):]
+        assert root in CHAINS, t
+        chain = CHAINS[root]
+        suspended = [f for f in mine if f["state"] == "suspended"]
+        assert [f["future"] for f in suspended] == [own + c for c in chain], (root, frames)
+        for f, caller in zip(suspended, chain):
+            assert f["line"] == parked_line(crate, caller), (f, caller)
+            assert f["file"].endswith("src/main.rs"), f
+        # below the last fn of the fixture: what it awaits, a frame the model names
+        last = frames.index(suspended[-1])
+        assert last + 1 < len(frames) and frames[last + 1]["state"] != "bad_state", frames
+        if root == "lost_task":
+            assert frames[last + 1]["future"] == own + "Lost", frames
+        assert t["state"] == "parked" and not t["cut"], t
+        # only tokio counts the references that tell a lost waker
+        assert t["no_waker"] == (root == "lost_task" and RUNTIME[crate] == "tokio"), t
+        seen[root] += 1
+    assert seen == {k: target.counts[k] for k in CHAINS}, (seen, target.counts)
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+@pytest.mark.parametrize("crate", CRATES)
+def test_every_task_of_the_runtime(tmp_path, parked, crate, profile):
+    target = parked(profile, crate, 3)
+    proc, doc, folded = stacks(tmp_path, target.proc.pid)
+    assert proc.returncode == 0, util.describe(proc)
+    check_tasks(target, doc)
+    # the text: biggest group first (the N many_tasks), NO WAKER said for tokio
+    text = proc.stdout
+    assert text.splitlines()[2].startswith("3 tasks parked at"), text
+    assert ("NO WAKER" in text) == (RUNTIME[crate] == "tokio"), text
+    # folded: one line per group, weighted by its tasks; together every task
+    weights = [int(line.rsplit(" ", 1)[1]) for line in folded.splitlines()]
+    assert sum(weights) == len(doc["tasks"]), folded
+    many = [line for line in folded.splitlines() if f"{crate}::many_leaf (" in line]
+    assert len(many) == 1 and many[0].endswith(" 3"), folded
+    target.stop()
+
+
+def test_watch_marks_unchanged_tasks(tmp_path, parked):
+    target = parked("debug", "tokio_ct", 2)
+    t0 = time.monotonic()
+    proc, doc, _ = stacks(tmp_path, target.proc.pid, "--watch", "0.3", "--count", "3")
+    assert proc.returncode == 0, util.describe(proc)
+    assert time.monotonic() - t0 >= 0.6
+    assert proc.stdout.count(" tasks in pid ") == 3, proc.stdout
+    # nothing moves in a parked program: every group of the last two is unchanged
+    last = proc.stdout.split(f" tasks in pid {target.proc.pid}")[-1]
+    groups = [line for line in last.splitlines() if " parked at" in line]
+    assert groups and all("unchanged for >= " in g for g in groups), last
+    check_tasks(target, doc)
+    assert all(t["unchanged_s"] >= 0.5 for t in doc["tasks"]), doc["tasks"]
+    target.stop()
+
+
+@pytest.mark.parametrize("crate", ["tokio_mt", "smol_app"])
+def test_ten_thousand_runtime_tasks(tmp_path, parked, crate):
+    target = parked("release", crate, 10000)
+    proc, doc, _ = stacks(tmp_path, target.proc.pid)
+    assert proc.returncode == 0, util.describe(proc)
+    check_tasks(target, doc)
+    target.stop()
+
+
+def test_usage_errors():
+    for args in (["--watch", "0"], ["--count", "2"], ["--watch", "x"], ["--watch", "1", "--count", "0"]):
+        proc = util.run_asyncbpf("stacks", "-p", "1", *args)
+        assert proc.returncode == util.EXIT_USAGE, util.describe(proc)
+        assert "stacks:" in proc.stderr, proc.stderr

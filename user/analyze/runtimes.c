@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The runtimes' task types (runtimes.h, docs/stacks.md): which future every task
+ * vtable of tokio 1.x and async-task 4.x stands for, where that vtable is, and where
+ * a task's future lies behind its header.
+ *
+ * A runtime builds one static vtable per task type (tokio: `raw::vtable::<T, S>()`,
+ * async-task: `RawTask::<F, T, S>::TASK_VTABLE`). Neither has a symbol or a DWARF
+ * variable, but each holds a function that is generic over the future and that the
+ * DWARF does describe, with the future as a template parameter: tokio's
+ * `runtime::task::raw::poll<T, S>`, async-task's `RawTask<F, T, S>::run`. The vtable
+ * is then the word the dynamic loader fills with that function's address (a
+ * relocation), minus the function's slot in the vtable. The member offsets come
+ * from the runtimes' own types in the DWARF, never from a version table.
+ */
+#include "analyze/runtimes.h"
+
+#include <dwarf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/target.h"
+
+struct rt_fn {
+	uint8_t runtime;
+	const char *key;     /* "X" of poll<X> / run<X> (model pool) */
+	const char *linkage; /* model pool */
+	uint64_t addr;
+	uint64_t type_die; /* the future's type DIE (this CU's, until resolved) */
+	int32_t future;	   /* -1 until resolved */
+	uint32_t cu;	   /* the walk's CU counter when seen */
+};
+
+struct rt_walk {
+	struct rt_fn *fns;
+	uint32_t nr, cap;
+	uint32_t first_of_cu;
+	struct u64_map by_addr;	     /* fn address -> 1 (dedupe) */
+	struct u64_map cell_offset;  /* interned key -> offset of T in tokio's Cell<T, S> */
+	uint32_t found[TASK_RT_MAX]; /* FOUND_* bits of the layout members read */
+};
+
+enum {
+	FOUND_HEADER_VTABLE = 1,
+	FOUND_VTABLE_FN = 2,
+	FOUND_LAYOUT_INFO = 4,
+	FOUND_OFFSET_F = 8,
+	FOUND_HEADER_STATE = 16,
+};
+
+static const char tokio_poll[] = "_ZN5tokio7runtime4task3raw4poll17h";
+static const char at_prefix[] = "_ZN10async_task3raw";
+
+static struct rt_walk *rt_of(struct walk *w)
+{
+	if (!w->rt) {
+		w->rt = calloc(1, sizeof(*w->rt));
+		if (w->rt) {
+			u64_map__init(&w->rt->by_addr);
+			u64_map__init(&w->rt->cell_offset);
+		}
+	}
+	return w->rt;
+}
+
+/* The type of template parameter `name` of die, or of the declaration it completes. */
+static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *type)
+{
+	Dwarf_Die cur = *die, child, spec;
+	Dwarf_Attribute a;
+
+	for (int hop = 0; hop < 3; hop++) {
+		if (dwarf_child(&cur, &child) == 0)
+			do {
+				const char *n = dwarf_diename(&child);
+
+				if (dwarf_tag(&child) == DW_TAG_template_type_parameter && n &&
+				    strcmp(n, name) == 0)
+					return die_type(&child, type);
+			} while (dwarf_siblingof(&child, &child) == 0);
+		if (!dwarf_formref_die(dwarf_attr(&cur, DW_AT_specification, &a), &spec) &&
+		    !dwarf_formref_die(dwarf_attr(&cur, DW_AT_abstract_origin, &a), &spec))
+			return false;
+		cur = spec;
+	}
+	return false;
+}
+
+/* "X" of "name<X>", interned in the model's pool; NULL if not of that shape. */
+static const char *generic_args(struct walk *w, const char *name)
+{
+	const char *open = name ? strchr(name, '<') : NULL;
+	const char *close = name ? strrchr(name, '>') : NULL;
+
+	if (!open || !close || close <= open + 1)
+		return NULL;
+	return strpool__intern_len(&w->m->strings, open + 1, (size_t)(close - open - 1));
+}
+
+int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr)
+{
+	const char *ln = die_linkage_name(die), *param;
+	uint8_t runtime;
+	struct rt_walk *rt;
+	Dwarf_Die type;
+
+	if (!ln || ln[0] != '_')
+		return 0;
+	if (starts_with(ln, tokio_poll)) {
+		runtime = TASK_RT_TOKIO;
+		param = "T";
+	} else if (starts_with(ln, at_prefix) && strstr(ln, "RawTask$LT$") &&
+		   strstr(ln, "$GT$3run17h")) {
+		runtime = TASK_RT_ASYNC_TASK;
+		param = "F";
+	} else {
+		return 0;
+	}
+	if (!(rt = rt_of(w)))
+		return -ENOMEM;
+	if (u64_map__get(&rt->by_addr, addr, NULL) || !template_param(die, param, &type))
+		return 0;
+	if (rt->nr == rt->cap) {
+		uint32_t cap = rt->cap ? rt->cap * 2 : 32;
+		struct rt_fn *n = realloc(rt->fns, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		rt->fns = n;
+		rt->cap = cap;
+	}
+	rt->fns[rt->nr] = (struct rt_fn){
+	    .runtime = runtime,
+	    .key = generic_args(w, die_name(die)),
+	    .linkage = strpool__intern(&w->m->strings, ln),
+	    .addr = addr,
+	    .type_die = dwarf_dieoffset(&type),
+	    .future = -1,
+	};
+	if (!rt->fns[rt->nr].linkage || u64_map__set(&rt->by_addr, addr, 1))
+		return -ENOMEM;
+	rt->nr++;
+	return 0;
+}
+
+static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(st, &child) != 0)
+		return false;
+	do {
+		const char *n = dwarf_diename(&child);
+
+		if (dwarf_tag(&child) == DW_TAG_member && n && strcmp(n, name) == 0)
+			return member_offset(&child, off);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+static void layout_member(struct rt_walk *rt, enum task_runtime r, Dwarf_Die *st, const char *name,
+			  uint32_t bit, uint32_t *dst)
+{
+	uint64_t off;
+
+	if (!(rt->found[r] & bit) && member_named(st, name, &off) && off < 4096) {
+		*dst = (uint32_t)off;
+		rt->found[r] |= bit;
+	}
+}
+
+/*
+ * Where a member of type `want` lies inside the struct st (through nested structs,
+ * unions and enum variants, never through a pointer), depth-first.
+ */
+static bool find_member_of_type(Dwarf_Die *st, uint64_t want, uint64_t base, int depth,
+				uint64_t *off)
+{
+	Dwarf_Die child;
+
+	if (depth > 8 || dwarf_child(st, &child) != 0)
+		return false;
+	do {
+		int tag = dwarf_tag(&child);
+		Dwarf_Die type;
+		uint64_t o = 0;
+
+		if (tag == DW_TAG_variant_part || tag == DW_TAG_variant) {
+			if (find_member_of_type(&child, want, base, depth + 1, off))
+				return true;
+			continue;
+		}
+		if (tag != DW_TAG_member || !die_type(&child, &type))
+			continue;
+		if (!member_offset(&child, &o))
+			o = 0; /* a union's members */
+		if (dwarf_dieoffset(&type) == want) {
+			*off = base + o;
+			return true;
+		}
+		tag = dwarf_tag(&type);
+		if ((tag == DW_TAG_structure_type || tag == DW_TAG_union_type) &&
+		    find_member_of_type(&type, want, base + o, depth + 1, off))
+			return true;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+int runtimes__on_struct(struct walk *w, Dwarf_Die *die, const char *path, const char *name)
+{
+	struct rt_walk *rt;
+	struct runtime_layout *tk = &w->m->runtimes[TASK_RT_TOKIO];
+	struct runtime_layout *at = &w->m->runtimes[TASK_RT_ASYNC_TASK];
+
+	if (!starts_with(path, "tokio::runtime::task") && !starts_with(path, "async_task::"))
+		return 0;
+	if (!(rt = rt_of(w)))
+		return -ENOMEM;
+	if (strcmp(path, "tokio::runtime::task::core") == 0) {
+		if (strcmp(name, "Header") == 0) {
+			layout_member(rt, TASK_RT_TOKIO, die, "vtable", FOUND_HEADER_VTABLE,
+				      &tk->header_vtable);
+			layout_member(rt, TASK_RT_TOKIO, die, "state", FOUND_HEADER_STATE,
+				      &tk->header_state);
+		}
+		if (starts_with(name, "Cell<")) {
+			const char *key = generic_args(w, name);
+			Dwarf_Die t;
+			uint64_t off;
+
+			if (key && !u64_map__get(&rt->cell_offset, (uintptr_t)key, NULL) &&
+			    template_param(die, "T", &t) &&
+			    find_member_of_type(die, dwarf_dieoffset(&t), 0, 0, &off) &&
+			    u64_map__set(&rt->cell_offset, (uintptr_t)key, off))
+				return -ENOMEM;
+		}
+	} else if (strcmp(path, "tokio::runtime::task::raw") == 0 && strcmp(name, "Vtable") == 0) {
+		layout_member(rt, TASK_RT_TOKIO, die, "poll", FOUND_VTABLE_FN, &tk->vtable_fn);
+	} else if (strcmp(path, "async_task::header") == 0 && starts_with(name, "Header")) {
+		layout_member(rt, TASK_RT_ASYNC_TASK, die, "vtable", FOUND_HEADER_VTABLE,
+			      &at->header_vtable);
+		layout_member(rt, TASK_RT_ASYNC_TASK, die, "state", FOUND_HEADER_STATE,
+			      &at->header_state);
+	} else if (strcmp(path, "async_task::raw") == 0 && strcmp(name, "TaskVTable") == 0) {
+		layout_member(rt, TASK_RT_ASYNC_TASK, die, "run", FOUND_VTABLE_FN, &at->vtable_fn);
+		layout_member(rt, TASK_RT_ASYNC_TASK, die, "layout_info", FOUND_LAYOUT_INFO,
+			      &at->layout_info);
+	} else if (strcmp(path, "async_task::raw") == 0 && strcmp(name, "TaskLayout") == 0) {
+		layout_member(rt, TASK_RT_ASYNC_TASK, die, "offset_f", FOUND_OFFSET_F,
+			      &at->layout_offset_f);
+	}
+	return 0;
+}
+
+int runtimes__end_cu(struct walk *w)
+{
+	struct rt_walk *rt = w->rt;
+
+	if (!rt)
+		return 0;
+	for (uint32_t i = rt->first_of_cu; i < rt->nr; i++) {
+		struct rt_fn *f = &rt->fns[i];
+		const char *path = walk__type_path(w, f->type_die);
+		Dwarf_Die type;
+		bool is_env;
+
+		if (!path)
+			continue; /* not a named type: no future to report */
+		enum future_kind kind = future_kind__from_name(path, &is_env);
+		uint64_t size = dwarf_offdie(w->dw, f->type_die, &type) ? die_bytesize(&type) : 0;
+		f->future = walk__get_future(w, path, kind, f->type_die, size);
+		if (f->future < 0)
+			return -ENOMEM;
+	}
+	rt->first_of_cu = rt->nr;
+	return 0;
+}
+
+struct link_ctx {
+	struct model *m;
+	struct rt_walk *rt;
+	struct u64_map fn_by_addr; /* fn address -> index in rt->fns */
+	struct u64_map typed;	   /* rt->fns index -> 1 once it has a task type */
+};
+
+/*
+ * The future inside `core::pin::Pin<alloc::boxed::Box<F, A>>` (runtimes box large
+ * futures), or -1: what the task's pointer leads to.
+ */
+static int32_t boxed_future(const struct model *m, int32_t future)
+{
+	static const char pin_box[] = "core::pin::Pin<alloc::boxed::Box<";
+	static const char global[] = ", alloc::alloc::Global>>";
+	const char *p = future >= 0 ? m->futures[future].path : NULL;
+	char inner[4096];
+	size_t n;
+
+	if (!p || !starts_with(p, pin_box))
+		return -1;
+	p += sizeof(pin_box) - 1;
+	n = strlen(p);
+	if (n > sizeof(global) - 1 && strcmp(p + n - (sizeof(global) - 1), global) == 0)
+		n -= sizeof(global) - 1;
+	else if (n > 2 && strcmp(p + n - 2, ">>") == 0)
+		n -= 2;
+	else
+		return -1;
+	if (n >= sizeof(inner))
+		return -1;
+	memcpy(inner, p, n);
+	inner[n] = '\0';
+	return model__find_future(m, inner);
+}
+
+static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
+{
+	struct task_type *t = model__add_task_type(c->m);
+	int32_t inner = boxed_future(c->m, f->future);
+	uint64_t off;
+
+	if (!t)
+		return -ENOMEM;
+	t->runtime = f->runtime;
+	t->future = inner >= 0 ? inner : f->future;
+	t->boxed = inner >= 0;
+	t->fn = f->linkage;
+	t->fn_addr = f->addr;
+	t->vtable = vtable;
+	t->nr_vtables = vtable ? 1 : 0;
+	if (f->runtime == TASK_RT_TOKIO && f->key &&
+	    u64_map__get(&c->rt->cell_offset, (uintptr_t)f->key, &off))
+		t->future_offset = off;
+	return 0;
+}
+
+static int on_vtable_word(void *ctx, uint64_t at, uint64_t value)
+{
+	struct link_ctx *c = ctx;
+	uint64_t i;
+
+	if (!u64_map__get(&c->fn_by_addr, value, &i))
+		return 0;
+	const struct rt_fn *f = &c->rt->fns[i];
+	const struct runtime_layout *l = &c->m->runtimes[f->runtime];
+
+	if (at < l->vtable_fn)
+		return 0;
+	if (u64_map__set(&c->typed, i, 1))
+		return -ENOMEM;
+	return add_type(c, f, at - l->vtable_fn);
+}
+
+int runtimes__link(struct walk *w)
+{
+	struct rt_walk *rt = w->rt;
+	struct link_ctx c = {.m = w->m, .rt = rt};
+	int r = 0;
+
+	if (!rt)
+		return 0;
+	for (int k = 0; k < TASK_RT_MAX; k++) {
+		uint32_t need = FOUND_HEADER_VTABLE | FOUND_VTABLE_FN | FOUND_HEADER_STATE;
+
+		if (k == TASK_RT_ASYNC_TASK)
+			need |= FOUND_LAYOUT_INFO | FOUND_OFFSET_F;
+		w->m->runtimes[k].known = k != TASK_RT_DYN && (rt->found[k] & need) == need;
+	}
+	u64_map__init(&c.fn_by_addr);
+	u64_map__init(&c.typed);
+	for (uint32_t i = 0; i < rt->nr; i++)
+		if (rt->fns[i].future >= 0 && w->m->runtimes[rt->fns[i].runtime].known &&
+		    u64_map__set(&c.fn_by_addr, rt->fns[i].addr, i)) {
+			r = -ENOMEM;
+			goto out;
+		}
+	if ((r = target__words_holding(w->t, &c.fn_by_addr, on_vtable_word, &c)))
+		goto out;
+	/* the ones without a vtable are kept too: `analyze` says so */
+	for (uint32_t i = 0; i < rt->nr; i++)
+		if (rt->fns[i].future >= 0 && !u64_map__get(&c.typed, i, NULL) &&
+		    (r = add_type(&c, &rt->fns[i], 0)))
+			goto out;
+out:
+	u64_map__free(&c.fn_by_addr);
+	u64_map__free(&c.typed);
+	return r;
+}
+
+void runtimes__free(struct walk *w)
+{
+	if (!w->rt)
+		return;
+	free(w->rt->fns);
+	u64_map__free(&w->rt->by_addr);
+	u64_map__free(&w->rt->cell_offset);
+	free(w->rt);
+	w->rt = NULL;
+}
