@@ -53,7 +53,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .PHONY: all clean deps test test-build unit check-env demo fixtures conformance san fuzz fuzz-long \
-	bench-analyze bench-tools bench-trace format format-check check-layout vmlinux bench-profile
+	bench-analyze bench-tools bench-trace bench-stacks format format-check check-layout vmlinux bench-profile
 
 all: check-env $(OUTPUT)/asyncbpf
 
@@ -184,6 +184,9 @@ bench-trace: all fixtures bench-tools
 
 bench-profile: all fixtures
 	bench/profile.sh
+
+bench-stacks: all fixtures
+	bench/stacks.sh
 
 FORMAT_SRCS = user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
 	bench/*.c bench/*.h

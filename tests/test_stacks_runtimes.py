@@ -166,3 +166,42 @@ def test_usage_errors():
         proc = util.run_asyncbpf("stacks", "-p", "1", *args)
         assert proc.returncode == util.EXIT_USAGE, util.describe(proc)
         assert "stacks:" in proc.stderr, proc.stderr
+
+
+def relative_relocs(binary):
+    """readelf's R_X86_64_RELATIVE relocations: {where: addend}."""
+    out = util.tool("readelf", "-rW", str(binary))
+    relocs = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "R_X86_64_RELATIVE":
+            relocs[int(parts[0], 16)] = int(parts[3], 16)
+    return relocs
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+@pytest.mark.parametrize("crate", CRATES)
+def test_task_types_against_readelf(tmp_path, crate, profile):
+    """Every async fn the fixture spawns has a task type whose vtable holds, at the
+    runtime's function slot, the address of that function: readelf's relocations say
+    the loader writes it there."""
+    binary = util.fixture_binary(profile, crate)
+    out = tmp_path / "model.json"
+    proc = util.run_asyncbpf("analyze", binary, "--json", out)
+    assert proc.returncode == 0, util.describe(proc)
+    doc = json.loads(out.read_text())
+    assert not util.schema_errors(doc)
+    layout = doc["runtimes"][RUNTIME[crate]]
+    assert layout is not None, doc["runtimes"]
+    relocs = relative_relocs(binary)
+    roots = set()
+    for t in doc["task_types"]:
+        if t["vtable"] is None or t["future"] is None:
+            continue
+        assert t["runtime"] == RUNTIME[crate], t
+        assert relocs.get(t["vtable"] + layout["vtable_fn"]) == t["fn_addr"], t
+        path = doc["futures"][t["future"]]["path"]
+        for root in CHAINS:
+            if f"{crate}::{root}::{{async_fn_env#0}}" in path:
+                roots.add(root)
+    assert roots == set(CHAINS), roots

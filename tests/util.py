@@ -566,12 +566,16 @@ OBJ = "obj"
 LIST = "list"
 
 SCHEMA_TOP = {"schema": (STR,), "binary": (OBJ,), "stats": (OBJ,), "warnings": (LIST,), "futures": (LIST,),
-              "polls": (LIST,), "edges": (LIST,), "vtables": (LIST,), "roots": (LIST,)}
+              "polls": (LIST,), "edges": (LIST,), "vtables": (LIST,), "runtimes": (OBJ,),
+              "task_types": (LIST,), "roots": (LIST,)}
+SCHEMA_RUNTIME_LAYOUT = {"header_state": (INT,), "header_vtable": (INT,), "vtable_fn": (INT,)}
+SCHEMA_TASK_TYPE = {"runtime": (STR,), "future": (INT, NULL), "fn": (STR,), "fn_addr": (INT,),
+                    "vtable": (INT, NULL), "future_offset": (INT, NULL), "boxed": (BOOL,)}
 SCHEMA_BINARY = {"path": (STR, NULL), "elf_path": (STR, NULL), "debuginfo_path": (STR, NULL),
                  "build_id": (STR, NULL), "pie": (BOOL,), "has_dwarf": (BOOL,), "symbols_only": (BOOL,),
                  "debug_info_size": (INT,)}
 SCHEMA_STATS = {k: (INT,) for k in ("compile_units", "dies", "cu_errors", "limits_hit", "futures", "polls",
-                                    "edges", "vtables", "roots", "inlined_only", "abi_from_code",
+                                    "edges", "vtables", "task_types", "roots", "inlined_only", "abi_from_code",
                                     "abi_from_dwarf", "abi_from_size", "abi_unknown", "abi_rule_overridden")}
 SCHEMA_STATS["rets_kept"] = (OBJ,)
 SCHEMA_FUTURE = {"id": (INT,), "path": (STR, NULL), "name": (STR,), "crate": (STR, NULL), "crate_class": (STR,),
@@ -736,6 +740,17 @@ def schema_errors(doc):
             continue
         ref(v["future"], nf, w + ".future")
         ref(v["poll_fn"], np_, w + ".poll_fn")
+    for k in ("tokio", "async-task"):
+        lay = doc["runtimes"].get(k, "missing")
+        if lay == "missing":
+            errors.append(f"$.runtimes: missing member {k!r}")
+        elif lay is not None:
+            check_shape(lay, SCHEMA_RUNTIME_LAYOUT, f"$.runtimes.{k}", errors)
+    for i, t in enumerate(doc["task_types"]):
+        w = f"$.task_types[{i}]"
+        check_shape(t, SCHEMA_TASK_TYPE, w, errors)
+        if not errors:
+            ref(t["future"], nf, w + ".future")
     for i, f in enumerate(doc["futures"]):
         ref(f.get("folded_into"), nf, f"$.futures[{i}].folded_into")
     for r in doc["roots"]:

@@ -424,6 +424,7 @@ char *stk_report__json(const struct stk_snapshot *s, const struct model *m)
 		cJSON_AddNumberToObject(scan, "rejected", s->scan.rejected);
 		cJSON_AddNumberToObject(scan, "duplicates", s->scan.duplicates);
 		cJSON_AddNumberToObject(scan, "bad_layout", s->scan.bad_layout);
+		cJSON_AddNumberToObject(scan, "on_stack_headers", s->scan.on_stack);
 		cJSON_AddNumberToObject(scan, "inner_futures", s->inner);
 		cJSON_AddNumberToObject(scan, "not_copied_bytes", (double)s->not_kept);
 	}
