@@ -128,6 +128,8 @@ def test_every_task_of_the_runtime(tmp_path, parked, crate, profile):
     text = proc.stdout
     assert text.splitlines()[2].startswith("3 tasks parked at"), text
     assert ("NO WAKER" in text) == (RUNTIME[crate] == "tokio"), text
+    # tokio_mt's runtime has 2 workers (its Builder says so), tokio_ct none
+    assert doc["tokio_workers"] == {"tokio_mt": 2}.get(crate, 0), doc["tokio_workers"]
     # folded: one line per group, weighted by its tasks; together every task
     weights = [int(line.rsplit(" ", 1)[1]) for line in folded.splitlines()]
     assert sum(weights) == len(doc["tasks"]), folded
@@ -205,3 +207,46 @@ def test_task_types_against_readelf(tmp_path, crate, profile):
             if f"{crate}::{root}::{{async_fn_env#0}}" in path:
                 roots.add(root)
     assert roots == set(CHAINS), roots
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_symbols_only_lists_tasks_by_type(tmp_path, profile):
+    """Without DWARF the layouts and await points are unknown: tokio's tasks are
+    listed by their future's type (found from raw::poll's calls) and their state,
+    and stacks says what is missing; NO WAKER still works (the state word)."""
+    crate = "tokio_ct"
+    binary = tmp_path / crate
+    util.tool("objcopy", "--strip-debug", str(util.fixture_binary(profile, crate)), str(binary))
+    proc = subprocess.Popen([str(binary), "park", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        counts = json.loads(proc.stdout.readline())
+        res = util.run_asyncbpf("stacks", "-p", proc.pid, "--json", tmp_path / "s.json")
+        assert res.returncode == 0, util.describe(res)
+        assert "symbols but no DWARF" in res.stderr and "not where they wait" in res.stderr, res.stderr
+        doc = json.loads((tmp_path / "s.json").read_text())
+        assert len(doc["tasks"]) == counts["tasks"], (doc["tasks"], counts)
+        names = {}
+        for t in doc["tasks"]:
+            assert t["runtime"] == "tokio" and t["state"] == "parked", t
+            assert len(t["frames"]) == 1 and t["frames"][0]["state"] == "type_only", t
+            names[t["frames"][0]["future"]] = names.get(t["frames"][0]["future"], 0) + 1
+        named = 0
+        for root in CHAINS:
+            n = names.get(f"{crate}::{root}::{{{{closure}}}}", 0)
+            # a poll the optimizer inlined into tokio's harness cannot be named
+            assert n in (0, counts[root]), (root, names)
+            named += n
+        unnamed = [k for k in names if k.startswith("tokio task (no DWARF")]
+        assert named + sum(names[k] for k in unnamed) == counts["tasks"], names
+        if profile == "debug":
+            assert not unnamed, names
+        lost = [t for t in doc["tasks"] if t["no_waker"]]
+        assert len(lost) == 1 and lost[0]["frames"][0]["future"] in (
+            f"{crate}::lost_task::{{{{closure}}}}", *unnamed), lost
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -444,6 +444,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 			       "indistinguishable from plain closures");
 		m->symbols_only = true;
 		r = analyzer__walk_symbols(&w);
+		if (!r)
+			r = runtimes__link_symbols(&w);
 	}
 	if (!r)
 		r = awaits__resolve(&w);

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/crate.h"
+#include "analyze/demangle.h"
+#include "analyze/insn.h"
 #include "analyze/target.h"
 
 struct rt_fn {
@@ -365,6 +368,8 @@ int runtimes__link(struct walk *w)
 		if (k == TASK_RT_ASYNC_TASK)
 			need |= FOUND_LAYOUT_INFO | FOUND_OFFSET_F;
 		w->m->runtimes[k].known = k != TASK_RT_DYN && (rt->found[k] & need) == need;
+		if (!w->m->runtimes[k].known)
+			w->m->runtimes[k].assumed = false;
 	}
 	u64_map__init(&c.fn_by_addr);
 	u64_map__init(&c.typed);
@@ -385,6 +390,165 @@ out:
 	u64_map__free(&c.fn_by_addr);
 	u64_map__free(&c.typed);
 	return r;
+}
+
+/*
+ * Without DWARF (symbols only): tokio's task types by their functions' names. Every
+ * `tokio::runtime::task::raw::poll` symbol is one task type's; the future it polls
+ * is the first poll fn its calls reach (breadth first through direct calls, past
+ * `Pin<P>` and `&mut F`: the harness, the core and the stage closure lie between).
+ * The header layout cannot be read: tokio 1.x's (state at 0, vtable at 16, poll
+ * first in the vtable) is taken and said so; the future's offset in the cell stays
+ * unknown, so such tasks are listed by type, without a stack.
+ */
+#define SYM_BFS_MAX   4096
+#define SYM_BFS_DEPTH 12
+
+/* A poll fn that is not the task's future: a pointer wrapper's, or a closure of the
+ * runtime or std (symbols cannot tell a closure from an async fn; the runtime's own
+ * harness closures lie on the way, a program's async fns do not). */
+static bool not_the_future(const char *name)
+{
+	char crate[256];
+	size_t n = strlen(name);
+
+	if (starts_with(name, "<core::pin::Pin<") || starts_with(name, "<&mut ") ||
+	    starts_with(name, "<alloc::boxed::Box<"))
+		return true;
+	if (n < 13 || strcmp(name + n - 13, "::{{closure}}") != 0)
+		return false;
+	rust_path__crate(name, crate, sizeof(crate));
+	return crate__classify(crate) == CRATE_STD || crate__classify(crate) == CRATE_RUNTIME;
+}
+
+static int32_t polled_future(struct walk *w, const struct u64_map *sizes, uint64_t start)
+{
+	uint64_t queue[SYM_BFS_MAX], depth[SYM_BFS_MAX], size, pidx;
+	struct u64_map seen;
+	uint32_t head = 0, tail = 0;
+	int32_t found = -1;
+
+	u64_map__init(&seen);
+	queue[tail] = start;
+	depth[tail++] = 0;
+	if (u64_map__set(&seen, start, 1))
+		goto out;
+	while (head < tail && found < 0) {
+		uint64_t fn = queue[head], d = depth[head++];
+		const uint8_t *code;
+		struct insn_seq seq = {0};
+		char err[128];
+
+		if (fn != start && u64_map__get(&w->poll_by_addr, fn, &pidx)) {
+			const struct poll_fn *p = &w->m->polls[pidx];
+
+			if (!not_the_future(p->name)) {
+				const char *path =
+				    p->future >= 0 ? w->m->futures[p->future].path : p->name;
+				bool env;
+
+				found = p->future >= 0
+					    ? p->future
+					    : walk__get_future(w, path,
+							       future_kind__from_name(path, &env),
+							       0, 0);
+				goto out;
+			}
+		}
+		if (d >= SYM_BFS_DEPTH || !u64_map__get(sizes, fn, &size) ||
+		    target__code(w->t, fn, size, &code) ||
+		    insn__decode(code, size, fn, &seq, err, sizeof(err)))
+			continue;
+		for (uint32_t i = 0; i < seq.nr && tail < SYM_BFS_MAX; i++) {
+			const struct insn *in = &seq.insns[i];
+			uint64_t to = 0;
+
+			if ((in->flow == INSN_FLOW_CALL || in->flow == INSN_FLOW_JMP) && in->target)
+				to = in->target;
+			/* a function whose address is taken (`lea f(%rip)`): catch_unwind
+			 * calls the harness's closure through a pointer */
+			for (uint8_t k = 0; !to && k < in->nr_ops; k++)
+				if (in->ops[k].type == INSN_OP_MEM &&
+				    in->ops[k].base == DWARF_REG_RIP && in->ops[k].index < 0 &&
+				    u64_map__get(sizes,
+						 in->addr + in->size + (uint64_t)in->ops[k].value,
+						 NULL))
+					to = in->addr + in->size + (uint64_t)in->ops[k].value;
+			if (!to || (to >= fn && to < fn + size) || u64_map__get(&seen, to, NULL))
+				continue;
+			if (u64_map__set(&seen, to, 1))
+				break;
+			queue[tail] = to;
+			depth[tail++] = d + 1;
+		}
+		insn_seq__free(&seq);
+	}
+	/* its future's poll was inlined into the harness: the type cannot be named */
+	found = walk__get_future(w, "tokio task (no DWARF, its poll inlined: type unknown)",
+				 FUTURE_HANDWRITTEN, 0, 0);
+out:
+	u64_map__free(&seen);
+	return found;
+}
+
+int runtimes__link_symbols(struct walk *w)
+{
+	int n = dwfl_module_getsymtab(w->t->module);
+	struct u64_map sizes;
+	struct rt_walk *rt = rt_of(w);
+	int r = 0;
+
+	if (!rt || n <= 0)
+		return rt ? 0 : -ENOMEM;
+	u64_map__init(&sizes);
+	for (int i = 1; i < n && !r; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name =
+		    dwfl_module_getsym_info(w->t->module, i, &sym, &addr, NULL, NULL, NULL);
+
+		if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		addr -= w->t->bias;
+		if (u64_map__set(&sizes, addr, sym.st_size)) {
+			r = -ENOMEM;
+			break;
+		}
+		if (!starts_with(name, tokio_poll) || u64_map__get(&rt->by_addr, addr, NULL))
+			continue;
+		if (rt->nr == rt->cap) {
+			uint32_t cap = rt->cap ? rt->cap * 2 : 32;
+			struct rt_fn *nf = realloc(rt->fns, cap * sizeof(*nf));
+
+			if (!nf) {
+				r = -ENOMEM;
+				break;
+			}
+			rt->fns = nf;
+			rt->cap = cap;
+		}
+		rt->fns[rt->nr] = (struct rt_fn){.runtime = TASK_RT_TOKIO,
+						 .linkage = strpool__intern(&w->m->strings, name),
+						 .addr = addr,
+						 .future = -1};
+		if (!rt->fns[rt->nr].linkage || u64_map__set(&rt->by_addr, addr, 1))
+			r = -ENOMEM;
+		else
+			rt->nr++;
+	}
+	for (uint32_t i = 0; i < rt->nr && !r; i++) {
+		rt->fns[i].future = polled_future(w, &sizes, rt->fns[i].addr);
+		if (rt->fns[i].future == -ENOMEM)
+			r = -ENOMEM;
+	}
+	u64_map__free(&sizes);
+	if (r || !rt->nr)
+		return r;
+	w->m->runtimes[TASK_RT_TOKIO] = (struct runtime_layout){
+	    .assumed = true, .header_state = 0, .header_vtable = 16, .vtable_fn = 0};
+	rt->found[TASK_RT_TOKIO] = FOUND_HEADER_STATE | FOUND_HEADER_VTABLE | FOUND_VTABLE_FN;
+	return 0;
 }
 
 void runtimes__free(struct walk *w)

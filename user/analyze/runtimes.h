@@ -19,6 +19,8 @@ int runtimes__on_struct(struct walk *w, Dwarf_Die *die, const char *path, const 
 int runtimes__end_cu(struct walk *w);
 /* After the walk: the model's task types, each with its vtable. 0 or -ENOMEM. */
 int runtimes__link(struct walk *w);
+/* Without DWARF: tokio's task types from its symbols and calls (runtimes.c). */
+int runtimes__link_symbols(struct walk *w);
 void runtimes__free(struct walk *w);
 
 #endif

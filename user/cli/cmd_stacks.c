@@ -5,6 +5,7 @@
  * find its tasks in its writable memory, decode each one's async stack through the
  * model, let it run again, then print the stacks grouped, biggest group first.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -141,6 +142,34 @@ static int snapshot_status(int e)
 					     : EXIT_NO_INPUT;
 }
 
+/* tokio's worker threads: named "tokio-runtime-worker" (comm keeps 15 bytes) */
+static uint32_t count_tokio_workers(pid_t pid)
+{
+	char path[64], comm[32];
+	struct dirent *d;
+	uint32_t n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
+		return 0;
+	while ((d = readdir(dir))) {
+		char p[300];
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/comm", (int)pid, d->d_name);
+		if (!(f = fopen(p, "re")))
+			continue;
+		if (fgets(comm, sizeof(comm), f) && strncmp(comm, "tokio-runtime-w", 15) == 0)
+			n++;
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
 /*
  * Every task of the process, decoded: the pause (unless no_pause) lasts the copy of
  * its writable memory; the tasks are found and decoded in the copy afterwards.
@@ -192,9 +221,16 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 			if (roots[i].addr)
 				stacks__decode(m, ix, roots[i].future, roots[i].addr,
 					       mem_image__read, &img, &out->tasks[i].stack);
+			else if (!roots[i].st.complete && !roots[i].st.closed)
+				out->tasks[i].stack =
+				    (struct task_stack){.frames = {{.future = roots[i].future,
+								    .state = FRAME_TYPE_ONLY,
+								    .await_index = -1}},
+							.nr = 1};
 		}
 	}
 	out->read_ns = sysfacts__now_ns() - t0;
+	out->tokio_workers = count_tokio_workers(a->pid);
 	free(roots);
 	free(cands);
 	mem_image__free(&img);
@@ -338,12 +374,18 @@ static int explain_index(const struct model *m, const struct vtable_index *ix)
 	if (lost)
 		pr_info("stacks: %u task type%s of %s with no vtable found (not listed)\n", lost,
 			lost == 1 ? "" : "s", m->path);
+	if (ix->nr && m->runtimes[TASK_RT_TOKIO].assumed)
+		pr_info("stacks: %s has symbols but no DWARF: tokio's tasks are listed by their "
+			"future's type and state only, not where they wait; the task header "
+			"layout is tokio 1.x's, assumed (docs/stacks.md)\n",
+			m->path);
 	if (ix->nr)
 		return EXIT_OK;
 	if (m->symbols_only)
-		pr_warn("stacks: %s has symbols but no DWARF: the task layouts and future types "
-			"are not known, so no task can be read (install or point at its "
-			"debuginfo; docs/stacks.md)\n",
+		pr_warn("stacks: %s has symbols but no DWARF and no tokio task type: the task "
+			"layouts and future types of async-task and of boxed dyn Futures are in "
+			"the DWARF, so no task can be read (install or point at its debuginfo; "
+			"docs/stacks.md)\n",
 			m->path);
 	else
 		pr_warn("stacks: %s holds no task vtable asyncbpf knows: no tokio 1.x or "

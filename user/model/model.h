@@ -292,6 +292,7 @@ struct task_type {
 /* Where the runtimes keep what the stacks need: member offsets from the DWARF. */
 struct runtime_layout {
 	bool known;		  /* the offsets below were all found */
+	bool assumed;		  /* no DWARF: tokio 1.x's usual header layout, taken on trust */
 	uint32_t header_state;	  /* Header.state: the task's state word */
 	uint32_t header_vtable;	  /* Header.vtable */
 	uint32_t vtable_fn;	  /* the vtable function's slot (tokio poll, async-task run) */

@@ -308,6 +308,7 @@ const char *frame_state__name(uint8_t state)
 	case FRAME_BAD_STATE: return "bad_state";
 	case FRAME_UNREADABLE: return "unreadable";
 	case FRAME_UNKNOWN_DYN: return "unknown_dyn";
+	case FRAME_TYPE_ONLY: return "type_only";
 	}
 	return "?";
 }

@@ -19,14 +19,15 @@
 typedef int (*stacks_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
 enum frame_state {
-	FRAME_SUSPENDED,  /* parked at an await point (file, line) */
-	FRAME_UNRESUMED,  /* created, never polled */
-	FRAME_RETURNED,	  /* done (Ready was returned) */
-	FRAME_PANICKED,	  /* a poll panicked */
-	FRAME_OPAQUE,	  /* a hand-written or runtime future: what it waits on is its own */
-	FRAME_BAD_STATE,  /* __state holds no value this future has: not a live future */
-	FRAME_UNREADABLE, /* its memory could not be read */
-	FRAME_UNKNOWN_DYN /* a boxed `dyn Future` whose vtable the model does not know */
+	FRAME_SUSPENDED,   /* parked at an await point (file, line) */
+	FRAME_UNRESUMED,   /* created, never polled */
+	FRAME_RETURNED,	   /* done (Ready was returned) */
+	FRAME_PANICKED,	   /* a poll panicked */
+	FRAME_OPAQUE,	   /* a hand-written or runtime future: what it waits on is its own */
+	FRAME_BAD_STATE,   /* __state holds no value this future has: not a live future */
+	FRAME_UNREADABLE,  /* its memory could not be read */
+	FRAME_UNKNOWN_DYN, /* a boxed `dyn Future` whose vtable the model does not know */
+	FRAME_TYPE_ONLY	   /* a task's future known by its type only (no DWARF: no layout) */
 };
 
 #define STACKS_MAX_FRAMES 64

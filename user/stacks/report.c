@@ -246,6 +246,7 @@ static const char *frame_what(const struct stack_frame *f)
 	case FRAME_BAD_STATE: return "(memory does not hold a valid state: not decoded)";
 	case FRAME_UNREADABLE: return "(its memory cannot be read)";
 	case FRAME_UNKNOWN_DYN: return "(a boxed dyn Future of a type the DWARF does not name)";
+	case FRAME_TYPE_ONLY: return "(no DWARF: the task's type only, not where it waits)";
 	}
 	return "";
 }
@@ -301,6 +302,9 @@ static void print_header(FILE *out, const struct stk_snapshot *s)
 	for (int k = 0; k < TASK_RT_MAX; k++)
 		if (s->per_runtime[k]) {
 			fprintf(out, "%s%s: %u", sep, runtime_label((uint8_t)k), s->per_runtime[k]);
+			if (k == TASK_RT_TOKIO && s->tokio_workers)
+				fprintf(out, " on %u worker%s", s->tokio_workers,
+					s->tokio_workers == 1 ? "" : "s");
 			sep = ", ";
 		}
 	fprintf(out, "%s), read in %.1f ms", *sep ? "" : "none found", (double)s->read_ns / 1e6);
@@ -413,6 +417,7 @@ char *stk_report__json(const struct stk_snapshot *s, const struct model *m)
 	cJSON_AddBoolToObject(root, "paused", s->paused);
 	cJSON_AddNumberToObject(root, "paused_us", (double)(s->paused_ns / 1000));
 	cJSON_AddNumberToObject(root, "read_us", (double)(s->read_ns / 1000));
+	cJSON_AddNumberToObject(root, "tokio_workers", s->tokio_workers);
 	if ((rt = cJSON_AddObjectToObject(root, "runtimes")))
 		for (int k = 0; k < TASK_RT_MAX; k++)
 			cJSON_AddNumberToObject(rt, task_runtime__name(k), s->per_runtime[k]);

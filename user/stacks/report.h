@@ -42,6 +42,7 @@ struct stk_snapshot {
 	uint32_t shown;
 	uint32_t per_runtime[TASK_RT_MAX]; /* shown tasks by runtime */
 	uint32_t inner;			   /* found, but a future inside another task: dropped */
+	uint32_t tokio_workers;		   /* threads named tokio-runtime-worker */
 	bool paused;
 	uint64_t read_ns, paused_ns;
 	uint64_t not_kept; /* bytes past the copy's budget, read after the pause */

@@ -406,6 +406,8 @@ static bool runtime_root(const struct model *m, const struct vtable_index *ix,
 		off = offsets[c->slot];
 	}
 	if (off == FUTURE_NO_OFFSET || !off) {
+		if (l->assumed) /* no DWARF: the task by its type only */
+			return true;
 		st->bad_layout++;
 		return false;
 	}
