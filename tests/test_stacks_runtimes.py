@@ -250,3 +250,28 @@ def test_symbols_only_lists_tasks_by_type(tmp_path, profile):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_no_pause_on_a_busy_runtime(tmp_path):
+    """Under --no-pause the task list changes while it is read (tokio_mt load keeps
+    both workers spawning and finishing tasks): every read ends cleanly, says it may
+    be torn, and never reports a state word or a frame it could not validate."""
+    proc = subprocess.Popen([str(util.fixture_binary("debug", "tokio_mt")), "load", "5"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        for i in range(5):
+            out = tmp_path / f"s{i}.json"
+            res = util.run_asyncbpf("stacks", "-p", proc.pid, "--no-pause", "--json", out)
+            assert res.returncode in (0, util.EXIT_NO_MATCH), util.describe(res)
+            if res.returncode == 0:
+                assert "may be torn" in res.stdout
+                doc = json.loads(out.read_text())
+                for t in doc["tasks"]:
+                    assert t["runtime"] == "tokio" and t["runtime_state"]["refs"] >= 1, t
+                    assert all(f["state"] != "bad_state" or f is t["frames"][-1] for f in t["frames"]), t
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
