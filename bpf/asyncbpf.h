@@ -17,6 +17,7 @@
 enum record_type {
 	RECORD_CHECK = 1,	    /* struct check_record, from check.bpf.c */
 	RECORD_POLL = 2,	    /* struct poll_record, from trace.bpf.c */
+	RECORD_BLOCK = 3,	    /* struct block_record: a thread off-CPU inside a poll */
 	RECORD_PROFILE_SAMPLE = 16, /* struct profile_sample, on-CPU, from profile.bpf.c */
 	RECORD_PROFILE_OFFCPU = 17, /* struct profile_sample: a target thread blocked here */
 	RECORD_PROFILE_WAKE = 18,   /* struct profile_sample without stack: it ran again;
@@ -157,7 +158,8 @@ struct poll_frame {
 	__u64 self;
 	__u64 sp; /* rsp at function entry: it points at the return address */
 	__u64 start_ns;
-	__u64 state; /* __state at entry */
+	__u64 state;	       /* __state at entry */
+	__u64 offcpu_at_entry; /* thread_stack.offcpu_ns when it was entered */
 };
 
 /* A thread's logical async stack, in task storage: frames[0] is the task. */
@@ -165,6 +167,13 @@ struct thread_stack {
 	__u32 depth;
 	__u32 pad;
 	__u64 pid_tgid; /* the thread's, set at each entry (tracer__dump_open reads it) */
+	/* off-CPU inside polls (on_switch; docs/tracing.md, "Blocking") */
+	__u64 offcpu_ns;  /* total, while a poll was open: frames subtract their entry's */
+	__u64 off_start;  /* it went off-CPU inside a poll at this time; 0: it runs */
+	__s32 sys_nr;	  /* the syscall it is in, plus one (on_sys_enter); 0: none */
+	__s32 off_sys;	  /* the syscall it went off-CPU in; -1 none */
+	__u8 off_preempt; /* that switch was a preemption (involuntary) */
+	__u8 pad2[7];
 	struct poll_frame frames[TRACE_MAX_DEPTH];
 };
 
@@ -185,6 +194,26 @@ struct poll_record {
 	__u8 unknown_reason; /* enum unknown_reason, for RESULT_UNKNOWN */
 	__s32 await_index;   /* RESULT_PENDING of a compiler future: k of Suspend k; else -1 */
 	__u64 state_before, state_after;
+	__u64 offcpu_ns; /* of end - start, the time its thread was off-CPU (blocking on) */
+};
+
+/*
+ * A target thread went off-CPU while a traced poll was open and has now run again:
+ * the interval, blamed on the innermost open poll (poll, depth, poll_start_ns).
+ */
+struct block_record {
+	__u32 type; /* RECORD_BLOCK */
+	__u32 pid;
+	__u32 tid;
+	__u32 poll;
+	__u64 start_ns, end_ns;
+	__u64 self;
+	__u64 task_self;
+	__u64 poll_start_ns; /* the innermost open poll's start: which poll it was */
+	__s32 syscall;	     /* the syscall it blocked in; -1: none (a page fault, ...) */
+	__u16 depth;
+	__u8 preempted; /* an involuntary switch: it was runnable all along */
+	__u8 pad;
 };
 
 /* Per poll function, per CPU: records = emitted + dropped, always. */
@@ -196,6 +225,11 @@ struct poll_stats {
 	__u64 truncated;     /* of records: frames found stale (unwound) */
 	__u64 busy_ns;	     /* sum of end - start over records */
 	__u64 hist[TRACE_HIST_BUCKETS]; /* log2 histogram of end - start over records */
+	__u64 blocked;			/* off-CPU intervals blamed on it (blocking on) */
+	__u64 blocked_ns;		/* of them, voluntary (blocked) time */
+	__u64 preempted_ns;		/* of them, involuntary (preempted) time */
+	__u64 block_records;		/* RECORD_BLOCK the BPF side tried to emit */
+	__u64 block_dropped;		/* of them, lost to a full ring buffer */
 };
 
 /* Global counters (trace_counters, per CPU). */
@@ -207,6 +241,8 @@ enum trace_counter {
 	COUNTER_NO_STORAGE,	/* task storage could not be created */
 	COUNTER_BAD_SPEC,	/* a cookie out of range */
 	COUNTER_DROPPED,	/* records lost to a full ring buffer (all poll fns) */
+	COUNTER_SWITCHES,	/* context switches of target threads inside a poll (blocking) */
+	COUNTER_BLOCK_DROPPED,	/* block records lost to a full ring buffer */
 	COUNTER_COUNT,
 };
 
@@ -257,12 +293,13 @@ enum profile_counter {
 
 _Static_assert(sizeof(struct check_record) == 24, "struct check_record changed");
 _Static_assert(sizeof(struct poll_spec) == 56, "struct poll_spec changed");
-_Static_assert(sizeof(struct poll_frame) == 40, "struct poll_frame changed");
-_Static_assert(sizeof(struct thread_stack) == 16 + 40 * TRACE_MAX_DEPTH,
+_Static_assert(sizeof(struct poll_frame) == 48, "struct poll_frame changed");
+_Static_assert(sizeof(struct thread_stack) == 48 + 48 * TRACE_MAX_DEPTH,
 	       "struct thread_stack changed");
-_Static_assert(sizeof(struct poll_record) == 88, "struct poll_record changed");
+_Static_assert(sizeof(struct poll_record) == 96, "struct poll_record changed");
+_Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
-_Static_assert(sizeof(struct poll_stats) == 48 + 8 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 88 + 8 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

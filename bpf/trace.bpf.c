@@ -22,6 +22,8 @@ const volatile __u32 target_tgid = 0;
 const volatile __u32 nr_specs = 0;
 /* Wake the consumer only when this much data waits (0: on every record). */
 const volatile __u64 wakeup_bytes = 0;
+/* Blocking inside polls is watched (on_switch, on_sys_enter/exit are loaded). */
+const volatile __u32 block_enabled = 0;
 
 /* Set by user space once every probe is attached: half-attached sets stay silent. */
 __u32 trace_ready = 0;
@@ -250,6 +252,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	r->await_index = await_index;
 	r->state_before = f->state;
 	r->state_after = state_after;
+	r->offcpu_ns = st->offcpu_ns - f->offcpu_at_entry;
 	if (stats)
 		__sync_fetch_and_add(&stats->emitted, 1);
 	/*
@@ -365,6 +368,7 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 	f->sp = sp;
 	f->start_ns = now;
 	f->state = state;
+	f->offcpu_at_entry = st->offcpu_ns;
 	st->depth = depth + 1;
 	/* no statistics here: the exit's record counts the poll (one map lookup per poll) */
 }
@@ -568,5 +572,123 @@ int on_thread_exit(void *ctx)
 	c.all = 1;
 	c.all_result = RESULT_TRUNCATED;
 	bpf_loop(TRACE_MAX_DEPTH, pop_one, &c, 0);
+	return 0;
+}
+
+/* ---- blocking inside polls (docs/tracing.md, "Blocking") ---- */
+
+/*
+ * The syscall a target thread is in, for on_switch: raw tracepoints (no CO-RE), and
+ * only threads that have a stack (they polled) keep it. Other processes' syscalls
+ * cost the tgid compare.
+ */
+SEC("raw_tp/sys_enter")
+int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct thread_stack *st;
+
+	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st)
+		st->sys_nr = (__s32)ctx->args[1] + 1;
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct thread_stack *st;
+
+	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st)
+		st->sys_nr = 0;
+	return 0;
+}
+
+static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32 tgid, __u32 tid)
+{
+	struct block_record *r;
+	struct poll_frame *f;
+	struct poll_stats *stats;
+	__u32 depth = st->depth, top, poll;
+	__u64 dt = now - st->off_start;
+
+	if (depth == 0 || depth > TRACE_MAX_DEPTH)
+		return;
+	top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+	f = &st->frames[top];
+	poll = f->poll;
+	stats = bpf_map_lookup_elem(&trace_stats, &poll);
+	if (stats) {
+		__sync_fetch_and_add(&stats->blocked, 1);
+		__sync_fetch_and_add(&stats->block_records, 1);
+		if (st->off_preempt)
+			__sync_fetch_and_add(&stats->preempted_ns, dt);
+		else
+			__sync_fetch_and_add(&stats->blocked_ns, dt);
+	}
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		if (stats)
+			__sync_fetch_and_add(&stats->block_dropped, 1);
+		count(COUNTER_BLOCK_DROPPED);
+		return;
+	}
+	r->type = RECORD_BLOCK;
+	r->pid = tgid;
+	r->tid = tid;
+	r->poll = poll;
+	r->start_ns = st->off_start;
+	r->end_ns = now;
+	r->self = f->self;
+	r->task_self = st->frames[0].self;
+	r->poll_start_ns = f->start_ns;
+	r->syscall = st->off_sys;
+	r->depth = top;
+	r->preempted = st->off_preempt;
+	r->pad = 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/*
+ * A context switch. Out: a target thread with a poll open goes off-CPU (remember
+ * when, in which syscall, whether preempted). In: such a thread runs again (the
+ * interval is added to its off-CPU total, which each poll's record subtracts from
+ * its duration, and blamed on the innermost open poll with a block_record). Every
+ * other switch on the machine costs two tgid loads and compares.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct thread_stack *st;
+	__u64 now;
+
+	if (prev->tgid != target_tgid && next->tgid != target_tgid)
+		return 0;
+	if (!*(volatile __u32 *)&trace_ready)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev->tgid == target_tgid) {
+		st = bpf_task_storage_get(&trace_stacks, prev, 0, 0);
+		if (st && st->depth) {
+			st->off_start = now;
+			st->off_preempt = preempt;
+			st->off_sys = st->sys_nr - 1;
+			count(COUNTER_SWITCHES);
+		}
+	}
+	if (next->tgid == target_tgid) {
+		st = bpf_task_storage_get(&trace_stacks, next, 0, 0);
+		if (st && st->off_start) {
+			if (now > st->off_start) {
+				st->offcpu_ns += now - st->off_start;
+				emit_block(st, now, next->tgid, next->pid);
+			}
+			st->off_start = 0;
+		}
+	}
 	return 0;
 }

@@ -8,6 +8,7 @@ PACKAGES=(
 	# build
 	make gcc pkg-config clang-16 llvm-16 libclang-rt-16-dev bpftool
 	libbpf-dev libelf-dev libdw-dev zlib1g-dev libcjson-dev libcapstone-dev libiberty-dev
+	libseccomp-dev # syscall names (blocking inside polls)
 	# tests and tools the tests compare against
 	python3 python3-pytest binutils elfutils protobuf-compiler python3-protobuf graphviz bpftrace
 	linux-perf libxml2-utils time file procps util-linux

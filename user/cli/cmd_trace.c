@@ -290,6 +290,7 @@ static int start_tracer(struct trace_run *r)
 	    .name = session__exe(r->s),
 	    .ringbuf_size = a->ringbuf_size,
 	    .verbose = a->verbose,
+	    .blocking = !a->no_blocking,
 	};
 	struct trace_sinks sinks;
 	char err[1024] = "";
@@ -330,6 +331,10 @@ static int start_tracer(struct trace_run *r)
 		tracer__probes_attached(r->t), session__exe(r->s), (int)o.pid,
 		(double)(sysfacts__now_ns() - attach_ns) / 1e6, tracer__links(r->t),
 		(double)(attach_ns - load_ns) / 1e6);
+	const char *off = tracer__blocking_off(r->t);
+	trace_summary__set_blocking(&r->sum, off, (uint64_t)(a->block_threshold * 1e9));
+	if (off && !a->no_blocking)
+		pr_warn("trace: blocking inside polls is not watched: %s\n", off);
 	return EXIT_OK;
 }
 

@@ -50,6 +50,10 @@ const char trace_usage[] =
     "      --attach MODE      auto (default), multi (uprobe_multi only), perf (one\n"
     "                         perf-event link per probe, as on kernels before 6.6)\n"
     "      --max-probes N     refuse more than N probes (default 20000; 0: no limit)\n"
+    "      --no-blocking      do not watch the target's threads go off-CPU inside polls\n"
+    "                         (blocking syscalls, preemption: on by default)\n"
+    "      --block-threshold S  warn (BLOCKING) about a future that blocked its thread\n"
+    "                         longer than S seconds in one poll (default 0.001)\n"
     "  -v, --verbose          all warnings and libbpf's log\n"
     "\n"
     "Exit status: 0 traced; in launch mode CMD's own status (128+N if killed by\n"
@@ -178,6 +182,13 @@ static int parse_option(int c, const char *arg, struct trace_args *a)
 	case 'F': a->folded = arg; break;
 	case 'D': a->dot = arg; break;
 	case 'T': a->task_tracks = true; break;
+	case 'B': a->no_blocking = true; break;
+	case 'b':
+		if (args__parse_seconds(arg, &a->block_threshold)) {
+			pr_warn("trace: --block-threshold takes positive seconds, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
 	case 'a': a->all_crates = true; break;
 	case 'v':
 		a->verbose = true;
@@ -232,6 +243,8 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"max-size", required_argument, NULL, 'Z'},
 	    {"ring", required_argument, NULL, 'G'},
 	    {"task-tracks", no_argument, NULL, 'T'},
+	    {"no-blocking", no_argument, NULL, 'B'},
+	    {"block-threshold", required_argument, NULL, 'b'},
 	    {"all-crates", no_argument, NULL, 'a'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
@@ -242,6 +255,7 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 
 	a->max_probes = TRACE_DEFAULT_MAX_PROBES;
 	a->max_size = TRACE_DEFAULT_MAX_SIZE;
+	a->block_threshold = 0.001;
 	optind = 1;
 	while ((c = getopt_long(nopt, argv, "p:e:w:o:d:vh", opts, NULL)) != -1)
 		if ((r = parse_option(c, optarg, a)))

@@ -26,6 +26,8 @@ struct trace_args {
 	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;
 	enum expand_dir expand;
 	bool all_crates, verbose, task_tracks;
+	bool no_blocking;	/* --no-blocking */
+	double block_threshold; /* seconds: BLOCKING warnings past it */
 	double duration;
 	uint64_t ringbuf_size;
 	enum exits_mode exits;

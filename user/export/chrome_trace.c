@@ -18,6 +18,7 @@
  */
 #include "export/chrome_trace.h"
 #include "export/poll_text.h"
+#include "lib/syscalls.h"
 #include "lib/text.h"
 
 #include <errno.h>
@@ -263,6 +264,37 @@ static void write_flow(struct chrome_trace *w, const struct trace_poll *p, uint3
 	fs->pid = pid;
 	fs->tid = p->tid;
 	fs->next_free = 0;
+}
+
+int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b)
+{
+	uint32_t pid = b->pid ? b->pid : w->pid;
+	const char *sys = b->syscall < 0 ? NULL : syscall__name(b->syscall);
+
+	if (w->err)
+		return w->err;
+	if (b->preempted)
+		snprintf(w->name, sizeof(w->name), "preempted");
+	else if (sys)
+		snprintf(w->name, sizeof(w->name), "blocked in %s", sys);
+	else
+		snprintf(w->name, sizeof(w->name), "blocked");
+	event_begin(w, "X");
+	fputs(",\"cat\":\"blocked\",\"name\":", w->out);
+	write_json_string(w->out, w->name);
+	fprintf(w->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", pid, b->tid);
+	json_us(w->out, b->start_ns);
+	fputs(",\"dur\":", w->out);
+	json_us(w->out, b->end_ns - b->start_ns);
+	fputs(",\"args\":{\"future\":", w->out);
+	write_json_string(w->out, poll_text__path(w->m, b->future, b->poll));
+	fprintf(w->out, ",\"syscall\":");
+	write_json_string(w->out, sys ? sys : "none");
+	fprintf(w->out, ",\"preempted\":%s,\"depth\":%u}}", b->preempted ? "true" : "false",
+		(unsigned)b->depth + 1);
+	if (b->end_ns > w->max_ts)
+		w->max_ts = b->end_ns;
+	return w->err;
 }
 
 int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p)

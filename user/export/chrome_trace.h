@@ -25,6 +25,8 @@ struct chrome_trace *chrome_trace__new(FILE *out, const struct model *m, uint32_
 int chrome_trace__add_thread(struct chrome_trace *w, uint32_t tid, const char *name);
 /* One completed poll, in the order the consumer completes them. 0 or -errno. */
 int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p);
+/* An off-CPU interval inside a poll: a nested "blocked in SYSCALL" slice. */
+int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b);
 /*
  * The totals event, closes the array, writes displayTimeUnit and otherData, flushes.
  * Returns 0, or -ENOMEM when an earlier call lost data, or -EIO when a write failed.

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "lib/hashmap.h"
+#include "lib/syscalls.h"
 
 #define TYPE_SLICE_BEGIN 1
 #define TYPE_SLICE_END	 2
@@ -169,6 +170,46 @@ static const char *text_event_name(struct perfetto_writer *w, uint64_t future, u
 {
 	(void)unused;
 	return perfetto__event_name(w, (uint32_t)future, (uint32_t)poll);
+}
+
+/* "blocked in clock_nanosleep", "blocked", "preempted" (code: syscall + 2, 1, 0) */
+static const char *text_block(struct perfetto_writer *w, uint64_t unused, uint64_t code,
+			      uint64_t unused2)
+{
+	(void)unused, (void)unused2;
+	if (code == 0)
+		return "preempted";
+	if (code == 1)
+		return "blocked";
+	snprintf(w->name, sizeof(w->name), "blocked in %s", syscall__name((int)code - 2));
+	return w->name;
+}
+
+static void write_block_begin(struct perfetto_writer *w, struct thread_state *t,
+			      const struct pending_poll *pp)
+{
+	struct pb *b = &w->pkt, interned = {0};
+	uint64_t code = pp->preempted ? 0 : pp->syscall < 0 ? 1 : (uint64_t)pp->syscall + 2;
+	uint64_t name;
+
+	if (!t->sequence_started)
+		start_thread_sequence(w, t, pp->p.start_ns);
+	name = intern(w, t, &interned, INTERN_EVENT_NAME, UINT64_MAX - 1, code, 1, text_block);
+	perfetto__packet_begin(w, t->sequence, false, true);
+	perfetto__timestamp(w, t, pp->p.start_ns);
+	if (interned.len) {
+		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
+		pb__bytes(b, interned.data, interned.len);
+		pb__end(b);
+	}
+	if (interned.oom)
+		set_error(w, -ENOMEM);
+	pb__free(&interned);
+	pb__begin(b, 11);
+	pb__uint(b, 9, TYPE_SLICE_BEGIN); /* type */
+	pb__uint(b, 10, name);		  /* name_iid */
+	pb__end(b);
+	perfetto__packet_end(w);
 }
 
 static const char *text_result(struct perfetto_writer *w, uint64_t result, uint64_t unused,
@@ -326,7 +367,10 @@ static void flush_thread(struct perfetto_writer *w, struct thread_state *t)
 		}
 		if (depth && x->end > w->stack[depth - 1]->end)
 			x->end = w->stack[depth - 1]->end;
-		write_begin(w, t, x, 0);
+		if (x->block)
+			write_block_begin(w, t, x);
+		else
+			write_begin(w, t, x, 0);
 		if (x->task_track)
 			write_begin(w, t, x, x->task_track);
 		w->stack[depth++] = x;
@@ -495,6 +539,49 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 		else
 			w->full = true;
 	}
+	return w->err;
+}
+
+int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_block *b)
+{
+	uint32_t pid = b->pid ? b->pid : w->pid;
+	struct thread_state *t;
+	struct pending_poll *pp;
+
+	if (w->err)
+		return w->err;
+	if (w->full) {
+		w->refused++;
+		return 0;
+	}
+	t = perfetto__get_thread(w, pid, b->tid, NULL);
+	if (t && t->nr_pending == t->cap_pending) {
+		uint32_t cap = t->cap_pending ? t->cap_pending * 2 : 16;
+		pp = realloc(t->pending, cap * sizeof(*pp));
+		if (pp) {
+			t->pending = pp;
+			t->cap_pending = cap;
+		}
+	}
+	if (!t || t->nr_pending == t->cap_pending) {
+		set_error(w, -ENOMEM);
+		return w->err;
+	}
+	/* held with the thread's polls: written nested in the poll it is blamed on */
+	pp = &t->pending[t->nr_pending++];
+	*pp = (struct pending_poll){.p = {.start_ns = b->start_ns,
+					  .end_ns = b->end_ns,
+					  .pid = pid,
+					  .tid = b->tid,
+					  .poll = b->poll,
+					  .future = TRACE_NO_INDEX,
+					  .depth = (uint16_t)(b->depth + 1)},
+				    .arrival = w->arrivals++,
+				    .block = true,
+				    .preempted = b->preempted,
+				    .syscall = b->syscall};
+	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
+		flush_thread(w, t);
 	return w->err;
 }
 

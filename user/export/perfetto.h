@@ -58,6 +58,8 @@ uint64_t perfetto_writer__refused(const struct perfetto_writer *w);
 int perfetto_writer__add_thread(struct perfetto_writer *w, uint32_t tid, const char *name);
 /* One completed poll, in the order the consumer completes them. 0 or -errno. */
 int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll *p);
+/* An off-CPU interval inside a poll: a "blocked in SYSCALL" slice nested in it. */
+int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_block *b);
 /*
  * Writes the polls still held back and the totals event, flushes. Returns 0, or
  * -ENOMEM when an earlier call lost data, or -EIO when a write failed.

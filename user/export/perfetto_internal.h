@@ -40,6 +40,9 @@ struct pending_poll {
 	uint64_t flow_id;    /* 0: none */
 	bool flow_terminates;
 	uint64_t end; /* what is written: clamped only if the input is not nested */
+	bool block;   /* an off-CPU interval (p: its times, tid, depth), not a poll */
+	bool preempted;
+	int32_t syscall;
 };
 
 struct thread_state {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "lib/hashmap.h"
+#include "lib/syscalls.h"
 #include "lib/text.h"
 
 #define NONE UINT32_MAX
@@ -35,6 +36,20 @@ enum {
 	FRAME_INCOMPLETE,   /* root of polls whose depth-0 poll had not returned at the end */
 	NR_SPECIAL_FRAMES,
 };
+
+/* Off-CPU leaves of the folded stacks, after the special frames: [preempted],
+ * [blocked] (not in a syscall), [blocked:SYSCALL] for syscalls 0..511. */
+#define NR_BLOCK_FRAMES (2 + 512)
+
+static uint32_t block_frame(const struct model *m, const struct trace_block *b)
+{
+	uint32_t k = b->preempted ? 0
+		     : b->syscall < 0 || b->syscall >= NR_BLOCK_FRAMES - 2
+			 ? 1
+			 : 2 + (uint32_t)b->syscall;
+
+	return m->nr_futures + m->nr_polls + NR_SPECIAL_FRAMES + k;
+}
 
 static uint32_t frame_of(const struct model *m, const struct trace_poll *p)
 {
@@ -71,6 +86,16 @@ static void frame_display_name(const struct model *m, uint32_t frame, char *buf,
 		name = m->polls[frame - m->nr_futures].name;
 	} else if (frame - m->nr_futures - m->nr_polls < NR_SPECIAL_FRAMES) {
 		name = special[frame - m->nr_futures - m->nr_polls];
+	} else if (frame - m->nr_futures - m->nr_polls - NR_SPECIAL_FRAMES < NR_BLOCK_FRAMES) {
+		uint32_t k = frame - m->nr_futures - m->nr_polls - NR_SPECIAL_FRAMES;
+
+		if (k == 0)
+			snprintf(buf, len, "[preempted]");
+		else if (k == 1)
+			snprintf(buf, len, "[blocked]");
+		else
+			snprintf(buf, len, "[blocked:%s]", syscall__name((int)k - 2));
+		return;
 	}
 	snprintf(buf, len, "%s", name && name[0] ? name : "?");
 }
@@ -79,6 +104,7 @@ static void frame_display_name(const struct model *m, uint32_t frame, char *buf,
 
 struct pending {
 	struct trace_poll p;
+	uint32_t block;	      /* an off-CPU leaf: its frame; NONE for a poll */
 	uint64_t children_ns; /* sum of the direct children's durations */
 	uint32_t parent;      /* index of the parent in the thread's pending list, or NONE */
 	uint32_t node;	      /* stack node, while flushing */
@@ -139,8 +165,8 @@ struct trace_folded *trace_folded__new(const struct model *m)
 	f->m = m;
 	u64_map__init(&f->thread_index);
 	u64_map__init(&f->child_index);
-	f->names =
-	    calloc((size_t)m->nr_futures + m->nr_polls + NR_SPECIAL_FRAMES, sizeof(*f->names));
+	f->names = calloc((size_t)m->nr_futures + m->nr_polls + NR_SPECIAL_FRAMES + NR_BLOCK_FRAMES,
+			  sizeof(*f->names));
 	if (!f->names) {
 		trace_folded__free(f);
 		return NULL;
@@ -196,7 +222,8 @@ static int flush(struct trace_folded *f, struct thread_pending *t, uint32_t orph
 			}
 			parent = orphan_node;
 		}
-		if (stack_child(f, parent, frame_of(f->m, &e->p), &e->node)) {
+		if (stack_child(f, parent, e->block != NONE ? e->block : frame_of(f->m, &e->p),
+				&e->node)) {
 			err = -ENOMEM;
 			break;
 		}
@@ -228,7 +255,7 @@ int trace_folded__add(struct trace_folded *f, const struct trace_poll *p)
 	    grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
 		goto drop;
 	e = &t->v[t->n];
-	*e = (struct pending){.p = *p, .parent = NONE, .node = NONE};
+	*e = (struct pending){.p = *p, .block = NONE, .parent = NONE, .node = NONE};
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct pending *c = &t->v[i];
 
@@ -241,6 +268,42 @@ int trace_folded__add(struct trace_folded *f, const struct trace_poll *p)
 	t->n++;
 	if (p->depth == 0)
 		return flush(f, t, FRAME_LOST);
+	return 0;
+drop:
+	f->dropped++;
+	return -ENOMEM;
+}
+
+int trace_folded__add_block(struct trace_folded *f, const struct trace_block *b)
+{
+	struct thread_pending *t;
+	uint64_t index;
+
+	if (!u64_map__get(&f->thread_index, b->tid, &index)) {
+		if (grow((void **)&f->threads, &f->cap_threads, f->nr_threads + 1,
+			 sizeof(*f->threads)) ||
+		    u64_map__set(&f->thread_index, b->tid, f->nr_threads))
+			goto drop;
+		index = f->nr_threads++;
+		f->threads[index] = (struct thread_pending){0};
+	}
+	t = &f->threads[index];
+	if (t->n >= TRACE_FOLDED_MAX_PENDING ||
+	    grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+		goto drop;
+	/* a child of the poll it is blamed on, which claims it when its record comes */
+	t->v[t->n++] = (struct pending){.p = {.start_ns = b->start_ns,
+					      .end_ns = b->end_ns,
+					      .pid = b->pid,
+					      .tid = b->tid,
+					      .poll = b->poll,
+					      .future = TRACE_NO_INDEX,
+					      .parent_self = b->self,
+					      .parent_poll = b->poll,
+					      .depth = (uint16_t)(b->depth + 1)},
+					.block = block_frame(f->m, b),
+					.parent = NONE,
+					.node = NONE};
 	return 0;
 drop:
 	f->dropped++;
@@ -331,8 +394,9 @@ void trace_folded__free(struct trace_folded *f)
 		free(f->threads[t].v);
 	free(f->threads);
 	if (f->names)
-		for (size_t i = 0;
-		     i < (size_t)f->m->nr_futures + f->m->nr_polls + NR_SPECIAL_FRAMES; i++)
+		for (size_t i = 0; i < (size_t)f->m->nr_futures + f->m->nr_polls +
+					   NR_SPECIAL_FRAMES + NR_BLOCK_FRAMES;
+		     i++)
 			free(f->names[i]);
 	free(f->names);
 	free(f->nodes);

@@ -33,6 +33,9 @@ struct trace_folded *trace_folded__new(const struct model *m);
  * 0 or -ENOMEM (the poll is counted as dropped).
  */
 int trace_folded__add(struct trace_folded *f, const struct trace_poll *p);
+/* An off-CPU interval inside a poll: a [blocked:SYSCALL] (or [preempted]) leaf under
+ * it, its time taken out of the poll's own. */
+int trace_folded__add_block(struct trace_folded *f, const struct trace_block *b);
 /* Polls not counted: over the per-thread cap, or out of memory. */
 uint64_t trace_folded__dropped(const struct trace_folded *f);
 /*

@@ -7,6 +7,7 @@
 #ifndef ASYNCBPF_TRACE_EVENT_H
 #define ASYNCBPF_TRACE_EVENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum poll_result {
@@ -57,6 +58,25 @@ struct trace_poll {
 	/* estimated cost of the probes of the traced polls inside this one (ns): the
 	 * summary subtracts it; start_ns/end_ns stay as measured (0: none, or not known) */
 	uint64_t probe_ns;
+	/* of end - start, its thread was off-CPU (blocked or preempted, in it or in a
+	 * traced child) this long: 0 when blocking is not watched */
+	uint64_t offcpu_ns;
+};
+
+/*
+ * A target thread off-CPU inside a traced poll: blamed on the innermost open poll
+ * (poll, depth, poll_start_ns identify it; its record comes later).
+ */
+struct trace_block {
+	uint64_t start_ns, end_ns;
+	uint32_t pid, tid;
+	uint32_t poll;	 /* the innermost open poll's fn */
+	uint32_t future; /* its future, TRACE_NO_INDEX if unknown */
+	uint64_t self, task_self;
+	uint64_t poll_start_ns;
+	int32_t syscall; /* the syscall it blocked in; -1 none (a page fault, ...) */
+	uint16_t depth;
+	bool preempted; /* involuntary: runnable all along, another thread ran */
 };
 
 /* Its duration less the probes inside it (probe_ns): the time the poll itself and

@@ -73,6 +73,56 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	}
 	out->state_before = r.state_before;
 	out->state_after = r.state_after;
+	out->offcpu_ns = r.offcpu_ns <= r.end_ns - r.start_ns ? r.offcpu_ns : 0;
+	return 0;
+}
+
+int trace_block__decode(const void *data, size_t size, const struct model *m,
+			struct trace_block *out)
+{
+	struct block_record r;
+
+	if (size < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, data, sizeof(r));
+	if (r.type != RECORD_BLOCK || r.end_ns < r.start_ns)
+		return -EINVAL;
+	*out = (struct trace_block){
+	    .start_ns = r.start_ns,
+	    .end_ns = r.end_ns,
+	    .pid = r.pid,
+	    .tid = r.tid,
+	    .poll = r.poll,
+	    .future = r.poll < m->nr_polls && m->polls[r.poll].future >= 0
+			  ? (uint32_t)m->polls[r.poll].future
+			  : TRACE_NO_INDEX,
+	    .self = r.self,
+	    .task_self = r.task_self,
+	    .poll_start_ns = r.poll_start_ns,
+	    .syscall = r.syscall,
+	    .depth = r.depth,
+	    .preempted = r.preempted != 0,
+	};
+	return 0;
+}
+
+static int handle_block(struct trace_consumer *c, const void *data, size_t size)
+{
+	struct trace_block b;
+	int r;
+
+	if (trace_block__decode(data, size, c->m, &b)) {
+		c->out.summary->bad_records++;
+		return 0;
+	}
+	trace_summary__add_block(c->out.summary, &b);
+	if (c->out.perfetto && (r = perfetto_writer__add_block(c->out.perfetto, &b)) &&
+	    !c->write_err)
+		c->write_err = r;
+	if (c->out.chrome && (r = chrome_trace__add_block(c->out.chrome, &b)) && !c->write_err)
+		c->write_err = r;
+	if (c->out.folded)
+		trace_folded__add_block(c->out.folded, &b);
 	return 0;
 }
 
@@ -130,6 +180,8 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 	struct trace_poll p;
 	int r;
 
+	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_BLOCK)
+		return handle_block(c, data, size);
 	if (trace_record__decode(data, size, c->m, &p)) {
 		c->out.summary->bad_records++;
 		return 0;
@@ -145,14 +197,14 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 			",\"task_self\":%" PRIu64 ",\"task_poll\":%" PRIu32 ",\"depth\":%u"
 			",\"result\":%d,\"unknown_reason\":%u,\"await_index\":%" PRId32
 			",\"state_before\":%" PRIu64 ",\"state_after\":%" PRIu64
-			",\"probe_ns\":%" PRIu64 "}\n",
+			",\"probe_ns\":%" PRIu64 ",\"offcpu_ns\":%" PRIu64 "}\n",
 			p.start_ns, p.end_ns, p.pid, p.tid, p.poll,
 			p.future == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.future, p.self,
 			p.parent_self,
 			p.parent_poll == TRACE_NO_INDEX ? (int64_t)-1 : (int64_t)p.parent_poll,
 			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result,
 			(unsigned)p.unknown_reason, p.await_index, p.state_before, p.state_after,
-			p.probe_ns);
+			p.probe_ns, p.offcpu_ns);
 	trace_summary__add(c->out.summary, &p);
 	if (c->out.perfetto && (r = perfetto_writer__add_poll(c->out.perfetto, &p)) &&
 	    !c->write_err)

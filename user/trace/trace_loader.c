@@ -29,6 +29,8 @@ struct tracer {
 	struct bpf_link **links;	   /* fallback: one perf-event link per probe */
 	struct bpf_link *exec_link;	   /* on_exec, NULL when exec cannot be watched */
 	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
+	struct bpf_link *block_links[3];   /* on_switch, on_sys_enter, on_sys_exit */
+	char blocking_off[160];		   /* why blocking is not watched; "" when it is */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -97,6 +99,16 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	}
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->nr_specs = plan->nr;
+	/* blocking: a tp_btf program, which makes libbpf read the kernel's BTF; not
+	 * loaded at all when it is off (then the load reads no BTF) */
+	if (o->blocking && !t->blocking_off[0] && access("/sys/kernel/btf/vmlinux", R_OK))
+		snprintf(t->blocking_off, sizeof(t->blocking_off),
+			 "the kernel has no BTF (/sys/kernel/btf/vmlinux) for tp_btf/sched_switch");
+	bool blocking = o->blocking && !t->blocking_off[0];
+	skel->rodata->block_enabled = blocking;
+	bpf_program__set_autoload(skel->progs.on_switch, blocking);
+	bpf_program__set_autoload(skel->progs.on_sys_enter, blocking);
+	bpf_program__set_autoload(skel->progs.on_sys_exit, blocking);
 	/* a quarter of the buffer waiting: wake the consumer well before it fills */
 	skel->rodata->wakeup_bytes = rb_size / 4;
 	if ((r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
@@ -125,6 +137,13 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 			nprog++;
 		}
 	r = trace_bpf__load(skel);
+	if (r && blocking) {
+		/* the blocking programs refused (an old kernel's verifier, no tp_btf):
+		 * trace without them, and say so */
+		snprintf(t->blocking_off, sizeof(t->blocking_off),
+			 "loading tp_btf/sched_switch failed: %s", strerror(-r));
+		return load_skeleton(t, plan, o, multi, err, errlen);
+	}
 	nprog = 0;
 	if (o->verbose && !r)
 		bpf_object__for_each_program(prog, skel->obj)
@@ -305,12 +324,44 @@ static int attach_probes(struct tracer *t, const struct trace_plan *plan,
 	return attach_perf(t, plan, o, err, errlen);
 }
 
+/* The context-switch and syscall programs (blocking); off, and why, if one fails. */
+static void attach_blocking(struct tracer *t)
+{
+	struct bpf_program *progs[3] = {t->skel->progs.on_switch, t->skel->progs.on_sys_enter,
+					t->skel->progs.on_sys_exit};
+
+	if (!t->o.blocking || t->blocking_off[0])
+		return;
+	for (int i = 0; i < 3; i++) {
+		t->block_links[i] = bpf_program__attach(progs[i]);
+		if (!t->block_links[i]) {
+			snprintf(t->blocking_off, sizeof(t->blocking_off),
+				 "attaching %s failed: %s", bpf_program__section_name(progs[i]),
+				 strerror(errno));
+			for (int k = 0; k < i; k++) {
+				bpf_link__destroy(t->block_links[k]);
+				t->block_links[k] = NULL;
+			}
+			return;
+		}
+	}
+}
+
+const char *tracer__blocking_off(const struct tracer *t)
+{
+	if (!t->o.blocking)
+		return "off (--no-blocking)";
+	return t->blocking_off[0] ? t->blocking_off : NULL;
+}
+
 int tracer__attach(struct tracer *t, const struct trace_plan *plan, char *err, size_t errlen)
 {
 	int r = attach_probes(t, plan, &t->o, err, errlen);
 
-	if (!r)
+	if (!r) {
 		attach_exec(t);
+		attach_blocking(t);
+	}
 	return r;
 }
 
@@ -374,6 +425,10 @@ void tracer__detach(struct tracer *t)
 	t->exec_link = NULL;
 	bpf_link__destroy(t->thread_exit_link);
 	t->thread_exit_link = NULL;
+	for (int i = 0; i < 3; i++) {
+		bpf_link__destroy(t->block_links[i]);
+		t->block_links[i] = NULL;
+	}
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;

@@ -20,6 +20,9 @@ int trace_summary__init(struct trace_summary *s, const struct model *m)
 	instance_table__init(&s->instances, TRACE_SUMMARY_MAX_INSTANCES);
 	task_table__init(&s->tasks, TRACE_SUMMARY_MAX_TASKS);
 	s->polls = calloc(m->nr_polls ? m->nr_polls : 1, sizeof(*s->polls));
+	u64_map__init(&s->block_acc);
+	s->blocking_off = "not watched";
+	s->block_threshold_ns = 1000000;
 	return s->polls ? 0 : -ENOMEM;
 }
 
@@ -93,6 +96,8 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p)
 	if (p->result == POLL_UNKNOWN)
 		ps->unknown_by[p->unknown_reason < UNKNOWN_REASON_COUNT ? p->unknown_reason : 0]++;
 	ps->busy_ns += d;
+	ps->block.offcpu_ns += p->offcpu_ns < d ? p->offcpu_ns : d;
+	summary_block__poll_done(s, p);
 	if (u64_vec__push(&ps->durations, d))
 		s->oom = true;
 	track_instance_and_task(s, ps, p);
@@ -374,4 +379,5 @@ void trace_summary__free(struct trace_summary *s)
 	s->bpf = NULL;
 	instance_table__free(&s->instances);
 	task_table__free(&s->tasks);
+	summary_block__free(s);
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "asyncbpf.h"
+#include "lib/hashmap.h"
 #include "model/model.h"
 #include "model/trace_event.h"
 #include "trace/probe_cost.h"
@@ -37,7 +38,32 @@ struct u64_vec {
 	uint64_t nr, cap;
 };
 
+/* Off-CPU time by syscall (blocking), the biggest few. */
+#define SUMMARY_SYSCALLS 8
+
+struct syscall_time {
+	int32_t nr; /* -1: not in a syscall (a page fault, ...) */
+	uint64_t count, ns;
+};
+
+/* Off-CPU inside a poll fn's polls (trace_summary_block.c), blamed on it as the
+ * innermost open traced poll. */
+struct block_summary {
+	uint64_t blocked, blocked_ns, blocked_max_ns; /* voluntary: it waited in the kernel */
+	uint64_t preempted, preempted_ns;	      /* involuntary: runnable, another ran */
+	struct syscall_time by_syscall[SUMMARY_SYSCALLS];
+	uint32_t nr_syscalls;
+	uint64_t other_count, other_ns; /* syscalls past SUMMARY_SYSCALLS */
+	uint64_t offcpu_ns;		/* over its polls: off-CPU inside them, children's too */
+	uint64_t over;			/* polls that blocked longer than the threshold */
+	uint64_t worst_ns;		/* the most one poll blocked (voluntary) */
+	int32_t worst_syscall;		/* that poll's longest block's syscall */
+	int32_t worst_await;		/* the await it resumed at in that poll; -1: first */
+	uint64_t worst_tid;
+};
+
 struct poll_summary {
+	struct block_summary block;
 	uint64_t counts[POLL_RESULT_COUNT];	   /* by enum poll_result */
 	uint64_t unknown_by[UNKNOWN_REASON_COUNT]; /* POLL_UNKNOWN by enum unknown_reason */
 	uint64_t polls;
@@ -61,6 +87,13 @@ struct trace_summary {
 	uint64_t probe_subtracted_ns; /* traced children's probes taken out of durations */
 	uint64_t probe_adjusted;      /* polls with traced children: their duration adjusted */
 	uint64_t probe_overcorrected; /* of them, estimate >= duration: counted as 0 */
+	/* blocking (trace_summary_block.c) */
+	const char *blocking_off;    /* NULL: watched; else why not */
+	uint64_t block_threshold_ns; /* BLOCKING past this in one poll */
+	uint64_t blocks;	     /* block records */
+	struct u64_map block_acc;    /* tid -> index in accs: the poll blocking now */
+	struct block_acc *accs;
+	uint32_t nr_accs, cap_accs;
 };
 
 /* Extra numbers printed with the totals (from the BPF side). */
@@ -74,6 +107,10 @@ int trace_summary__init(struct trace_summary *s, const struct model *m);
 /* Caps (tests use small ones); call right after init. */
 void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks);
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
+/* Blocking: whether it is watched (NULL) or why not, and the BLOCKING threshold. */
+void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint64_t threshold_ns);
+/* A thread off-CPU inside a poll (its poll's record comes later). */
+void trace_summary__add_block(struct trace_summary *s, const struct trace_block *b);
 /* The probe costs measured before tracing, for the text and JSON summaries. */
 void trace_summary__set_probe_costs(struct trace_summary *s, const struct probe_costs *c);
 /*
@@ -131,5 +168,8 @@ uint64_t trace_summary__running(const struct trace_summary *s);
  */
 uint64_t trace_summary__stepped_exits(const struct trace_summary *s, uint64_t *exits);
 int u64_vec__push(struct u64_vec *v, uint64_t x);
+/* The poll's record arrived: close its blocking accounting (trace_summary_block.c). */
+void summary_block__poll_done(struct trace_summary *s, const struct trace_poll *p);
+void summary_block__free(struct trace_summary *s);
 
 #endif

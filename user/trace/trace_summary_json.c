@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "lib/syscalls.h"
 #include "trace/trace_summary.h"
 
 static void add_u64(cJSON *o, const char *key, uint64_t v)
@@ -46,6 +47,59 @@ static void add_hist(cJSON *o, const struct poll_stats *bs)
 		cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)summary__bucket_low(i)));
 		cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)bs->hist[i]));
 	}
+}
+
+static void add_blocking_row(const struct trace_summary *s, uint32_t poll, cJSON *o)
+{
+	const struct block_summary *b = &s->polls[poll].block;
+	const struct poll_summary *ps = &s->polls[poll];
+	cJSON *bo = cJSON_AddObjectToObject(o, "blocking"), *arr;
+
+	if (!bo)
+		return;
+	add_u64(bo, "blocked", b->blocked);
+	add_u64(bo, "blocked_ns", b->blocked_ns);
+	add_u64(bo, "blocked_max_ns", b->blocked_max_ns);
+	add_u64(bo, "preempted", b->preempted);
+	add_u64(bo, "preempted_ns", b->preempted_ns);
+	add_u64(bo, "offcpu_ns", b->offcpu_ns);
+	add_u64(bo, "cpu_ns", ps->busy_ns > b->offcpu_ns ? ps->busy_ns - b->offcpu_ns : 0);
+	add_u64(bo, "polls_over_threshold", b->over);
+	add_u64(bo, "worst_poll_ns", b->worst_ns);
+	if (b->worst_ns) {
+		cJSON_AddStringToObject(bo, "worst_syscall",
+					b->worst_syscall < 0 ? "none"
+							     : syscall__name(b->worst_syscall));
+		cJSON_AddNumberToObject(bo, "worst_await_index", b->worst_await);
+	}
+	if ((arr = cJSON_AddArrayToObject(bo, "by_syscall")))
+		for (uint32_t i = 0; i < b->nr_syscalls; i++) {
+			cJSON *x = cJSON_CreateObject();
+
+			if (!x)
+				break;
+			cJSON_AddStringToObject(
+			    x, "syscall",
+			    b->by_syscall[i].nr < 0 ? "none" : syscall__name(b->by_syscall[i].nr));
+			cJSON_AddNumberToObject(x, "nr", b->by_syscall[i].nr);
+			add_u64(x, "count", b->by_syscall[i].count);
+			add_u64(x, "ns", b->by_syscall[i].ns);
+			cJSON_AddItemToArray(arr, x);
+		}
+	add_u64(bo, "other_syscalls_ns", b->other_ns);
+}
+
+static void add_blocking(const struct trace_summary *s, cJSON *root)
+{
+	cJSON *bo = cJSON_AddObjectToObject(root, "blocking");
+
+	if (!bo)
+		return;
+	cJSON_AddBoolToObject(bo, "watched", s->blocking_off == NULL);
+	if (s->blocking_off)
+		cJSON_AddStringToObject(bo, "off_reason", s->blocking_off);
+	add_u64(bo, "threshold_ns", s->block_threshold_ns);
+	add_u64(bo, "records", s->blocks);
 }
 
 static void add_future(cJSON *arr, const struct trace_summary *s, const struct summary_row *r)
@@ -104,6 +158,7 @@ static void add_future(cJSON *arr, const struct trace_summary *s, const struct s
 	add_u64(o, "abandoned", ps->abandoned);
 	add_u64(o, "lifetimes_started_before", ps->started_before);
 	add_hist(o, bs);
+	add_blocking_row(s, r->poll, o);
 }
 
 static void add_group(cJSON *arr, const struct trace_summary *s, const struct pending_group *g)
@@ -261,6 +316,7 @@ int trace_summary__write_json(struct trace_summary *s, const struct trace_run_to
 	if (add_pending(root, s) || add_tasks(root, s))
 		goto out;
 	add_totals(root, s, t);
+	add_blocking(s, root);
 	text = cJSON_Print(root);
 	if (!text)
 		goto out;

@@ -6,7 +6,10 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "lib/syscalls.h"
+#include "lib/text.h"
 #include "trace/trace_summary.h"
 
 /* Width 10 either way: "≈" is one column but three bytes. */
@@ -258,6 +261,97 @@ static void print_probe_cost(const struct trace_summary *s, FILE *out)
 			s->probe_overcorrected);
 }
 
+/* ---- blocking inside polls ---- */
+
+static int cmp_syscall(const void *x, const void *y)
+{
+	const struct syscall_time *a = x, *b = y;
+
+	return a->ns < b->ns ? 1 : a->ns > b->ns ? -1 : 0;
+}
+
+/* "clock_nanosleep 2001.2 ms (1), read 3.0 ms (2)": the biggest first. */
+static void syscalls_text(const struct block_summary *b, char *buf, size_t len)
+{
+	struct syscall_time v[SUMMARY_SYSCALLS];
+	size_t o = 0;
+
+	memcpy(v, b->by_syscall, sizeof(v));
+	qsort(v, b->nr_syscalls, sizeof(v[0]), cmp_syscall);
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < b->nr_syscalls && i < 3 && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s %.1f ms (%" PRIu64 ")", i ? ", " : "",
+				      v[i].nr < 0 ? "not in a syscall" : syscall__name(v[i].nr),
+				      (double)v[i].ns / 1e6, v[i].count);
+	if (b->nr_syscalls > 3 && o < len)
+		snprintf(buf + o, len - o, ", ...");
+}
+
+static void print_blocking(const struct trace_summary *s, FILE *out)
+{
+	char name[256], calls[256];
+	bool header = false;
+	uint64_t warned = 0;
+
+	if (s->blocking_off) {
+		fprintf(out, "\nblocking inside polls: %s\n", s->blocking_off);
+		return;
+	}
+	for (uint32_t p = 0; p < s->m->nr_polls; p++) {
+		const struct block_summary *b = &s->polls[p].block;
+		const struct poll_summary *ps = &s->polls[p];
+
+		if (!b->blocked && !b->preempted)
+			continue;
+		if (!header) {
+			fprintf(out, "\noff-CPU inside polls (blamed on the innermost traced poll; "
+				     "cpu = poll time less off-CPU):\n");
+			fprintf(out, "  %-40s %8s %10s %10s %10s %8s  %s\n", "future", "blocked",
+				"total ms", "max ms", "preempt ms", "cpu %", "by syscall");
+			header = true;
+		}
+		summary__poll_name(s->m, p, name, sizeof(name));
+		syscalls_text(b, calls, sizeof(calls));
+		fprintf(out, "  %-40s %8" PRIu64 " %10.1f %10.1f %10.1f %7.1f%%  %s\n", name,
+			b->blocked, (double)b->blocked_ns / 1e6, (double)b->blocked_max_ns / 1e6,
+			(double)b->preempted_ns / 1e6,
+			ps->busy_ns ? 100.0 *
+					  (double)(ps->busy_ns - (b->offcpu_ns < ps->busy_ns
+								      ? b->offcpu_ns
+								      : ps->busy_ns)) /
+					  (double)ps->busy_ns
+				    : 0.0,
+			calls);
+	}
+	if (!header)
+		fprintf(out, "\nblocking inside polls: watched; no traced poll went off-CPU\n");
+	for (uint32_t p = 0; p < s->m->nr_polls; p++) {
+		const struct block_summary *b = &s->polls[p].block;
+		const char *file = NULL;
+		uint32_t line = 0;
+
+		if (!b->over)
+			continue;
+		if (!warned++)
+			fputs("\n", out);
+		summary__poll_name(s->m, p, name, sizeof(name));
+		if (b->worst_await >= 0)
+			file = summary__await_site(s->m, p, b->worst_await, &line);
+		fprintf(out,
+			"BLOCKING: %s blocked its thread %.1f ms in one poll (%s, thread %" PRIu64
+			"), ",
+			name, (double)b->worst_ns / 1e6,
+			b->worst_syscall < 0 ? "not in a syscall" : syscall__name(b->worst_syscall),
+			b->worst_tid);
+		if (file)
+			fprintf(out, "resumed at %s:%u", path__short(file), line);
+		else
+			fprintf(out, "in its first poll");
+		fprintf(out, "; %" PRIu64 " poll%s over %.1f ms\n", b->over,
+			b->over == 1 ? "" : "s", (double)s->block_threshold_ns / 1e6);
+	}
+}
+
 void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
 {
 	const struct trace_totals *tt = &t->totals;
@@ -265,6 +359,7 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 	print_futures(s, out);
 	print_pending(s, out);
 	print_tasks(s, out);
+	print_blocking(s, out);
 	fprintf(out,
 		"\nrecords %" PRIu64 ", dropped %" PRIu64 ", truncated %" PRIu64
 		", running at stop %" PRIu64 ", probes attached %" PRIu64 ", probes failed %" PRIu64

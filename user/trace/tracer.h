@@ -34,7 +34,8 @@ struct tracer_opts {
 	const char *path; /* the executable to probe: an open fd's /proc/self/fd/N or a file */
 	const char *name; /* its name in messages (the executable's path); NULL = path */
 	uint64_t ringbuf_size;
-	bool verbose; /* libbpf's log on stderr */
+	bool verbose;  /* libbpf's log on stderr */
+	bool blocking; /* watch context switches inside polls (tp_btf/sched_switch) */
 };
 
 /* A tracer for o (copied; its strings must outlive the tracer). NULL: out of memory. */
@@ -62,6 +63,11 @@ void tracer__detach(struct tracer *t);
 int tracer__dump_open(struct tracer *t, struct poll_stats *stats,
 		      int (*sink)(void *, void *, size_t), void *ctx, uint32_t *emitted, char *err,
 		      size_t errlen);
+/*
+ * Whether blocking inside polls is watched: NULL if it is, else why not (not asked,
+ * no kernel BTF for tp_btf, the attach failed); for the summary and messages.
+ */
+const char *tracer__blocking_off(const struct tracer *t);
 /* Execs of the target since attach (on_exec; 0 when they cannot be watched). */
 uint32_t tracer__exec_count(const struct tracer *t);
 /* The global counters (COUNTER_*), summed over CPUs; cheap enough for a status line. */
