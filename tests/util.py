@@ -845,9 +845,15 @@ def fixture_name(entry):
     return caller_name({"path": path, "kind": kind, "name": entry["name"]}, "handwritten")
 
 
-def check_pftrace(path, polls=None):
+def is_block_slice_name(name):
+    """The off-CPU slices nested in polls (docs/tracing.md, "Blocking")."""
+    return name in ("preempted", "blocked") or name.startswith("blocked in ")
+
+
+def check_pftrace(path, polls=None, blocks=None):
     """Read back by tests/perfetto_reader.py (interning, incremental clocks, nesting
-    checked); with polls, one slice per poll on the thread tracks. Returns the Trace."""
+    checked); with polls, one slice per poll on the thread tracks (and with blocks, one
+    per off-CPU interval besides). Returns the Trace."""
     need_tool("protoc")
     import perfetto_reader
 
@@ -855,14 +861,17 @@ def check_pftrace(path, polls=None):
     assert trace.packets, f"{path} is empty"
     if polls is not None:
         threads = trace.thread_tracks()
-        assert sum(s.track in threads for s in trace.slices) == polls
+        on_threads = [s for s in trace.slices if s.track in threads]
+        assert sum(not is_block_slice_name(s.name) for s in on_threads) == polls
+        if blocks is not None:
+            assert sum(is_block_slice_name(s.name) for s in on_threads) == blocks
     return trace
 
 
 def check_chrome(path, polls):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "blocked"]
     assert len(slices) == polls, (len(slices), polls)
     assert doc["otherData"]["dropped"] == 0
     return doc

@@ -640,6 +640,66 @@ static bool missing(const struct check_result *results, size_t i)
 	return true;
 }
 
+/* What each part of asyncbpf needs: every feature listed ("a|b": either). */
+static const struct {
+	const char *part, *needs;
+} parts[] = {
+    {"trace: polls", "uprobe_multi|uprobe ringbuf task_storage bpf_cookie"},
+    {"trace: blocking inside polls", "tp_btf raw_tp"},
+    {"trace: exec and thread exit", "raw_tp"},
+    {"trace: --exits uretprobe", "uretprobe"},
+    {"profile: samples", "perf_event ringbuf"},
+    {"profile: --off-cpu", "tp_btf"},
+};
+
+static bool feature_ok(const struct check_result *results, const char *name, size_t len)
+{
+	for (size_t i = 0; i < CHECK_FEATURE_COUNT; i++)
+		if (strlen(results[i].feature->name) == len &&
+		    !strncmp(results[i].feature->name, name, len))
+			return results[i].ok;
+	return false;
+}
+
+/* Does every word of needs (each an alternative list "a|b") hold? The first that does
+ * not goes to *missing. */
+static bool part_ok(const struct check_result *results, const char *needs, char *missing,
+		    size_t len)
+{
+	for (const char *w = needs; *w;) {
+		size_t n = strcspn(w, " ");
+		bool any = false;
+
+		for (const char *a = w; a < w + n;) {
+			size_t k = strcspn(a, "|");
+
+			if (k > (size_t)(w + n - a))
+				k = (size_t)(w + n - a);
+			any |= feature_ok(results, a, k);
+			a += k + (a[k] == '|');
+		}
+		if (!any) {
+			snprintf(missing, len, "%.*s", (int)n, w);
+			return false;
+		}
+		w += n + (w[n] == ' ');
+	}
+	return true;
+}
+
+static void print_parts(const struct check_result *results)
+{
+	char missing[64];
+
+	printf("\n%-30s %-12s %s\n", "PART", "STATUS", "NEEDS");
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		bool ok = part_ok(results, parts[i].needs, missing, sizeof(missing));
+
+		printf("%-30s %-12s %s%s%s\n", parts[i].part, ok ? "ok" : "unavailable",
+		       parts[i].needs, ok ? "" : ": no ", ok ? "" : missing);
+	}
+}
+
 static void print_table(const struct check_ctx *ctx, const struct check_result *results,
 			bool required_ok)
 {
@@ -658,6 +718,7 @@ static void print_table(const struct check_ctx *ctx, const struct check_result *
 		printf("%-14s %-12s %s%s\n", results[i].feature->name,
 		       results[i].ok ? "ok" : "unavailable",
 		       missing(results, i) ? "REQUIRED: " : "", results[i].detail);
+	print_parts(results);
 	printf("\n%s\n", required_ok
 			     ? "asyncbpf can trace on this kernel"
 			     : "asyncbpf cannot trace here: a required feature is unavailable");
@@ -686,6 +747,22 @@ static int print_json(const struct check_ctx *ctx, const struct check_result *re
 	lockdown = cJSON_AddObjectToObject(root, "lockdown");
 	cJSON_AddStringToObject(lockdown, "state", ctx->lockdown);
 	cJSON_AddStringToObject(lockdown, "detail", ctx->lockdown_how);
+	cJSON *jparts = cJSON_AddArrayToObject(root, "parts");
+	for (size_t i = 0; jparts && i < sizeof(parts) / sizeof(parts[0]); i++) {
+		cJSON *p = cJSON_CreateObject();
+		char miss[64] = "";
+
+		if (!p || !cJSON_AddItemToArray(jparts, p))
+			break;
+		cJSON_AddStringToObject(p, "name", parts[i].part);
+		cJSON_AddStringToObject(p, "needs", parts[i].needs);
+		cJSON_AddStringToObject(p, "status", part_ok(results, parts[i].needs, miss,
+							     sizeof(miss))
+							 ? "ok"
+							 : "unavailable");
+		if (miss[0])
+			cJSON_AddStringToObject(p, "missing", miss);
+	}
 	features = cJSON_AddArrayToObject(root, "features");
 	for (size_t i = 0; features && i < CHECK_FEATURE_COUNT; i++) {
 		feature = cJSON_CreateObject();
