@@ -22,7 +22,14 @@
 #    the share of exits single-stepped by frequency (the summary's stepped_exits)
 #    there and on the release fixtures (issue 10).
 #
-# BENCH_PARTS (default 1,2,3,4,5) runs some parts only.
+# 6. blocking inside polls (issue 12): per traced poll, `handwritten loop` with
+#    blocking watched against --no-blocking; per context switch of a target thread
+#    inside a poll, `handwritten switch` (every poll blocks once in a pipe read) the
+#    same, and the programs' own run time (kernel.bpf_stats_enabled); other
+#    processes' context switches: `perf bench sched pipe` with and without a trace
+#    of an idle target attached.
+#
+# BENCH_PARTS (default 1,2,3,4,5,6) runs some parts only.
 # Environment: BENCH_RUNS (default 5), BENCH_POLLS (traced polls per run, default
 # 30000), BENCH_BPFTRACE_FNS (functions for bpftrace's attach test, default 100),
 # BENCH_RATES (consumer steps, M records/s, default 0.1,0.25,0.5,1,2).
@@ -42,7 +49,7 @@ runs="${BENCH_RUNS:-5}"
 polls="${BENCH_POLLS:-30000}"
 bt_fns="${BENCH_BPFTRACE_FNS:-100}"
 rates="${BENCH_RATES:-0.1,0.25,0.5,1,2}"
-parts=",${BENCH_PARTS:-1,2,3,4,5},"
+parts=",${BENCH_PARTS:-1,2,3,4,5,6},"
 part() { [[ "$parts" == *",$1,"* ]]; }
 http_conns="${BENCH_HTTP_CONNS:-8}"
 http_reqs="${BENCH_HTTP_REQS:-3000}"
@@ -366,10 +373,109 @@ if part 5; then
 	fixture_exits release smol_app --all-crates
 fi
 
+# ---- 6. blocking inside polls --------------------------------------------------------
+
+block_report=""
+if part 6; then
+	bin="$root/tests/fixtures/bin/release/handwritten"
+	blk_polls=$((polls * 10))
+	echo "bench: blocking: $runs x (loop: on, off; switch: on, off, untraced), $blk_polls loop polls, 20000 switch polls" >&2
+	# block_run MODE(on|off|untraced) WHAT(loop|switch) N: ns per poll, as the fixture says
+	block_run() {
+		local o="$work/block-$1-$2.out" x=()
+		[ "$1" = off ] && x=(--no-blocking)
+		if [ "$1" = untraced ]; then
+			"$bin" "$2" "$3" >"$o" 2>"$o.err" || die "$bin $2 failed"
+		else
+			local sel='*Trivial*'
+			[ "$2" = switch ] && sel='*Switcher*'
+			"$asyncbpf" trace "$sel" "${x[@]}" -o "$work/block.pftrace" -- "$bin" "$2" "$3" >"$o" 2>"$o.err" ||
+				die "asyncbpf trace ($1) failed: $(tail -n 3 "$o.err")"
+		fi
+		"$helper" fixture-ns "$o"
+	}
+	for ((i = 1; i <= runs; i++)); do
+		if ((i % 2)); then order=(on off); else order=(off on); fi
+		for m in "${order[@]}"; do
+			sample "{\"part\":\"block\",\"what\":\"loop\",\"mode\":\"$m\",\"run\":$i,\"ns\":$(block_run "$m" loop "$blk_polls")}"
+		done
+		if ((i % 2)); then order=(on off untraced); else order=(untraced off on); fi
+		for m in "${order[@]}"; do
+			sample "{\"part\":\"block\",\"what\":\"switch\",\"mode\":\"$m\",\"run\":$i,\"ns\":$(block_run "$m" switch 20000)}"
+		done
+	done
+	# other processes' context switches: perf bench sched pipe, with and without a
+	# trace (blocking on) of an idle process attached
+	"$bin" park 3 </dev/zero >/dev/null 2>&1 &
+	idle=$!
+	bg_pids+=("$idle")
+	sleep 0.5
+	for ((i = 1; i <= runs; i++)); do
+		for m in without with; do
+			tpid=""
+			if [ "$m" = with ]; then
+				"$asyncbpf" trace -p "$idle" -o "$work/idle.pftrace" >"$work/idle.out" 2>&1 &
+				tpid=$!
+				bg_pids+=("$tpid")
+				sleep 1.5
+			fi
+			us="$(perf bench sched pipe -l 100000 2>/dev/null | awk '/usecs\/op/ {print $1}')"
+			[ -n "$us" ] || die "perf bench sched pipe printed nothing"
+			[ -n "$tpid" ] && { kill -INT "$tpid"; wait "$tpid" || true; }
+			sample "{\"part\":\"block\",\"what\":\"others\",\"mode\":\"$m\",\"run\":$i,\"ns\":$(/usr/bin/python3 -c "print($us*1000)")}"
+		done
+	done
+	kill "$idle" 2>/dev/null || true
+	# the programs' own time per run, while a traced poll blocks 20000 times
+	sysctl -q -w kernel.bpf_stats_enabled=1 || die "cannot set kernel.bpf_stats_enabled=1"
+	o="$work/block-stats.out"
+	"$asyncbpf" trace '*Switcher*' -o "$work/block.pftrace" -- "$bin" switch 20000 >"$o" 2>"$o.err" &
+	pid=$!
+	bg_pids+=("$pid")
+	rm -f "$o.progs"
+	while kill -0 "$pid" 2>/dev/null; do
+		"$helper" prog-stats "$pid" "$o.progs" 2>/dev/null || true
+		sleep 0.05
+	done
+	wait "$pid" || die "asyncbpf trace under bpf_stats failed: $(tail -n 3 "$o.err")"
+	sample "{\"part\":\"blockstats\",\"progs\":$(cat "$o.progs" 2>/dev/null || echo '[]')}"
+	sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
+	block_report="$(/usr/bin/python3 - "$samples" <<'PY'
+import json, statistics, sys
+S = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+B = [s for s in S if s.get("part") == "block"]
+def med(what, mode):
+    v = [s["ns"] for s in B if s["what"] == what and s["mode"] == mode]
+    return statistics.median(v) if v else float("nan")
+lo, lf = med("loop", "on"), med("loop", "off")
+so, sf, su = med("switch", "on"), med("switch", "off"), med("switch", "untraced")
+ow, oo = med("others", "with"), med("others", "without")
+progs = next((s["progs"] for s in reversed(S) if s.get("part") == "blockstats"), [])
+per = {p["name"]: (p["run_time_ns"] or 0) / max(p["run_cnt"] or 1, 1) for p in progs}
+cnt = {p["name"]: p["run_cnt"] or 0 for p in progs}
+print("blocking inside polls (issue 12), medians of the runs:")
+print(f"  per traced poll (handwritten loop): watched {lo:.0f} ns, --no-blocking {lf:.0f} ns: "
+      f"{lo / lf:.3f}x (target <= 1.05x: {'PASS' if lo / lf <= 1.05 else 'MISS'})")
+print(f"  a poll that blocks once (handwritten switch): watched {so:.0f} ns, --no-blocking {sf:.0f} ns, "
+      f"untraced {su:.0f} ns: {so - sf:+.0f} ns per switch out and in (noise: a switch costs ~{su / 1000:.0f} us here)")
+if per:
+    sw = per.get("on_switch", float("nan"))
+    print(f"  BPF run time per run (bpf_stats, its own two clock reads included): on_switch {sw:.0f} ns "
+          f"over {cnt.get('on_switch', 0)} runs (every switch of the machine while the target switched); "
+          f"each context switch of a target thread inside a poll (out, and in again: two switches) "
+          f"runs it once: {sw:.0f} ns a switch (target <= 300 ns: {'PASS' if sw <= 300 else 'MISS'})")
+print(f"  other processes (perf bench sched pipe, 100000 loops, 2 switches an op): {ow / 1000:.2f} us/op with a "
+      f"trace of an idle target attached, {oo / 1000:.2f} us/op without: {ow / oo:.3f}x "
+      f"({(ow - oo) / 2:+.0f} ns a switch)")
+PY
+)"
+fi
+
 # ---- report -----------------------------------------------------------------------------
 
 {
 	"$helper" report "$samples"
+	[ -z "$block_report" ] || printf '\n%s\n' "$block_report"
 	echo
 	echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "asyncbpf: $asyncbpf ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')), $(bpftrace --version)"

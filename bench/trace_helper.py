@@ -50,7 +50,7 @@ def symbols(model_path, crate, n):
 def fixture_ns(path):
     for line in open(path, errors="replace"):
         line = line.strip()
-        if line.startswith('{"mode":"loop"'):
+        if line.startswith('{"mode":"loop"') or line.startswith('{"mode":"switch"'):
             print(json.loads(line)["ns_per_poll"])
             return 0
     print(f"no loop result in {path}", file=sys.stderr)

@@ -168,9 +168,9 @@ struct thread_stack {
 	__u32 pad;
 	__u64 pid_tgid; /* the thread's, set at each entry (tracer__dump_open reads it) */
 	/* off-CPU inside polls (on_switch; docs/tracing.md, "Blocking") */
-	__u64 offcpu_ns;  /* total, while a poll was open: frames subtract their entry's */
-	__u64 off_start;  /* it went off-CPU inside a poll at this time; 0: it runs */
-	__s32 sys_nr;	  /* the syscall it is in, plus one (on_sys_enter); 0: none */
+	__u64 offcpu_ns; /* total, while a poll was open: frames subtract their entry's */
+	__u64 off_start; /* it went off-CPU inside a poll at this time; 0: it runs */
+	__s32 pad3;
 	__s32 off_sys;	  /* the syscall it went off-CPU in; -1 none */
 	__u8 off_preempt; /* that switch was a preemption (involuntary) */
 	__u8 pad2[7];

@@ -11,6 +11,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
 #include "asyncbpf.h"
@@ -578,34 +579,22 @@ int on_thread_exit(void *ctx)
 /* ---- blocking inside polls (docs/tracing.md, "Blocking") ---- */
 
 /*
- * The syscall a target thread is in, for on_switch: raw tracepoints (no CO-RE), and
- * only threads that have a stack (they polled) keep it. Other processes' syscalls
- * cost the tgid compare.
+ * The syscall a thread that goes off-CPU is in: its user registers as the entry code
+ * saved them. In a syscall orig_ax holds its number and ax -ENOSYS until it returns
+ * (arch/x86/entry: the return value is stored only at exit); an exception or
+ * interrupt saves an error code or ~vector in orig_ax and the user's rax in ax. No
+ * sys_enter/sys_exit programs then: every other process's syscalls cost nothing.
  */
-SEC("raw_tp/sys_enter")
-int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline __s32 current_syscall(struct task_struct *task)
 {
-	struct thread_stack *st;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long orig_ax, ax;
 
-	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
-		return 0;
-	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (st)
-		st->sys_nr = (__s32)ctx->args[1] + 1;
-	return 0;
-}
-
-SEC("raw_tp/sys_exit")
-int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
-{
-	struct thread_stack *st;
-
-	if ((bpf_get_current_pid_tgid() >> 32) != target_tgid)
-		return 0;
-	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (st)
-		st->sys_nr = 0;
-	return 0;
+	if (!regs)
+		return -1;
+	orig_ax = BPF_CORE_READ(regs, orig_ax);
+	ax = BPF_CORE_READ(regs, ax);
+	return orig_ax >= 0 && orig_ax < 4096 && ax == -38 /* -ENOSYS */ ? (__s32)orig_ax : -1;
 }
 
 static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32 tgid, __u32 tid)
@@ -676,7 +665,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (st && st->depth) {
 			st->off_start = now;
 			st->off_preempt = preempt;
-			st->off_sys = st->sys_nr - 1;
+			st->off_sys = current_syscall(prev);
 			count(COUNTER_SWITCHES);
 		}
 	}

@@ -20,7 +20,7 @@ CASES = [("tokio_mt", "debug"), ("tokio_mt", "release"), ("async_std_app", "debu
 
 @pytest.fixture(scope="module")
 def features():
-    return util.require_trace_features(extra=("tp_btf", "raw_tp"))
+    return util.require_trace_features(extra=("tp_btf",))
 
 
 def by_syscall(summary, crate, needle):
@@ -111,4 +111,4 @@ def test_check_lists_the_part(features):
     proc = util.run_asyncbpf("check", "--json")
     parts = {p["name"]: p for p in json.loads(proc.stdout)["parts"]}
     part = parts["trace: blocking inside polls"]
-    assert part["needs"] == "tp_btf raw_tp" and part["status"] == "ok", part
+    assert part["needs"] == "tp_btf" and part["status"] == "ok", part

@@ -645,7 +645,7 @@ static const struct {
 	const char *part, *needs;
 } parts[] = {
     {"trace: polls", "uprobe_multi|uprobe ringbuf task_storage bpf_cookie"},
-    {"trace: blocking inside polls", "tp_btf raw_tp"},
+    {"trace: blocking inside polls", "tp_btf"},
     {"trace: exec and thread exit", "raw_tp"},
     {"trace: --exits uretprobe", "uretprobe"},
     {"profile: samples", "perf_event ringbuf"},
@@ -756,10 +756,9 @@ static int print_json(const struct check_ctx *ctx, const struct check_result *re
 			break;
 		cJSON_AddStringToObject(p, "name", parts[i].part);
 		cJSON_AddStringToObject(p, "needs", parts[i].needs);
-		cJSON_AddStringToObject(p, "status", part_ok(results, parts[i].needs, miss,
-							     sizeof(miss))
-							 ? "ok"
-							 : "unavailable");
+		cJSON_AddStringToObject(
+		    p, "status",
+		    part_ok(results, parts[i].needs, miss, sizeof(miss)) ? "ok" : "unavailable");
 		if (miss[0])
 			cJSON_AddStringToObject(p, "missing", miss);
 	}

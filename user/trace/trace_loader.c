@@ -29,7 +29,7 @@ struct tracer {
 	struct bpf_link **links;	   /* fallback: one perf-event link per probe */
 	struct bpf_link *exec_link;	   /* on_exec, NULL when exec cannot be watched */
 	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
-	struct bpf_link *block_links[3];   /* on_switch, on_sys_enter, on_sys_exit */
+	struct bpf_link *block_link;	   /* on_switch */
 	char blocking_off[160];		   /* why blocking is not watched; "" when it is */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
@@ -107,8 +107,6 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	bool blocking = o->blocking && !t->blocking_off[0];
 	skel->rodata->block_enabled = blocking;
 	bpf_program__set_autoload(skel->progs.on_switch, blocking);
-	bpf_program__set_autoload(skel->progs.on_sys_enter, blocking);
-	bpf_program__set_autoload(skel->progs.on_sys_exit, blocking);
 	/* a quarter of the buffer waiting: wake the consumer well before it fills */
 	skel->rodata->wakeup_bytes = rb_size / 4;
 	if ((r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
@@ -324,27 +322,15 @@ static int attach_probes(struct tracer *t, const struct trace_plan *plan,
 	return attach_perf(t, plan, o, err, errlen);
 }
 
-/* The context-switch and syscall programs (blocking); off, and why, if one fails. */
+/* The context-switch program (blocking); off, and why, if it cannot attach. */
 static void attach_blocking(struct tracer *t)
 {
-	struct bpf_program *progs[3] = {t->skel->progs.on_switch, t->skel->progs.on_sys_enter,
-					t->skel->progs.on_sys_exit};
-
 	if (!t->o.blocking || t->blocking_off[0])
 		return;
-	for (int i = 0; i < 3; i++) {
-		t->block_links[i] = bpf_program__attach(progs[i]);
-		if (!t->block_links[i]) {
-			snprintf(t->blocking_off, sizeof(t->blocking_off),
-				 "attaching %s failed: %s", bpf_program__section_name(progs[i]),
-				 strerror(errno));
-			for (int k = 0; k < i; k++) {
-				bpf_link__destroy(t->block_links[k]);
-				t->block_links[k] = NULL;
-			}
-			return;
-		}
-	}
+	t->block_link = bpf_program__attach(t->skel->progs.on_switch);
+	if (!t->block_link)
+		snprintf(t->blocking_off, sizeof(t->blocking_off),
+			 "attaching tp_btf/sched_switch failed: %s", strerror(errno));
 }
 
 const char *tracer__blocking_off(const struct tracer *t)
@@ -425,10 +411,8 @@ void tracer__detach(struct tracer *t)
 	t->exec_link = NULL;
 	bpf_link__destroy(t->thread_exit_link);
 	t->thread_exit_link = NULL;
-	for (int i = 0; i < 3; i++) {
-		bpf_link__destroy(t->block_links[i]);
-		t->block_links[i] = NULL;
-	}
+	bpf_link__destroy(t->block_link);
+	t->block_link = NULL;
 	free(t->links);
 	t->links = NULL;
 	t->nr_links = 0;
