@@ -18,6 +18,7 @@ enum record_type {
 	RECORD_CHECK = 1,	    /* struct check_record, from check.bpf.c */
 	RECORD_POLL = 2,	    /* struct poll_record, from trace.bpf.c */
 	RECORD_BLOCK = 3,	    /* struct block_record: a thread off-CPU inside a poll */
+	RECORD_DROP = 4,	    /* struct drop_record: a traced future dropped */
 	RECORD_PROFILE_SAMPLE = 16, /* struct profile_sample, on-CPU, from profile.bpf.c */
 	RECORD_PROFILE_OFFCPU = 17, /* struct profile_sample: a target thread blocked here */
 	RECORD_PROFILE_WAKE = 18,   /* struct profile_sample without stack: it ran again;
@@ -71,6 +72,7 @@ struct check_record {
 enum probe_kind {
 	PROBE_ENTRY = 1,
 	PROBE_EXIT = 2,
+	PROBE_DROP = 4, /* core::ptr::drop_in_place::<F>'s entry: a future dropped */
 };
 
 /* Where `self` is at an entry site (enum self_location in user/model.h). */
@@ -216,6 +218,28 @@ struct block_record {
 	__u8 pad;
 };
 
+/*
+ * A selected future dropped (drop_in_place::<F> entered): its __state then says
+ * whether it was cancelled (suspended at an await) or not (unresumed, returned).
+ */
+struct drop_record {
+	__u32 type; /* RECORD_DROP */
+	__u32 pid;
+	__u32 tid;
+	__u32 poll;   /* the future's poll fn (its spec's), ~0 if none */
+	__u32 future; /* model index */
+	__u16 depth;  /* open traced polls on the thread (the dropper's depth) */
+	__u8 has_state;
+	__u8 pad;
+	__u64 time_ns;
+	__u64 self;	    /* the future dropped */
+	__u64 state;	    /* its __state at the drop (has_state) */
+	__u64 task_self;    /* the thread's outermost open traced poll's self, 0 if none */
+	__u64 dropper_self; /* the innermost open traced poll's self (who dropped it), 0 */
+	__u32 dropper_poll; /* its poll fn, ~0 if none */
+	__u32 pad2;
+};
+
 /* Per poll function, per CPU: records = emitted + dropped, always. */
 struct poll_stats {
 	__u64 stepped_exits; /* of records: completed on a single-stepped exit probe */
@@ -230,6 +254,8 @@ struct poll_stats {
 	__u64 preempted_ns;		/* of them, involuntary (preempted) time */
 	__u64 block_records;		/* RECORD_BLOCK the BPF side tried to emit */
 	__u64 block_dropped;		/* of them, lost to a full ring buffer */
+	__u64 drops;			/* drop_in_place::<F> of its future (cancellation on) */
+	__u64 drops_lost;		/* of them, lost to a full ring buffer */
 };
 
 /* Global counters (trace_counters, per CPU). */
@@ -298,8 +324,9 @@ _Static_assert(sizeof(struct thread_stack) == 48 + 48 * TRACE_MAX_DEPTH,
 	       "struct thread_stack changed");
 _Static_assert(sizeof(struct poll_record) == 96, "struct poll_record changed");
 _Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");
+_Static_assert(sizeof(struct drop_record) == 72, "struct drop_record changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
-_Static_assert(sizeof(struct poll_stats) == 88 + 8 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 104 + 8 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

@@ -505,6 +505,56 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 	st->depth = depth - 1;
 }
 
+/* drop_in_place::<F>(*mut F) entered: record the future and its __state. */
+static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
+				    __u64 pid_tgid)
+{
+	struct thread_stack *st;
+	struct drop_record *r;
+	struct poll_stats *stats;
+	__u32 poll = spec->poll, depth = 0, top;
+	__u64 self = ctx->di;
+
+	stats = bpf_map_lookup_elem(&trace_stats, &poll);
+	if (stats)
+		__sync_fetch_and_add(&stats->drops, 1);
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		if (stats)
+			__sync_fetch_and_add(&stats->drops_lost, 1);
+		count(COUNTER_DROPPED);
+		return;
+	}
+	r->type = RECORD_DROP;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->poll = poll;
+	r->future = spec->future;
+	r->time_ns = now;
+	r->self = self;
+	r->has_state = (spec->flags & SPEC_HAS_STATE) && self;
+	r->state = r->has_state ? read_user_uint(self + spec->state_offset, spec->state_size) : 0;
+	r->pad = 0;
+	r->pad2 = 0;
+	r->task_self = 0;
+	r->dropper_self = 0;
+	r->dropper_poll = ~0u;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st) {
+		depth = st->depth;
+		if (depth > TRACE_MAX_DEPTH)
+			depth = TRACE_MAX_DEPTH;
+		if (depth) {
+			top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+			r->task_self = st->frames[0].self;
+			r->dropper_self = st->frames[top].self;
+			r->dropper_poll = st->frames[top].poll;
+		}
+	}
+	r->depth = depth;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 SEC("uprobe")
 int poll_probe(void *ctx)
 {
@@ -527,6 +577,8 @@ int poll_probe(void *ctx)
 		poll_entry(regs, spec, index, now, pid_tgid);
 	if (spec->kind & PROBE_EXIT)
 		poll_exit(regs, spec, now, pid_tgid);
+	if (spec->kind & PROBE_DROP)
+		on_drop(regs, spec, now, pid_tgid);
 	return 0;
 }
 

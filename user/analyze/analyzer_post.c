@@ -469,6 +469,9 @@ void analyzer__link_drops(struct walk *w)
 		if (u64_map__get(&w->drop_by_path, (uintptr_t)f->path, &d)) {
 			f->drop_symbol = w->drops[d].linkage_name;
 			f->drop_addr = w->drops[d].addr;
+			if (!f->drop_addr ||
+			    target__file_offset(w->t, f->drop_addr, &f->drop_file_offset))
+				f->drop_file_offset = 0;
 		}
 	}
 }

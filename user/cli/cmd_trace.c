@@ -204,6 +204,10 @@ static void report_plan(const struct trace_plan *p, enum plan_exits mode)
 		    ? "ret: every `ret` and tail jump"
 		    : "emulated: branch sites, a return probe on leaf functions, "
 		      "`ret` where neither is safe");
+	if (p->nr_drops)
+		pr_info("trace: %u drop_in_place probes: futures dropped while suspended are "
+			"reported cancelled (--no-cancel: off)\n",
+			p->nr_drops);
 }
 
 /* Analyze the target, select, and build the probe plan. An exit status. */
@@ -227,7 +231,8 @@ static int plan_probes(struct trace_run *r)
 	if ((status = select_futures(a, &r->m, &r->sel)))
 		return status;
 	mode = choose_exits(a, r->m.path);
-	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, mode, err, sizeof(err)))) {
+	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, mode, !a->no_cancel, err,
+				   sizeof(err)))) {
 		pr_warn("trace: %s\n", err);
 		return e == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;
 	}
@@ -333,6 +338,7 @@ static int start_tracer(struct trace_run *r)
 		(double)(attach_ns - load_ns) / 1e6);
 	const char *off = tracer__blocking_off(r->t);
 	trace_summary__set_blocking(&r->sum, off, (uint64_t)(a->block_threshold * 1e9));
+	trace_summary__set_cancel(&r->sum, r->plan.nr_drops > 0);
 	if (off && !a->no_blocking)
 		pr_warn("trace: blocking inside polls is not watched: %s\n", off);
 	return EXIT_OK;

@@ -27,6 +27,7 @@ struct trace_args {
 	enum expand_dir expand;
 	bool all_crates, verbose, task_tracks;
 	bool no_blocking;	/* --no-blocking */
+	bool no_cancel;		/* --no-cancel */
 	double block_threshold; /* seconds: BLOCKING warnings past it */
 	double duration;
 	uint64_t ringbuf_size;

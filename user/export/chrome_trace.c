@@ -297,6 +297,31 @@ int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b)
 	return w->err;
 }
 
+int chrome_trace__add_drop(struct chrome_trace *w, const struct trace_drop *d)
+{
+	uint32_t pid = d->pid ? d->pid : w->pid;
+	char at[400];
+
+	if (w->err)
+		return w->err;
+	if (d->await_index < 0)
+		return 0;
+	if (!poll_text__await(w->m, d->future, d->await_index, at, sizeof(at)))
+		snprintf(at, sizeof(at), "await %d", (int)d->await_index);
+	snprintf(w->name, sizeof(w->name), "cancelled at %s", at);
+	event_begin(w, "i");
+	fputs(",\"cat\":\"cancel\",\"s\":\"t\",\"name\":", w->out);
+	write_json_string(w->out, w->name);
+	fprintf(w->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", pid, d->tid);
+	json_us(w->out, d->time_ns);
+	fputs(",\"args\":{\"future\":", w->out);
+	write_json_string(w->out, poll_text__path(w->m, d->future, d->poll));
+	fprintf(w->out, ",\"self\":\"0x%" PRIx64 "\"}}", d->self);
+	if (d->time_ns > w->max_ts)
+		w->max_ts = d->time_ns;
+	return w->err;
+}
+
 int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p)
 {
 	uint32_t pid = p->pid ? p->pid : w->pid;

@@ -27,6 +27,8 @@ int chrome_trace__add_thread(struct chrome_trace *w, uint32_t tid, const char *n
 int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p);
 /* An off-CPU interval inside a poll: a nested "blocked in SYSCALL" slice. */
 int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b);
+/* A future dropped while suspended: an instant "cancelled at FILE:LINE". */
+int chrome_trace__add_drop(struct chrome_trace *w, const struct trace_drop *d);
 /*
  * The totals event, closes the array, writes displayTimeUnit and otherData, flushes.
  * Returns 0, or -ENOMEM when an earlier call lost data, or -EIO when a write failed.

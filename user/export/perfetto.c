@@ -212,6 +212,46 @@ static void write_block_begin(struct perfetto_writer *w, struct thread_state *t,
 	perfetto__packet_end(w);
 }
 
+/* "cancelled at src/main.rs:42" */
+static const char *text_cancel(struct perfetto_writer *w, uint64_t unused, uint64_t future,
+			       uint64_t index)
+{
+	char at[400];
+
+	(void)unused;
+	if (!poll_text__await(w->m, (uint32_t)future, (int32_t)index, at, sizeof(at)))
+		snprintf(at, sizeof(at), "await %d", (int)index);
+	snprintf(w->name, sizeof(w->name), "cancelled at %s", at);
+	return w->name;
+}
+
+static void write_cancel(struct perfetto_writer *w, struct thread_state *t,
+			 const struct pending_poll *pp)
+{
+	struct pb *b = &w->pkt, interned = {0};
+	uint64_t name;
+
+	if (!t->sequence_started)
+		start_thread_sequence(w, t, pp->p.start_ns);
+	name = intern(w, t, &interned, INTERN_EVENT_NAME, UINT64_MAX - 2, pp->p.future,
+		      (uint64_t)(uint32_t)pp->p.await_index, text_cancel);
+	perfetto__packet_begin(w, t->sequence, false, true);
+	perfetto__timestamp(w, t, pp->p.start_ns);
+	if (interned.len) {
+		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
+		pb__bytes(b, interned.data, interned.len);
+		pb__end(b);
+	}
+	if (interned.oom)
+		set_error(w, -ENOMEM);
+	pb__free(&interned);
+	pb__begin(b, 11);
+	pb__uint(b, 9, TYPE_INSTANT); /* type */
+	pb__uint(b, 10, name);	      /* name_iid */
+	pb__end(b);
+	perfetto__packet_end(w);
+}
+
 static const char *text_result(struct perfetto_writer *w, uint64_t result, uint64_t unused,
 			       uint64_t unused2)
 {
@@ -367,6 +407,10 @@ static void flush_thread(struct perfetto_writer *w, struct thread_state *t)
 		}
 		if (depth && x->end > w->stack[depth - 1]->end)
 			x->end = w->stack[depth - 1]->end;
+		if (x->cancel) { /* an instant: nothing nests in it */
+			write_cancel(w, t, x);
+			continue;
+		}
 		if (x->block)
 			write_block_begin(w, t, x);
 		else
@@ -539,6 +583,64 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 		else
 			w->full = true;
 	}
+	return w->err;
+}
+
+/* Hold one more entry of a thread's; NULL (error set) when out of memory. */
+static struct pending_poll *hold(struct perfetto_writer *w, uint32_t pid, uint32_t tid)
+{
+	struct thread_state *t = perfetto__get_thread(w, pid, tid, NULL);
+	struct pending_poll *pp;
+
+	if (t && t->nr_pending == t->cap_pending) {
+		uint32_t cap = t->cap_pending ? t->cap_pending * 2 : 16;
+		pp = realloc(t->pending, cap * sizeof(*pp));
+		if (pp) {
+			t->pending = pp;
+			t->cap_pending = cap;
+		}
+	}
+	if (!t || t->nr_pending == t->cap_pending) {
+		set_error(w, -ENOMEM);
+		return NULL;
+	}
+	pp = &t->pending[t->nr_pending++];
+	memset(pp, 0, sizeof(*pp));
+	pp->arrival = w->arrivals++;
+	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
+		pp->end = 1; /* flush after filling (the caller) */
+	return pp;
+}
+
+int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop *d)
+{
+	uint32_t pid = d->pid ? d->pid : w->pid;
+	struct pending_poll *pp;
+
+	if (w->err)
+		return w->err;
+	/* an instant for a future dropped while suspended at an await: cancelled there */
+	if (d->await_index < 0)
+		return 0;
+	if (w->full) {
+		w->refused++;
+		return 0;
+	}
+	if (!(pp = hold(w, pid, d->tid)))
+		return w->err;
+	bool flush = pp->end;
+	pp->end = 0;
+	pp->cancel = true;
+	pp->p = (struct trace_poll){.start_ns = d->time_ns,
+				    .end_ns = d->time_ns,
+				    .pid = pid,
+				    .tid = d->tid,
+				    .poll = d->poll,
+				    .future = d->future,
+				    .depth = d->depth,
+				    .await_index = d->await_index};
+	if (flush)
+		flush_thread(w, perfetto__get_thread(w, pid, d->tid, NULL));
 	return w->err;
 }
 

@@ -60,6 +60,8 @@ int perfetto_writer__add_thread(struct perfetto_writer *w, uint32_t tid, const c
 int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll *p);
 /* An off-CPU interval inside a poll: a "blocked in SYSCALL" slice nested in it. */
 int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_block *b);
+/* A future dropped while suspended: an instant "cancelled at FILE:LINE" on the thread. */
+int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop *d);
 /*
  * Writes the polls still held back and the totals event, flushes. Returns 0, or
  * -ENOMEM when an earlier call lost data, or -EIO when a write failed.

@@ -41,6 +41,7 @@ struct pending_poll {
 	bool flow_terminates;
 	uint64_t end; /* what is written: clamped only if the input is not nested */
 	bool block;   /* an off-CPU interval (p: its times, tid, depth), not a poll */
+	bool cancel;  /* a cancellation instant (p.start_ns, p.future, p.await_index) */
 	bool preempted;
 	int32_t syscall;
 };

@@ -67,11 +67,12 @@ struct future {
 	uint32_t line;
 	const char *drop_symbol; /* linkage name of core::ptr::drop_in_place<T>, NULL if none */
 	uint64_t drop_addr;
-	int32_t poll;	     /* index of the first out-of-line poll fn, -1 if none */
-	int32_t folded_into; /* its poll fn is this other future's: identical code the
-				compiler folded into one function (its vtable says so); -1 */
-	bool inlined_only;   /* no out-of-line poll, but inlined copies exist */
-	bool is_root;	     /* nobody awaits it: a task entry point */
+	uint64_t drop_file_offset; /* of drop_addr, for a uprobe; 0 if none */
+	int32_t poll;		   /* index of the first out-of-line poll fn, -1 if none */
+	int32_t folded_into;	   /* its poll fn is this other future's: identical code the
+				      compiler folded into one function (its vtable says so); -1 */
+	bool inlined_only;	   /* no out-of-line poll, but inlined copies exist */
+	bool is_root;		   /* nobody awaits it: a task entry point */
 };
 
 enum exit_kind {

@@ -63,6 +63,20 @@ struct trace_poll {
 	uint64_t offcpu_ns;
 };
 
+/* A selected future dropped (drop_in_place::<F>); its fate from its __state. */
+struct trace_drop {
+	uint64_t time_ns;
+	uint32_t pid, tid;
+	uint32_t poll;	 /* its poll fn, TRACE_NO_INDEX if none */
+	uint32_t future; /* model index */
+	uint64_t self, state, task_self, dropper_self;
+	uint32_t dropper_poll; /* the innermost open traced poll (who dropped it) */
+	uint16_t depth;
+	bool has_state;
+	/* its __state was Suspend k: cancelled at await k (the exporters' instant); -1 */
+	int32_t await_index;
+};
+
 /*
  * A target thread off-CPU inside a traced poll: blamed on the innermost open poll
  * (poll, depth, poll_start_ns identify it; its record comes later).

@@ -77,6 +77,55 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	return 0;
 }
 
+int trace_drop__decode(const void *data, size_t size, const struct model *m, struct trace_drop *out)
+{
+	struct drop_record r;
+
+	if (size < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, data, sizeof(r));
+	if (r.type != RECORD_DROP)
+		return -EINVAL;
+	*out = (struct trace_drop){
+	    .time_ns = r.time_ns,
+	    .pid = r.pid,
+	    .tid = r.tid,
+	    .poll = r.poll == ~0u ? TRACE_NO_INDEX : r.poll,
+	    .future = r.future,
+	    .self = r.self,
+	    .state = r.state,
+	    .task_self = r.task_self,
+	    .dropper_self = r.dropper_self,
+	    .dropper_poll = r.dropper_poll == ~0u ? TRACE_NO_INDEX : r.dropper_poll,
+	    .depth = r.depth,
+	    .has_state = r.has_state != 0,
+	    .await_index = -1,
+	};
+	if (out->has_state && r.future < m->nr_futures && m->futures[r.future].has_state &&
+	    r.state >= STATE_SUSPEND0_VALUE &&
+	    model__has_await(m, r.future, (int32_t)(r.state - STATE_SUSPEND0_VALUE)))
+		out->await_index = (int32_t)(r.state - STATE_SUSPEND0_VALUE);
+	return 0;
+}
+
+static int handle_drop(struct trace_consumer *c, const void *data, size_t size)
+{
+	struct trace_drop d;
+	int r;
+
+	if (trace_drop__decode(data, size, c->m, &d)) {
+		c->out.summary->bad_records++;
+		return 0;
+	}
+	trace_summary__add_drop(c->out.summary, &d);
+	if (c->out.perfetto && (r = perfetto_writer__add_drop(c->out.perfetto, &d)) &&
+	    !c->write_err)
+		c->write_err = r;
+	if (c->out.chrome && (r = chrome_trace__add_drop(c->out.chrome, &d)) && !c->write_err)
+		c->write_err = r;
+	return 0;
+}
+
 int trace_block__decode(const void *data, size_t size, const struct model *m,
 			struct trace_block *out)
 {
@@ -182,6 +231,8 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 
 	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_BLOCK)
 		return handle_block(c, data, size);
+	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_DROP)
+		return handle_drop(c, data, size);
 	if (trace_record__decode(data, size, c->m, &p)) {
 		c->out.summary->bad_records++;
 		return 0;

@@ -74,6 +74,19 @@ static void instance_end(struct instance_table *t, struct summary_instance *in)
 	t->nr--;
 }
 
+bool instance_table__drop(struct instance_table *t, uint32_t poll, uint64_t self,
+			  uint8_t *last_result, int32_t *await_index)
+{
+	uint64_t idx;
+
+	if (!key_map__get(&t->index, poll, self, &idx) || idx >= t->nr)
+		return false;
+	*last_result = t->instances[idx].last_result;
+	*await_index = t->instances[idx].await_index;
+	instance_end(t, &t->instances[idx]);
+	return true;
+}
+
 /* The discriminant of Unresumed, if the future has a __state (else false). */
 static bool unresumed_discr(const struct model *m, uint32_t poll, uint64_t *discr)
 {

@@ -68,6 +68,12 @@ struct instance_update {
  */
 void instance_table__add(struct instance_table *t, const struct model *m,
 			 const struct trace_poll *p, struct instance_update *u);
+/*
+ * The instance (poll, self) was dropped: forget it, saying its last result and
+ * await index. False if it was not tracked.
+ */
+bool instance_table__drop(struct instance_table *t, uint32_t poll, uint64_t self,
+			  uint8_t *last_result, int32_t *await_index);
 /* Instances still live at the end, grouped; 0 or -ENOMEM. */
 int instance_table__pending(const struct instance_table *t, struct pending_report *r);
 void pending_report__free(struct pending_report *r);

@@ -283,8 +283,46 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 	return 0;
 }
 
+/*
+ * Cancellation: a probe on drop_in_place::<F> of every selected future that has an
+ * out-of-line one (a release build inlines many: those drops are not seen). The
+ * spec carries the future's __state layout; self arrives in rdi (*mut F).
+ */
+static int plan_drops(struct trace_plan *plan, const struct model *m, const struct selection *s)
+{
+	for (uint32_t f = 0; f < m->nr_futures && f < s->nr; f++) {
+		const struct future *fu = &m->futures[f];
+		struct poll_spec spec;
+
+		if (!s->futures[f] || !fu->drop_file_offset)
+			continue;
+		if (fu->poll >= 0 && (uint32_t)fu->poll < m->nr_polls)
+			fill_common(&spec, m, (uint32_t)fu->poll);
+		else
+			memset(&spec, 0, sizeof(spec));
+		spec.flags &= SPEC_HAS_STATE; /* nothing about returns: it is no poll */
+		spec.kind = PROBE_DROP;
+		spec.future = f;
+		spec.poll = fu->poll >= 0 ? (uint32_t)fu->poll : ~0u;
+		spec.self_kind = SPEC_SELF_REG;
+		spec.self_reg = 5; /* rdi */
+		spec.exit_cond = SPEC_COND_ALWAYS;
+		if (fu->has_state && !(spec.flags & SPEC_HAS_STATE) &&
+		    (fu->state_size == 1 || fu->state_size == 2 || fu->state_size == 4 ||
+		     fu->state_size == 8)) {
+			spec.flags |= SPEC_HAS_STATE;
+			spec.state_offset = (__u32)fu->state_offset;
+			spec.state_size = (__u8)fu->state_size;
+		}
+		if (plan_add(plan, &spec, fu->drop_file_offset, false))
+			return -ENOMEM;
+		plan->nr_drops++;
+	}
+	return 0;
+}
+
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      enum plan_exits mode, char *err, size_t errlen)
+		      enum plan_exits mode, bool drops, char *err, size_t errlen)
 {
 	memset(plan, 0, sizeof(*plan));
 	for (uint32_t p = 0; p < m->nr_polls; p++) {
@@ -303,6 +341,10 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 			snprintf(err, errlen, "out of memory building the probe plan");
 			return -ENOMEM;
 		}
+	}
+	if (plan->nr && drops && plan_drops(plan, m, s)) {
+		snprintf(err, errlen, "out of memory building the probe plan");
+		return -ENOMEM;
 	}
 	if (!plan->nr) {
 		snprintf(err, errlen,

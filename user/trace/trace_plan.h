@@ -46,6 +46,7 @@ struct trace_plan {
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
 	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
 	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
+	uint32_t nr_drops;	       /* drop_in_place::<F> probes (cancellation) */
 	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
@@ -76,7 +77,7 @@ const char *plan_problem__describe(uint32_t kind);
  * -ENOMEM, or -ENOENT when nothing selected can be probed (err says why).
  */
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      enum plan_exits mode, char *err, size_t errlen);
+		      enum plan_exits mode, bool drops, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
 
 #endif

@@ -62,8 +62,26 @@ struct block_summary {
 	uint64_t worst_tid;
 };
 
+/* Drops of a future (trace_summary_cancel.c): cancelled ones by await point. */
+#define SUMMARY_CANCEL_SITES 8
+
+struct cancel_summary {
+	uint64_t drops;	      /* drop_in_place::<F> seen */
+	uint64_t cancelled;   /* dropped while suspended (or, hand-written: after a Pending) */
+	uint64_t not_started; /* dropped Unresumed: never polled, not cancelled */
+	uint64_t finished;    /* dropped Returned (or after Ready): not cancelled */
+	uint64_t bad_state;   /* a __state it does not have: fate unknown */
+	struct {
+		int32_t await_index; /* -1: a hand-written future (no await points) */
+		uint64_t count;
+	} at[SUMMARY_CANCEL_SITES];
+	uint32_t nr_at;
+	uint64_t at_other; /* cancelled at await points past SUMMARY_CANCEL_SITES */
+};
+
 struct poll_summary {
 	struct block_summary block;
+	struct cancel_summary cancel;
 	uint64_t counts[POLL_RESULT_COUNT];	   /* by enum poll_result */
 	uint64_t unknown_by[UNKNOWN_REASON_COUNT]; /* POLL_UNKNOWN by enum unknown_reason */
 	uint64_t polls;
@@ -94,6 +112,9 @@ struct trace_summary {
 	struct u64_map block_acc;    /* tid -> index in accs: the poll blocking now */
 	struct block_acc *accs;
 	uint32_t nr_accs, cap_accs;
+	/* cancellation (trace_summary_cancel.c) */
+	bool cancel_watched;
+	uint64_t drops, drops_unknown_future; /* drop records; of them, of no traced poll fn */
 };
 
 /* Extra numbers printed with the totals (from the BPF side). */
@@ -111,6 +132,10 @@ void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
 void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint64_t threshold_ns);
 /* A thread off-CPU inside a poll (its poll's record comes later). */
 void trace_summary__add_block(struct trace_summary *s, const struct trace_block *b);
+/* A selected future dropped: cancelled or not, and no longer pending. */
+void trace_summary__add_drop(struct trace_summary *s, const struct trace_drop *d);
+/* Whether drops are probed (--no-cancel: not). */
+void trace_summary__set_cancel(struct trace_summary *s, bool watched);
 /* The probe costs measured before tracing, for the text and JSON summaries. */
 void trace_summary__set_probe_costs(struct trace_summary *s, const struct probe_costs *c);
 /*

@@ -102,6 +102,43 @@ static void add_blocking(const struct trace_summary *s, cJSON *root)
 	add_u64(bo, "records", s->blocks);
 }
 
+static void add_cancel_row(const struct trace_summary *s, uint32_t poll, cJSON *o)
+{
+	const struct cancel_summary *c = &s->polls[poll].cancel;
+	cJSON *co = cJSON_AddObjectToObject(o, "cancel"), *at;
+
+	if (!co)
+		return;
+	add_u64(co, "drops", c->drops);
+	add_u64(co, "cancelled", c->cancelled);
+	add_u64(co, "not_started", c->not_started);
+	add_u64(co, "finished", c->finished);
+	add_u64(co, "bad_state", c->bad_state);
+	add_u64(co, "at_other", c->at_other);
+	at = cJSON_AddArrayToObject(co, "at");
+	for (uint32_t i = 0; at && i < c->nr_at; i++) {
+		cJSON *x = cJSON_CreateObject();
+		uint32_t line = 0;
+		const char *file =
+		    c->at[i].await_index >= 0
+			? summary__await_site(s->m, poll, c->at[i].await_index, &line)
+			: NULL;
+
+		if (!x)
+			break;
+		cJSON_AddNumberToObject(x, "await_index", c->at[i].await_index);
+		if (file) {
+			cJSON_AddStringToObject(x, "file", file);
+			cJSON_AddNumberToObject(x, "line", line);
+		} else {
+			cJSON_AddNullToObject(x, "file");
+			cJSON_AddNullToObject(x, "line");
+		}
+		add_u64(x, "count", c->at[i].count);
+		cJSON_AddItemToArray(at, x);
+	}
+}
+
 static void add_future(cJSON *arr, const struct trace_summary *s, const struct summary_row *r)
 {
 	const struct poll_summary *ps = &s->polls[r->poll];
@@ -159,6 +196,7 @@ static void add_future(cJSON *arr, const struct trace_summary *s, const struct s
 	add_u64(o, "lifetimes_started_before", ps->started_before);
 	add_hist(o, bs);
 	add_blocking_row(s, r->poll, o);
+	add_cancel_row(s, r->poll, o);
 }
 
 static void add_group(cJSON *arr, const struct trace_summary *s, const struct pending_group *g)
@@ -317,6 +355,12 @@ int trace_summary__write_json(struct trace_summary *s, const struct trace_run_to
 		goto out;
 	add_totals(root, s, t);
 	add_blocking(s, root);
+	cJSON *cancel = cJSON_AddObjectToObject(root, "cancellation");
+	if (cancel) {
+		cJSON_AddBoolToObject(cancel, "watched", s->cancel_watched);
+		add_u64(cancel, "drops", s->drops);
+		add_u64(cancel, "drops_of_untraced", s->drops_unknown_future);
+	}
 	text = cJSON_Print(root);
 	if (!text)
 		goto out;

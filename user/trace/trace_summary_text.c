@@ -352,6 +352,55 @@ static void print_blocking(const struct trace_summary *s, FILE *out)
 	}
 }
 
+/* ---- cancellation ---- */
+
+static void print_cancel(const struct trace_summary *s, FILE *out)
+{
+	char name[256];
+	bool header = false;
+
+	if (!s->cancel_watched) {
+		fprintf(out, "\ncancellations: not watched (--no-cancel)\n");
+		return;
+	}
+	for (uint32_t p = 0; p < s->m->nr_polls; p++) {
+		const struct cancel_summary *c = &s->polls[p].cancel;
+
+		if (!c->cancelled)
+			continue;
+		if (!header) {
+			fprintf(out, "\ncancelled (dropped while suspended at an await):\n");
+			fprintf(out, "  %-40s %9s %7s  %s\n", "future", "cancelled", "drops", "at");
+			header = true;
+		}
+		summary__poll_name(s->m, p, name, sizeof(name));
+		fprintf(out, "  %-40s %9" PRIu64 " %7" PRIu64 "  ", name, c->cancelled, c->drops);
+		for (uint32_t i = 0; i < c->nr_at; i++) {
+			uint32_t line = 0;
+			const char *file =
+			    c->at[i].await_index >= 0
+				? summary__await_site(s->m, p, c->at[i].await_index, &line)
+				: NULL;
+
+			if (file)
+				fprintf(out, "%s%s:%u x%" PRIu64, i ? ", " : "", path__short(file),
+					line, c->at[i].count);
+			else
+				fprintf(out, "%s%s x%" PRIu64, i ? ", " : "",
+					c->at[i].await_index < 0 ? "after a Pending" : "an await",
+					c->at[i].count);
+		}
+		if (c->at_other)
+			fprintf(out, ", others x%" PRIu64, c->at_other);
+		fputs("\n", out);
+	}
+	if (!header)
+		fprintf(out,
+			"\ncancellations: watched (%" PRIu64 " drops of traced futures); none "
+			"cancelled\n",
+			s->drops);
+}
+
 void trace_summary__print(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)
 {
 	const struct trace_totals *tt = &t->totals;
@@ -360,6 +409,7 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 	print_pending(s, out);
 	print_tasks(s, out);
 	print_blocking(s, out);
+	print_cancel(s, out);
 	fprintf(out,
 		"\nrecords %" PRIu64 ", dropped %" PRIu64 ", truncated %" PRIu64
 		", running at stop %" PRIu64 ", probes attached %" PRIu64 ", probes failed %" PRIu64
