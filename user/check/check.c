@@ -27,6 +27,7 @@
 
 #include "asyncbpf.h"
 #include "check/check.h"
+#include "check/check_parts.h"
 #include "check.skel.h"
 #include "lib/probe_target.h"
 #include "lib/exitcodes.h"
@@ -276,14 +277,6 @@ static unsigned long long fire_by_getpid(const struct session *s, enum check_pro
 	return hits(s, probe);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* ---- the features ---- */
 
 static void run_uprobe(struct check_ctx *ctx, struct check_result *result)
@@ -527,10 +520,11 @@ static void run_perf_event(struct check_ctx *ctx, struct check_result *result)
 		report(result, false, "attach failed: %s", strerror(errno));
 		goto cleanup;
 	}
-	start = now_ms();
-	while (hits(&s, CHECK_PROBE_PERF_EVENT) < 10 && now_ms() - start < 1000)
+	start = ((double)sysfacts__now_ns() / 1e6);
+	while (hits(&s, CHECK_PROBE_PERF_EVENT) < 10 &&
+	       ((double)sysfacts__now_ns() / 1e6) - start < 1000)
 		; /* burn CPU: cpu-clock only advances while we run */
-	elapsed = now_ms() - start;
+	elapsed = ((double)sysfacts__now_ns() / 1e6) - start;
 	if (hits(&s, CHECK_PROBE_PERF_EVENT))
 		report(result, true, "cpu-clock sampling fired %llu times in %.1f ms of busy loop",
 		       hits(&s, CHECK_PROBE_PERF_EVENT), elapsed);
@@ -640,64 +634,11 @@ static bool missing(const struct check_result *results, size_t i)
 	return true;
 }
 
-/* What each part of asyncbpf needs: every feature listed ("a|b": either). */
-static const struct {
-	const char *part, *needs;
-} parts[] = {
-    {"trace: polls", "uprobe_multi|uprobe ringbuf task_storage bpf_cookie"},
-    {"trace: blocking inside polls", "tp_btf"},
-    {"trace: exec and thread exit", "raw_tp"},
-    {"trace: --exits uretprobe", "uretprobe"},
-    {"profile: samples", "perf_event ringbuf"},
-    {"profile: --off-cpu", "tp_btf"},
-};
-
-static bool feature_ok(const struct check_result *results, const char *name, size_t len)
+/* The features' outcome, for check_parts. */
+static void statuses(const struct check_result *results, struct feature_status *out)
 {
 	for (size_t i = 0; i < CHECK_FEATURE_COUNT; i++)
-		if (strlen(results[i].feature->name) == len &&
-		    !strncmp(results[i].feature->name, name, len))
-			return results[i].ok;
-	return false;
-}
-
-/* Does every word of needs (each an alternative list "a|b") hold? The first that does
- * not goes to *missing. */
-static bool part_ok(const struct check_result *results, const char *needs, char *missing,
-		    size_t len)
-{
-	for (const char *w = needs; *w;) {
-		size_t n = strcspn(w, " ");
-		bool any = false;
-
-		for (const char *a = w; a < w + n;) {
-			size_t k = strcspn(a, "|");
-
-			if (k > (size_t)(w + n - a))
-				k = (size_t)(w + n - a);
-			any |= feature_ok(results, a, k);
-			a += k + (a[k] == '|');
-		}
-		if (!any) {
-			snprintf(missing, len, "%.*s", (int)n, w);
-			return false;
-		}
-		w += n + (w[n] == ' ');
-	}
-	return true;
-}
-
-static void print_parts(const struct check_result *results)
-{
-	char missing[64];
-
-	printf("\n%-30s %-12s %s\n", "PART", "STATUS", "NEEDS");
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		bool ok = part_ok(results, parts[i].needs, missing, sizeof(missing));
-
-		printf("%-30s %-12s %s%s%s\n", parts[i].part, ok ? "ok" : "unavailable",
-		       parts[i].needs, ok ? "" : ": no ", ok ? "" : missing);
-	}
+		out[i] = (struct feature_status){results[i].feature->name, results[i].ok};
 }
 
 static void print_table(const struct check_ctx *ctx, const struct check_result *results,
@@ -718,7 +659,9 @@ static void print_table(const struct check_ctx *ctx, const struct check_result *
 		printf("%-14s %-12s %s%s\n", results[i].feature->name,
 		       results[i].ok ? "ok" : "unavailable",
 		       missing(results, i) ? "REQUIRED: " : "", results[i].detail);
-	print_parts(results);
+	struct feature_status st[CHECK_FEATURE_COUNT];
+	statuses(results, st);
+	check_parts__print(stdout, st, CHECK_FEATURE_COUNT);
 	printf("\n%s\n", required_ok
 			     ? "asyncbpf can trace on this kernel"
 			     : "asyncbpf cannot trace here: a required feature is unavailable");
@@ -747,21 +690,9 @@ static int print_json(const struct check_ctx *ctx, const struct check_result *re
 	lockdown = cJSON_AddObjectToObject(root, "lockdown");
 	cJSON_AddStringToObject(lockdown, "state", ctx->lockdown);
 	cJSON_AddStringToObject(lockdown, "detail", ctx->lockdown_how);
-	cJSON *jparts = cJSON_AddArrayToObject(root, "parts");
-	for (size_t i = 0; jparts && i < sizeof(parts) / sizeof(parts[0]); i++) {
-		cJSON *p = cJSON_CreateObject();
-		char miss[64] = "";
-
-		if (!p || !cJSON_AddItemToArray(jparts, p))
-			break;
-		cJSON_AddStringToObject(p, "name", parts[i].part);
-		cJSON_AddStringToObject(p, "needs", parts[i].needs);
-		cJSON_AddStringToObject(
-		    p, "status",
-		    part_ok(results, parts[i].needs, miss, sizeof(miss)) ? "ok" : "unavailable");
-		if (miss[0])
-			cJSON_AddStringToObject(p, "missing", miss);
-	}
+	struct feature_status st[CHECK_FEATURE_COUNT];
+	statuses(results, st);
+	check_parts__json(root, st, CHECK_FEATURE_COUNT);
 	features = cJSON_AddArrayToObject(root, "features");
 	for (size_t i = 0; features && i < CHECK_FEATURE_COUNT; i++) {
 		feature = cJSON_CreateObject();
