@@ -58,7 +58,7 @@ int bench__plan(const char *path, char **patterns, int nr_patterns, bool all_cra
 		}
 	if (!nr_patterns)
 		selection__add_default(&sel, m, all_crates);
-	r = trace_plan__build(plan, m, &sel, mode, false, err, sizeof(err));
+	r = trace_plan__build(plan, m, &sel, mode, 0, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "bench: %s: %s\n", path, err);
 		status = r == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;

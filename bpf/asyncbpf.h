@@ -19,6 +19,7 @@ enum record_type {
 	RECORD_POLL = 2,	    /* struct poll_record, from trace.bpf.c */
 	RECORD_BLOCK = 3,	    /* struct block_record: a thread off-CPU inside a poll */
 	RECORD_DROP = 4,	    /* struct drop_record: a traced future dropped */
+	RECORD_WAKE = 5,	    /* struct wake_record: a runtime task woken */
 	RECORD_PROFILE_SAMPLE = 16, /* struct profile_sample, on-CPU, from profile.bpf.c */
 	RECORD_PROFILE_OFFCPU = 17, /* struct profile_sample: a target thread blocked here */
 	RECORD_PROFILE_WAKE = 18,   /* struct profile_sample without stack: it ran again;
@@ -73,6 +74,7 @@ enum probe_kind {
 	PROBE_ENTRY = 1,
 	PROBE_EXIT = 2,
 	PROBE_DROP = 4, /* core::ptr::drop_in_place::<F>'s entry: a future dropped */
+	PROBE_WAKE = 8, /* a runtime's wake function: a task woken (spec.future: runtime) */
 };
 
 /* Where `self` is at an entry site (enum self_location in user/model.h). */
@@ -94,6 +96,7 @@ enum spec_flags {
 	SPEC_STATE_CONST = 128,	   /* ... the constant state_value */
 	SPEC_STATE_REG = 256,	   /* ... the low state_size bytes of register self_reg */
 	SPEC_SINGLE_STEPPED = 512, /* a site on an instruction the kernel single-steps */
+	SPEC_WAKE_BY_REF = 1024,   /* a wake probe on wake_by_ref (the waker is kept) */
 };
 
 /*
@@ -240,6 +243,35 @@ struct drop_record {
 	__u32 pad2;
 };
 
+/*
+ * The woken task's future, by its header's vtable (wake_types map; user space fills
+ * it from the model's task types and, for async-task, the vtables' layout_info).
+ */
+struct wake_type {
+	__u32 future_offset; /* from the header */
+	__u32 descend;	     /* then this far in: the first traced future the root awaits */
+	__u8 boxed;	     /* a Pin<Box<F>>: one more pointer (before descend) */
+	__u8 pad[7];
+};
+
+/* A runtime task woken (its wake function entered). */
+struct wake_record {
+	__u32 type; /* RECORD_WAKE */
+	__u32 pid;
+	__u32 tid;
+	__u8 runtime; /* enum task_runtime (user/model/model.h) */
+	__u8 by_ref;
+	__u16 depth; /* open traced polls on the waking thread */
+	__u64 time_ns;
+	__u64 header;	  /* the task's header */
+	__u64 woken_self; /* its root future (as its depth-0 poll's self); 0: unknown type */
+	__u64 waker_self; /* the innermost open traced poll on the waking thread, 0: none */
+	__u64 waker_task_self;
+	__u64 waker_start_ns; /* that poll's start */
+	__u32 waker_poll;     /* its poll fn, ~0 if none */
+	__u32 pad;
+};
+
 /* Per poll function, per CPU: records = emitted + dropped, always. */
 struct poll_stats {
 	__u64 stepped_exits; /* of records: completed on a single-stepped exit probe */
@@ -269,6 +301,9 @@ enum trace_counter {
 	COUNTER_DROPPED,	/* records lost to a full ring buffer (all poll fns) */
 	COUNTER_SWITCHES,	/* context switches of target threads inside a poll (blocking) */
 	COUNTER_BLOCK_DROPPED,	/* block records lost to a full ring buffer */
+	COUNTER_WAKES,		/* wake function hits */
+	COUNTER_WAKE_DROPPED,	/* wake records lost to a full ring buffer */
+	COUNTER_WAKE_UNKNOWN,	/* wakes of a task whose vtable is not in wake_types */
 	COUNTER_COUNT,
 };
 
@@ -325,6 +360,8 @@ _Static_assert(sizeof(struct thread_stack) == 48 + 48 * TRACE_MAX_DEPTH,
 _Static_assert(sizeof(struct poll_record) == 96, "struct poll_record changed");
 _Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");
 _Static_assert(sizeof(struct drop_record) == 72, "struct drop_record changed");
+_Static_assert(sizeof(struct wake_record) == 72, "struct wake_record changed");
+_Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) == 104 + 8 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");

@@ -23,8 +23,10 @@ const volatile __u32 target_tgid = 0;
 const volatile __u32 nr_specs = 0;
 /* Wake the consumer only when this much data waits (0: on every record). */
 const volatile __u64 wakeup_bytes = 0;
-/* Blocking inside polls is watched (on_switch, on_sys_enter/exit are loaded). */
+/* Blocking inside polls is watched (on_switch is loaded). */
 const volatile __u32 block_enabled = 0;
+/* Where each runtime's task header keeps its vtable pointer (enum task_runtime). */
+const volatile __u32 header_vtable[4] = {};
 
 /* Set by user space once every probe is attached: half-attached sets stay silent. */
 __u32 trace_ready = 0;
@@ -63,6 +65,14 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_stack);
 } trace_stacks SEC(".maps");
+
+/* Task vtable (runtime address) -> where the task's future is: wake-ups. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space: one per task vtable */
+	__type(key, __u64);
+	__type(value, struct wake_type);
+} wake_types SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -555,6 +565,65 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
+/* A runtime's wake function entered: the task (rdi: its header) and who woke it. */
+static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
+				    __u64 pid_tgid)
+{
+	struct thread_stack *st;
+	struct wake_record *r;
+	struct wake_type *wt;
+	__u64 header = ctx->di, vt = 0, self = 0;
+	__u32 rt = spec->future & 3, depth = 0, top;
+
+	count(COUNTER_WAKES);
+	if (header) {
+		bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt]));
+		wt = vt ? bpf_map_lookup_elem(&wake_types, &vt) : NULL;
+		if (wt) {
+			self = header + wt->future_offset;
+			if (wt->boxed)
+				self = read_user_uint(self, 8);
+			if (self)
+				self += wt->descend;
+		} else {
+			count(COUNTER_WAKE_UNKNOWN);
+		}
+	}
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		count(COUNTER_WAKE_DROPPED);
+		return;
+	}
+	r->type = RECORD_WAKE;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->runtime = rt;
+	r->by_ref = (spec->flags & SPEC_WAKE_BY_REF) != 0;
+	r->time_ns = now;
+	r->header = header;
+	r->woken_self = self;
+	r->waker_self = 0;
+	r->waker_task_self = 0;
+	r->waker_start_ns = 0;
+	r->waker_poll = ~0u;
+	r->pad = 0;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st) {
+		depth = st->depth;
+		if (depth > TRACE_MAX_DEPTH)
+			depth = TRACE_MAX_DEPTH;
+		if (depth) {
+			top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+			r->waker_self = st->frames[top].self;
+			r->waker_poll = st->frames[top].poll;
+			r->waker_start_ns = st->frames[top].start_ns;
+			r->waker_task_self = st->frames[0].self;
+		}
+	}
+	r->depth = depth;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 SEC("uprobe")
 int poll_probe(void *ctx)
 {
@@ -579,6 +648,8 @@ int poll_probe(void *ctx)
 		poll_exit(regs, spec, now, pid_tgid);
 	if (spec->kind & PROBE_DROP)
 		on_drop(regs, spec, now, pid_tgid);
+	if (spec->kind & PROBE_WAKE)
+		on_wake(regs, spec, now, pid_tgid);
 	return 0;
 }
 

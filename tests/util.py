@@ -567,7 +567,7 @@ LIST = "list"
 
 SCHEMA_TOP = {"schema": (STR,), "binary": (OBJ,), "stats": (OBJ,), "warnings": (LIST,), "futures": (LIST,),
               "polls": (LIST,), "edges": (LIST,), "vtables": (LIST,), "runtimes": (OBJ,),
-              "task_types": (LIST,), "roots": (LIST,)}
+              "task_types": (LIST,), "wake_fns": (LIST,), "roots": (LIST,)}
 SCHEMA_RUNTIME_LAYOUT = {"header_state": (INT,), "header_vtable": (INT,), "vtable_fn": (INT,)}
 SCHEMA_TASK_TYPE = {"runtime": (STR,), "future": (INT, NULL), "fn": (STR,), "fn_addr": (INT,),
                     "vtable": (INT, NULL), "future_offset": (INT, NULL), "boxed": (BOOL,)}

@@ -101,15 +101,54 @@ static const char *generic_args(struct walk *w, const char *name)
 	return strpool__intern_len(&w->m->strings, open + 1, (size_t)(close - open - 1));
 }
 
+/* The runtimes' wake functions, by linkage name (their first argument is the header). */
+static bool is_wake_fn(const char *ln, uint8_t *runtime, bool *by_ref)
+{
+	if (starts_with(ln, "_ZN5tokio7runtime4task5waker11wake_by_val17h") ||
+	    starts_with(ln, "_ZN5tokio7runtime4task5waker11wake_by_ref17h")) {
+		*runtime = TASK_RT_TOKIO;
+		*by_ref = strstr(ln, "wake_by_ref") != NULL;
+		return true;
+	}
+	if (starts_with(ln, at_prefix) && strstr(ln, "RawTask$LT$") &&
+	    (strstr(ln, "$GT$4wake17h") || strstr(ln, "$GT$11wake_by_ref17h"))) {
+		*runtime = TASK_RT_ASYNC_TASK;
+		*by_ref = strstr(ln, "wake_by_ref") != NULL;
+		return true;
+	}
+	return false;
+}
+
+static int add_wake_fn(struct walk *w, const char *ln, uint64_t addr, uint8_t runtime, bool by_ref)
+{
+	struct wake_fn *f;
+
+	for (uint32_t i = 0; i < w->m->nr_wake_fns; i++)
+		if (w->m->wake_fns[i].addr == addr)
+			return 0;
+	if (!(f = model__add_wake_fn(w->m)))
+		return -ENOMEM;
+	f->runtime = runtime;
+	f->by_ref = by_ref;
+	f->addr = addr;
+	f->name = strpool__intern(&w->m->strings, ln);
+	if (target__file_offset(w->t, addr, &f->file_offset))
+		f->file_offset = 0;
+	return f->name ? 0 : -ENOMEM;
+}
+
 int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr)
 {
 	const char *ln = die_linkage_name(die), *param;
 	uint8_t runtime;
+	bool by_ref;
 	struct rt_walk *rt;
 	Dwarf_Die type;
 
 	if (!ln || ln[0] != '_')
 		return 0;
+	if (is_wake_fn(ln, &runtime, &by_ref))
+		return add_wake_fn(w, ln, addr, runtime, by_ref);
 	if (starts_with(ln, tokio_poll)) {
 		runtime = TASK_RT_TOKIO;
 		param = "T";
@@ -281,6 +320,7 @@ int runtimes__end_cu(struct walk *w)
 }
 
 struct link_ctx {
+	struct target *t;
 	struct model *m;
 	struct rt_walk *rt;
 	struct u64_map fn_by_addr; /* fn address -> index in rt->fns */
@@ -334,6 +374,18 @@ static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
 	if (f->runtime == TASK_RT_TOKIO && f->key &&
 	    u64_map__get(&c->rt->cell_offset, (uintptr_t)f->key, &off))
 		t->future_offset = off;
+	/* async-task keeps the future's offset in the vtable's layout_info, a static
+	 * TaskLayout: read it from the file (the pointer through its relocation) */
+	const struct runtime_layout *l = &c->m->runtimes[TASK_RT_ASYNC_TASK];
+	uint64_t info;
+	const uint8_t *b;
+	if (f->runtime == TASK_RT_ASYNC_TASK && vtable && l->known &&
+	    !target__pointer(c->t, vtable + l->layout_info, &info) && info &&
+	    !target__data(c->t, info + l->layout_offset_f, 8, &b)) {
+		memcpy(&off, b, 8);
+		if (off >= 8 && off < (1u << 20))
+			t->future_offset = off;
+	}
 	return 0;
 }
 
@@ -357,7 +409,7 @@ static int on_vtable_word(void *ctx, uint64_t at, uint64_t value)
 int runtimes__link(struct walk *w)
 {
 	struct rt_walk *rt = w->rt;
-	struct link_ctx c = {.m = w->m, .rt = rt};
+	struct link_ctx c = {.t = w->t, .m = w->m, .rt = rt};
 	int r = 0;
 
 	if (!rt)

@@ -23,6 +23,7 @@
 #include "lib/exitcodes.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
+#include "lib/procmaps.h"
 #include "lib/sysfacts.h"
 #include "stacks/decode.h"
 #include "stacks/report.h"
@@ -411,7 +412,7 @@ int cmd_stacks(int argc, char **argv)
 	if (status)
 		goto out_model;
 	print_warnings("stacks", &m);
-	if ((e = snapshot__bias(a.pid, m.pie, &bias))) {
+	if ((e = proc__load_bias(a.pid, m.pie, &bias))) {
 		pr_warn("stacks: cannot find where pid %d's executable is mapped: %s\n", (int)a.pid,
 			strerror(-e));
 		status = e == -EACCES || e == -EPERM ? EXIT_NO_PERMISSION : EXIT_NO_INPUT;

@@ -204,6 +204,10 @@ static void report_plan(const struct trace_plan *p, enum plan_exits mode)
 		    ? "ret: every `ret` and tail jump"
 		    : "emulated: branch sites, a return probe on leaf functions, "
 		      "`ret` where neither is safe");
+	if (p->nr_wakes)
+		pr_info("trace: %u wake function probes: who woke each task and how long it "
+			"then waited for a worker (--no-wakes: off)\n",
+			p->nr_wakes);
 	if (p->nr_drops)
 		pr_info("trace: %u drop_in_place probes: futures dropped while suspended are "
 			"reported cancelled (--no-cancel: off)\n",
@@ -231,8 +235,9 @@ static int plan_probes(struct trace_run *r)
 	if ((status = select_futures(a, &r->m, &r->sel)))
 		return status;
 	mode = choose_exits(a, r->m.path);
-	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, mode, !a->no_cancel, err,
-				   sizeof(err)))) {
+	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, mode,
+				   (a->no_cancel ? 0 : PLAN_DROPS) | (a->no_wakes ? 0 : PLAN_WAKES),
+				   err, sizeof(err)))) {
 		pr_warn("trace: %s\n", err);
 		return e == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;
 	}
@@ -339,6 +344,8 @@ static int start_tracer(struct trace_run *r)
 	const char *off = tracer__blocking_off(r->t);
 	trace_summary__set_blocking(&r->sum, off, (uint64_t)(a->block_threshold * 1e9));
 	trace_summary__set_cancel(&r->sum, r->plan.nr_drops > 0);
+	trace_summary__set_wakes(&r->sum, r->plan.nr_wakes > 0);
+	tracer__fill_wake_types(r->t); /* -p: now; launch mode: once the command exec'd */
 	if (off && !a->no_blocking)
 		pr_warn("trace: blocking inside polls is not watched: %s\n", off);
 	return EXIT_OK;
@@ -349,8 +356,11 @@ static int start_tracer(struct trace_run *r)
 static uint32_t hook_execs(void *ctx)
 {
 	const struct trace_run *r = ctx;
+	uint32_t n = tracer__exec_count(r->t);
 
-	return tracer__exec_count(r->t);
+	if (n) /* the launched command runs its own image: its vtables are mapped */
+		tracer__fill_wake_types(r->t);
+	return n;
 }
 
 static bool hook_full(void *ctx)

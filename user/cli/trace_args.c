@@ -50,6 +50,8 @@ const char trace_usage[] =
     "      --attach MODE      auto (default), multi (uprobe_multi only), perf (one\n"
     "                         perf-event link per probe, as on kernels before 6.6)\n"
     "      --max-probes N     refuse more than N probes (default 20000; 0: no limit)\n"
+    "      --no-wakes         do not probe the runtimes' wake functions (who woke a\n"
+    "                         task, its scheduling delay: on by default)\n"
     "      --no-cancel        do not probe drop_in_place of the selected futures\n"
     "                         (cancellations: on by default)\n"
     "      --no-blocking      do not watch the target's threads go off-CPU inside polls\n"
@@ -186,6 +188,7 @@ static int parse_option(int c, const char *arg, struct trace_args *a)
 	case 'T': a->task_tracks = true; break;
 	case 'B': a->no_blocking = true; break;
 	case 'K': a->no_cancel = true; break;
+	case 'W': a->no_wakes = true; break;
 	case 'b':
 		if (args__parse_seconds(arg, &a->block_threshold)) {
 			pr_warn("trace: --block-threshold takes positive seconds, not '%s'\n", arg);
@@ -248,6 +251,7 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"task-tracks", no_argument, NULL, 'T'},
 	    {"no-blocking", no_argument, NULL, 'B'},
 	    {"no-cancel", no_argument, NULL, 'K'},
+	    {"no-wakes", no_argument, NULL, 'W'},
 	    {"block-threshold", required_argument, NULL, 'b'},
 	    {"all-crates", no_argument, NULL, 'a'},
 	    {"verbose", no_argument, NULL, 'v'},

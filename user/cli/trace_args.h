@@ -28,6 +28,7 @@ struct trace_args {
 	bool all_crates, verbose, task_tracks;
 	bool no_blocking;	/* --no-blocking */
 	bool no_cancel;		/* --no-cancel */
+	bool no_wakes;		/* --no-wakes */
 	double block_threshold; /* seconds: BLOCKING warnings past it */
 	double duration;
 	uint64_t ringbuf_size;

@@ -322,6 +322,23 @@ int chrome_trace__add_drop(struct chrome_trace *w, const struct trace_drop *d)
 	return w->err;
 }
 
+/* The start of a wake-up arrow: a flow event on the waker's thread at the wake. */
+int chrome_trace__add_wake(struct chrome_trace *w, const struct trace_wake *k, uint64_t flow)
+{
+	uint32_t pid = k->pid ? k->pid : w->pid;
+
+	if (w->err)
+		return w->err;
+	event_begin(w, "s");
+	fprintf(w->out,
+		",\"cat\":\"wake\",\"name\":\"woke\",\"id\":%" PRIu64 ",\"pid\":%" PRIu32
+		",\"tid\":%" PRIu32 ",\"ts\":",
+		flow, pid, k->tid);
+	json_us(w->out, k->time_ns);
+	fputs("}", w->out);
+	return w->err;
+}
+
 int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p)
 {
 	uint32_t pid = p->pid ? p->pid : w->pid;
@@ -329,6 +346,15 @@ int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p)
 	if (w->err)
 		return w->err;
 	write_poll(w, p, pid);
+	if (p->wake_flow) { /* the end of the wake-up's arrow: bound to this poll */
+		event_begin(w, "f");
+		fprintf(w->out,
+			",\"cat\":\"wake\",\"name\":\"woke\",\"bp\":\"e\",\"id\":%" PRIu64
+			",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":",
+			p->wake_flow, pid, p->tid);
+		json_us(w->out, p->start_ns);
+		fputs("}", w->out);
+	}
 	write_flow(w, p, pid);
 	return w->err;
 }

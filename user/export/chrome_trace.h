@@ -29,6 +29,8 @@ int chrome_trace__add_poll(struct chrome_trace *w, const struct trace_poll *p);
 int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b);
 /* A future dropped while suspended: an instant "cancelled at FILE:LINE". */
 int chrome_trace__add_drop(struct chrome_trace *w, const struct trace_drop *d);
+/* A wake that led to a task's poll: the arrow's start ("s"; the poll has its "f"). */
+int chrome_trace__add_wake(struct chrome_trace *w, const struct trace_wake *k, uint64_t flow);
 /*
  * The totals event, closes the array, writes displayTimeUnit and otherData, flushes.
  * Returns 0, or -ENOMEM when an earlier call lost data, or -EIO when a write failed.

@@ -602,6 +602,19 @@ int export_json__write(const struct model *m, FILE *out)
 	for (uint32_t i = 0; i < m->nr_task_types && !ferror(out); i++)
 		write_task_type(&w, m, i);
 	jw_array_end(&w);
+	jw_array(&w, "wake_fns");
+	for (uint32_t i = 0; i < m->nr_wake_fns && !ferror(out); i++) {
+		const struct wake_fn *f = &m->wake_fns[i];
+
+		jw_object(&w, NULL);
+		jw_string(&w, "runtime", task_runtime__name(f->runtime));
+		jw_bool(&w, "by_ref", f->by_ref);
+		jw_string(&w, "fn", f->name);
+		jw_u64(&w, "addr", f->addr);
+		jw_u64(&w, "file_offset", f->file_offset);
+		jw_object_end(&w);
+	}
+	jw_array_end(&w);
 
 	jw_array(&w, "roots");
 	for (uint32_t i = 0; i < m->nr_futures; i++)

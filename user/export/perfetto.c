@@ -30,6 +30,8 @@
 #define TYPE_SLICE_BEGIN 1
 #define TYPE_SLICE_END	 2
 #define TYPE_INSTANT	 3
+/* wake-up flow ids: apart from the task flows' (perfetto__assign_flow) */
+#define WAKE_FLOW_BASE (1ull << 62)
 /* debug_annotation.proto: DebugAnnotation value fields */
 #define ANNOTATION_UINT	      3	 /* uint_value */
 #define ANNOTATION_STRING     6	 /* string_value */
@@ -327,6 +329,8 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 	if (!task_track) {
 		if (pp->flow_id) /* terminating_flow_ids, flow_ids: repeated fixed64 */
 			pb__fixed64(b, pp->flow_terminates ? 48 : 47, pp->flow_id);
+		if (p->wake_flow) /* the end of a wake-up's arrow */
+			pb__fixed64(b, 48, WAKE_FLOW_BASE + p->wake_flow);
 		annotation(b, ANN_RESULT, ANNOTATION_STRING_IID, result, NULL);
 		if (await)
 			annotation(b, ANN_AWAIT, ANNOTATION_STRING_IID, await, NULL);
@@ -610,6 +614,55 @@ static struct pending_poll *hold(struct perfetto_writer *w, uint32_t pid, uint32
 	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
 		pp->end = 1; /* flush after filling (the caller) */
 	return pp;
+}
+
+/* "woke a task": the instant a wake-up arrow starts from, on the waker's thread */
+static const char *text_woke(struct perfetto_writer *w, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)w, (void)a, (void)b, (void)c;
+	return "woke a task";
+}
+
+int perfetto_writer__add_wake(struct perfetto_writer *w, const struct trace_wake *k, uint64_t flow)
+{
+	uint32_t pid = k->pid ? k->pid : w->pid;
+	struct thread_state *t;
+	struct pb *b = &w->pkt, interned = {0};
+	uint64_t name;
+
+	if (w->err)
+		return w->err;
+	if (w->full) {
+		w->refused++;
+		return 0;
+	}
+	t = perfetto__get_thread(w, pid, k->tid, NULL);
+	if (!t) {
+		set_error(w, -ENOMEM);
+		return w->err;
+	}
+	/* an instant needs no nesting: written now (a time before the sequence's last
+	 * packet takes an absolute timestamp) */
+	if (!t->sequence_started)
+		start_thread_sequence(w, t, k->time_ns);
+	name = intern(w, t, &interned, INTERN_EVENT_NAME, UINT64_MAX - 3, 0, 0, text_woke);
+	perfetto__packet_begin(w, t->sequence, false, true);
+	perfetto__timestamp(w, t, k->time_ns);
+	if (interned.len) {
+		pb__begin(b, 12);
+		pb__bytes(b, interned.data, interned.len);
+		pb__end(b);
+	}
+	if (interned.oom)
+		set_error(w, -ENOMEM);
+	pb__free(&interned);
+	pb__begin(b, 11);
+	pb__uint(b, 9, TYPE_INSTANT);
+	pb__uint(b, 10, name);
+	pb__fixed64(b, 47, WAKE_FLOW_BASE + flow); /* flow_ids */
+	pb__end(b);
+	perfetto__packet_end(w);
+	return w->err;
 }
 
 int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop *d)

@@ -62,6 +62,9 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_block *b);
 /* A future dropped while suspended: an instant "cancelled at FILE:LINE" on the thread. */
 int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop *d);
+/* A wake that led to a task's poll: an instant with the arrow's start (the poll's
+ * slice ends it: trace_poll.wake_flow). */
+int perfetto_writer__add_wake(struct perfetto_writer *w, const struct trace_wake *k, uint64_t flow);
 /*
  * Writes the polls still held back and the totals event, flushes. Returns 0, or
  * -ENOMEM when an earlier call lost data, or -EIO when a write failed.

@@ -26,6 +26,7 @@ void model__free(struct model *m)
 	free(m->edges);
 	free(m->vtables);
 	free(m->task_types);
+	free(m->wake_fns);
 	free(m->warnings);
 	strpool__free(&m->strings);
 	memset(m, 0, sizeof(*m));
@@ -91,6 +92,12 @@ struct task_type *model__add_task_type(struct model *m)
 		t->future_offset = FUTURE_NO_OFFSET;
 	}
 	return t;
+}
+
+struct wake_fn *model__add_wake_fn(struct model *m)
+{
+	return append((void **)&m->wake_fns, &m->nr_wake_fns, &m->cap_wake_fns,
+		      sizeof(struct wake_fn));
 }
 
 const char *task_runtime__name(enum task_runtime r)

@@ -290,6 +290,18 @@ struct task_type {
 	bool boxed; /* the task holds a Pin<Box<future>>: one pointer more to the future */
 };
 
+/*
+ * A runtime's wake function: tokio's `runtime::task::waker::wake_by_val/_by_ref`
+ * (one each), async-task's `RawTask<F, T, S>::wake/wake_by_ref` (one per task type).
+ * Its first argument (rdi) is the task's header. trace probes them (wake-ups).
+ */
+struct wake_fn {
+	uint8_t runtime; /* enum task_runtime */
+	bool by_ref;
+	const char *name; /* linkage name */
+	uint64_t addr, file_offset;
+};
+
 /* Where the runtimes keep what the stacks need: member offsets from the DWARF. */
 struct runtime_layout {
 	bool known;		  /* the offsets below were all found */
@@ -326,6 +338,8 @@ struct model {
 	uint32_t nr_vtables, cap_vtables;
 	struct task_type *task_types;
 	uint32_t nr_task_types, cap_task_types;
+	struct wake_fn *wake_fns;
+	uint32_t nr_wake_fns, cap_wake_fns;
 	struct runtime_layout runtimes[TASK_RT_MAX];
 	struct model_warning *warnings;
 	uint32_t nr_warnings, cap_warnings;
@@ -352,6 +366,7 @@ struct poll_fn *model__add_poll(struct model *m);
 struct await_edge *model__add_edge(struct model *m);
 struct future_vtable *model__add_vtable(struct model *m);
 struct task_type *model__add_task_type(struct model *m);
+struct wake_fn *model__add_wake_fn(struct model *m);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);

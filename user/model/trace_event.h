@@ -61,6 +61,23 @@ struct trace_poll {
 	/* of end - start, its thread was off-CPU (blocked or preempted, in it or in a
 	 * traced child) this long: 0 when blocking is not watched */
 	uint64_t offcpu_ns;
+	/* a task poll that a traced wake-up led to: the flow's id (the consumer's, for
+	 * the exporters: Perfetto and Chrome draw an arrow from the wake); 0 none */
+	uint64_t wake_flow;
+};
+
+/* A runtime task woken (its wake function entered). */
+struct trace_wake {
+	uint64_t time_ns;
+	uint32_t pid, tid;
+	uint8_t runtime; /* enum task_runtime */
+	bool by_ref;
+	uint16_t depth;
+	uint64_t header;
+	uint64_t woken_self; /* the task's root future; 0: not known */
+	uint64_t waker_self, waker_task_self, waker_start_ns;
+	uint32_t waker_poll; /* the innermost open traced poll of the waking thread, or
+				TRACE_NO_INDEX: not in a traced poll (I/O driver, timer, ...) */
 };
 
 /* A selected future dropped (drop_in_place::<F>); its fate from its __state. */

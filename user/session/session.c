@@ -358,7 +358,10 @@ static enum session_stop loop(struct session *s, struct ring_buffer *rb, struct 
 	if (!s->launched && !same_executable(s->exe_fd, s->pid))
 		return SESSION_STOP_EXEC;
 	while (!interrupted) {
-		int n = poll(fds, s->pidfd >= 0 ? 2 : 1, 100);
+		/* launch mode, until the command's exec: short rounds, so that the hooks
+		 * see it (and what depends on its mappings) within a millisecond */
+		bool before_exec = s->launched && h->exec_count && !h->exec_count(h->ctx);
+		int n = poll(fds, s->pidfd >= 0 ? 2 : 1, before_exec ? 1 : 100);
 		uint64_t now;
 
 		if (n < 0 && errno != EINTR)

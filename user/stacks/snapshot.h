@@ -20,9 +20,6 @@
 /* stacks_read_fn over process_vm_readv; ctx points at the pid_t. */
 int snapshot__read(void *ctx, uint64_t addr, void *buf, size_t len);
 
-/* The load bias of pid's executable (0 for a non-PIE one): 0 or -errno. */
-int snapshot__bias(pid_t pid, bool pie, uint64_t *bias);
-
 struct pause {
 	pid_t *tids; /* the threads stopped (seized) */
 	uint32_t nr, cap;

@@ -126,6 +126,32 @@ static int handle_drop(struct trace_consumer *c, const void *data, size_t size)
 	return 0;
 }
 
+int trace_wake__decode(const void *data, size_t size, struct trace_wake *out)
+{
+	struct wake_record r;
+
+	if (size < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, data, sizeof(r));
+	if (r.type != RECORD_WAKE)
+		return -EINVAL;
+	*out = (struct trace_wake){
+	    .time_ns = r.time_ns,
+	    .pid = r.pid,
+	    .tid = r.tid,
+	    .runtime = r.runtime,
+	    .by_ref = r.by_ref != 0,
+	    .depth = r.depth,
+	    .header = r.header,
+	    .woken_self = r.woken_self,
+	    .waker_self = r.waker_self,
+	    .waker_task_self = r.waker_task_self,
+	    .waker_start_ns = r.waker_start_ns,
+	    .waker_poll = r.waker_poll == ~0u ? TRACE_NO_INDEX : r.waker_poll,
+	};
+	return 0;
+}
+
 int trace_block__decode(const void *data, size_t size, const struct model *m,
 			struct trace_block *out)
 {
@@ -233,6 +259,15 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 		return handle_block(c, data, size);
 	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_DROP)
 		return handle_drop(c, data, size);
+	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_WAKE) {
+		struct trace_wake w;
+
+		if (trace_wake__decode(data, size, &w))
+			c->out.summary->bad_records++;
+		else
+			trace_summary__add_wake(c->out.summary, &w);
+		return 0;
+	}
 	if (trace_record__decode(data, size, c->m, &p)) {
 		c->out.summary->bad_records++;
 		return 0;
@@ -256,6 +291,17 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 			p.task_self, p.task_poll, (unsigned)p.depth, (int)p.result,
 			(unsigned)p.unknown_reason, p.await_index, p.state_before, p.state_after,
 			p.probe_ns, p.offcpu_ns);
+	/* a task poll that a traced wake led to: an arrow from the wake to it */
+	struct trace_wake w;
+	if ((p.wake_flow = summary_wake__poll(c->out.summary, &p, &w))) {
+		if (c->out.perfetto &&
+		    (r = perfetto_writer__add_wake(c->out.perfetto, &w, p.wake_flow)) &&
+		    !c->write_err)
+			c->write_err = r;
+		if (c->out.chrome && (r = chrome_trace__add_wake(c->out.chrome, &w, p.wake_flow)) &&
+		    !c->write_err)
+			c->write_err = r;
+	}
 	trace_summary__add(c->out.summary, &p);
 	if (c->out.perfetto && (r = perfetto_writer__add_poll(c->out.perfetto, &p)) &&
 	    !c->write_err)

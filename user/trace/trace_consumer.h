@@ -51,6 +51,8 @@ void trace_consumer__free(struct trace_consumer *c);
 /* Record → trace_poll (pure). Returns 0, or -EINVAL for a record of another type/size. */
 int trace_record__decode(const void *data, size_t size, const struct model *m,
 			 struct trace_poll *out);
+/* A RECORD_WAKE into out. 0, or -EINVAL for a record that is not one. */
+int trace_wake__decode(const void *data, size_t size, struct trace_wake *out);
 /* A RECORD_DROP into out. 0, or -EINVAL for a record that is not one. */
 int trace_drop__decode(const void *data, size_t size, const struct model *m,
 		       struct trace_drop *out);

@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "lib/log.h"
+#include "lib/procmaps.h"
 #include "lib/sysfacts.h"
 #include "trace.skel.h"
 #include "trace/tracer.h"
@@ -31,6 +34,10 @@ struct tracer {
 	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
 	struct bpf_link *block_link;	   /* on_switch */
 	char blocking_off[160];		   /* why blocking is not watched; "" when it is */
+	const struct model *m;		   /* the target's (tracer__load's) */
+	uint8_t *traced;		   /* by future: the plan probes its poll's entry */
+	uint32_t nr_wake_types;		   /* task types wake_types can hold */
+	bool wakes_filled;		   /* wake_types holds them (the exe's bias known) */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -109,7 +116,11 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	bpf_program__set_autoload(skel->progs.on_switch, blocking);
 	/* a quarter of the buffer waiting: wake the consumer well before it fills */
 	skel->rodata->wakeup_bytes = rb_size / 4;
-	if ((r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
+	for (int k = 0; k < TASK_RT_MAX && k < 4; k++)
+		skel->rodata->header_vtable[k] = t->m->runtimes[k].header_vtable;
+	if ((r = bpf_map__set_max_entries(skel->maps.wake_types,
+					  t->nr_wake_types ? t->nr_wake_types : 1)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
@@ -183,6 +194,16 @@ int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct m
 	int r;
 
 	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
+	t->m = m;
+	free(t->traced);
+	t->traced = calloc(m->nr_futures ? m->nr_futures : 1, 1);
+	for (uint32_t i = 0; t->traced && i < plan->nr; i++)
+		if ((plan->specs[i].kind & PROBE_ENTRY) && plan->specs[i].future < m->nr_futures)
+			t->traced[plan->specs[i].future] = 1;
+	t->nr_wake_types = 0;
+	for (uint32_t i = 0; i < m->nr_task_types; i++)
+		t->nr_wake_types +=
+		    m->task_types[i].vtable && m->task_types[i].future_offset != FUTURE_NO_OFFSET;
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
 	if (o->attach == ATTACH_PERF)
@@ -331,6 +352,98 @@ static void attach_blocking(struct tracer *t)
 	if (!t->block_link)
 		snprintf(t->blocking_off, sizeof(t->blocking_off),
 			 "attaching tp_btf/sched_switch failed: %s", strerror(errno));
+}
+
+/*
+ * How far inside a task's root future its first traced future lies: while the root
+ * is not traced (a runtime's wrapper: async-executor's spawn block, async-std's
+ * SupportTaskLocals), its one await, through the model's edge steps (no pointer on
+ * the way). UINT32_MAX: not found (the wake is then not linked to a poll).
+ */
+static uint32_t descend(const struct tracer *t, int32_t f)
+{
+	const struct model *m = t->m;
+	uint64_t off = 0;
+
+	for (int depth = 0; depth < 8 && f >= 0 && (uint32_t)f < m->nr_futures; depth++) {
+		const struct future *fu = &m->futures[f];
+		const struct future_state *st = NULL;
+		const struct await_edge *e = NULL;
+		uint32_t suspends = 0;
+
+		if (t->traced && t->traced[f])
+			return off <= UINT32_MAX ? (uint32_t)off : UINT32_MAX;
+		for (uint32_t k = 0; k < fu->nr_states; k++)
+			if (fu->states[k].kind == STATE_SUSPEND) {
+				st = &fu->states[k];
+				suspends++;
+			}
+		if (suspends != 1 || st->awaitee_offset == FUTURE_NO_OFFSET)
+			return UINT32_MAX;
+		/* the edge of that await to a traced future, else to a compiler future (a
+		 * wrapper's inner one rather than the wrapper) */
+		for (uint32_t i = 0; i < m->nr_edges; i++) {
+			const struct await_edge *c = &m->edges[i];
+
+			if (c->from != f || c->await_index != st->suspend_index || c->to < 0 ||
+			    !c->steps_known)
+				continue;
+			int score = (t->traced && t->traced[c->to]) * 4 +
+				    m->futures[c->to].has_state * 2 + (c->via != NULL);
+			int best = !e ? -1
+				      : (t->traced && t->traced[e->to]) * 4 +
+					    m->futures[e->to].has_state * 2 + (e->via != NULL);
+			if (score > best)
+				e = c;
+		}
+		if (!e)
+			return UINT32_MAX;
+		off += st->awaitee_offset;
+		for (uint8_t k = 0; k < e->nr_steps; k++) {
+			if (e->steps[k].deref)
+				return UINT32_MAX;
+			off += e->steps[k].offset;
+		}
+		f = e->to;
+	}
+	return UINT32_MAX;
+}
+
+int tracer__fill_wake_types(struct tracer *t)
+{
+	struct stat exe, held;
+	char path[64];
+	uint64_t bias;
+	int fd;
+
+	if (t->wakes_filled || !t->nr_wake_types || !t->skel)
+		return 0;
+	/* launch mode: until the command has exec'd, /proc/PID/exe is not the target */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->o.pid);
+	if (stat(path, &exe) || stat(t->o.path, &held) || exe.st_dev != held.st_dev ||
+	    exe.st_ino != held.st_ino || proc__load_bias(t->o.pid, t->m->pie, &bias))
+		return -EAGAIN;
+	fd = bpf_map__fd(t->skel->maps.wake_types);
+	for (uint32_t i = 0; i < t->m->nr_task_types; i++) {
+		const struct task_type *tt = &t->m->task_types[i];
+		struct wake_type v = {0};
+		__u64 key = tt->vtable + bias;
+
+		if (!tt->vtable || tt->future_offset == FUTURE_NO_OFFSET ||
+		    tt->future_offset > UINT32_MAX)
+			continue;
+		v.future_offset = (__u32)tt->future_offset;
+		v.boxed = tt->boxed;
+		v.descend = descend(t, tt->future);
+		if (v.descend == UINT32_MAX)
+			continue; /* no traced future inside: its wakes stay unlinked */
+		if (bpf_map_update_elem(fd, &key, &v, BPF_ANY))
+			return -errno;
+	}
+	pr_debug("trace: wake-ups: %u task types, load bias 0x%" PRIx64 "\n", t->nr_wake_types,
+		 bias);
+	t->wakes_filled = true;
+	return 0;
 }
 
 const char *tracer__blocking_off(const struct tracer *t)
@@ -594,6 +707,8 @@ out:
 
 void tracer__free(struct tracer *t)
 {
+	if (t)
+		free(t->traced);
 	if (!t)
 		return;
 	tracer__detach(t);

@@ -321,8 +321,31 @@ static int plan_drops(struct trace_plan *plan, const struct model *m, const stru
 	return 0;
 }
 
+/* Wake-ups: a probe on every wake function of the runtimes the model knows. */
+static int plan_wakes(struct trace_plan *plan, const struct model *m)
+{
+	for (uint32_t i = 0; i < m->nr_wake_fns; i++) {
+		const struct wake_fn *f = &m->wake_fns[i];
+		struct poll_spec spec = {0};
+
+		if (!f->file_offset || f->runtime >= TASK_RT_MAX || !m->runtimes[f->runtime].known)
+			continue;
+		spec.kind = PROBE_WAKE;
+		spec.poll = ~0u;
+		spec.future = f->runtime;
+		spec.flags = f->by_ref ? SPEC_WAKE_BY_REF : 0;
+		spec.self_kind = SPEC_SELF_REG;
+		spec.self_reg = 5; /* rdi: the header */
+		spec.exit_cond = SPEC_COND_ALWAYS;
+		if (plan_add(plan, &spec, f->file_offset, false))
+			return -ENOMEM;
+		plan->nr_wakes++;
+	}
+	return 0;
+}
+
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      enum plan_exits mode, bool drops, char *err, size_t errlen)
+		      enum plan_exits mode, unsigned extras, char *err, size_t errlen)
 {
 	memset(plan, 0, sizeof(*plan));
 	for (uint32_t p = 0; p < m->nr_polls; p++) {
@@ -342,7 +365,8 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 			return -ENOMEM;
 		}
 	}
-	if (plan->nr && drops && plan_drops(plan, m, s)) {
+	if (plan->nr && (((extras & PLAN_DROPS) && plan_drops(plan, m, s)) ||
+			 ((extras & PLAN_WAKES) && plan_wakes(plan, m)))) {
 		snprintf(err, errlen, "out of memory building the probe plan");
 		return -ENOMEM;
 	}

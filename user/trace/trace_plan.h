@@ -15,6 +15,12 @@
 #include "model/model.h"
 #include "select/selection.h"
 
+/* What trace_plan__build adds to the polls' probes (bits). */
+enum plan_extras {
+	PLAN_DROPS = 1, /* drop_in_place::<F> of the selected futures: cancellation */
+	PLAN_WAKES = 2, /* the runtimes' wake functions: wake-ups */
+};
+
 /* How exits are seen (docs/tracing.md, "Exit modes"). */
 enum exits_mode {
 	EXITS_AUTO,	 /* uretprobe when the binary cannot unwind (panic=abort), else emulated */
@@ -47,6 +53,7 @@ struct trace_plan {
 	uint32_t nr_no_exit;	       /* selected polls without any probeable exit: skipped */
 	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
 	uint32_t nr_drops;	       /* drop_in_place::<F> probes (cancellation) */
+	uint32_t nr_wakes;	       /* wake function probes (wake-ups) */
 	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
@@ -77,7 +84,7 @@ const char *plan_problem__describe(uint32_t kind);
  * -ENOMEM, or -ENOENT when nothing selected can be probed (err says why).
  */
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
-		      enum plan_exits mode, bool drops, char *err, size_t errlen);
+		      enum plan_exits mode, unsigned extras, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
 
 #endif

@@ -21,6 +21,7 @@ int trace_summary__init(struct trace_summary *s, const struct model *m)
 	task_table__init(&s->tasks, TRACE_SUMMARY_MAX_TASKS);
 	s->polls = calloc(m->nr_polls ? m->nr_polls : 1, sizeof(*s->polls));
 	u64_map__init(&s->block_acc);
+	u64_map__init(&s->pending_wakes);
 	s->blocking_off = "not watched";
 	s->block_threshold_ns = 1000000;
 	return s->polls ? 0 : -ENOMEM;
@@ -369,6 +370,7 @@ uint64_t trace_summary__stepped_exits(const struct trace_summary *s, uint64_t *e
 
 void trace_summary__free(struct trace_summary *s)
 {
+	summary_wake__free(s); /* first: it frees the rows' delays */
 	for (uint32_t p = 0; s->polls && p < s->m->nr_polls; p++) {
 		free(s->polls[p].durations.v);
 		free(s->polls[p].lifetimes.v);

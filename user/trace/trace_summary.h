@@ -79,7 +79,24 @@ struct cancel_summary {
 	uint64_t at_other; /* cancelled at await points past SUMMARY_CANCEL_SITES */
 };
 
+/* Wake-ups of a task type (trace_summary_wake.c), on its depth-0 poll fn's row. */
+#define SUMMARY_WAKERS 8
+
+struct wake_summary {
+	uint64_t wakes;	       /* wakes followed by a poll of the task */
+	uint64_t self_wakes;   /* of them, by the task itself (yield_now, ...) */
+	uint64_t coalesced;    /* more wakes before that poll: one counted */
+	struct u64_vec delays; /* wake -> start of the next poll (ns): scheduling delay */
+	struct {
+		uint32_t poll; /* the waker's innermost traced poll fn; TRACE_NO_INDEX: none */
+		uint64_t count;
+	} wakers[SUMMARY_WAKERS];
+	uint32_t nr_wakers;
+	uint64_t wakers_other;
+};
+
 struct poll_summary {
+	struct wake_summary wake;
 	struct block_summary block;
 	struct cancel_summary cancel;
 	uint64_t counts[POLL_RESULT_COUNT];	   /* by enum poll_result */
@@ -112,6 +129,13 @@ struct trace_summary {
 	struct u64_map block_acc;    /* tid -> index in accs: the poll blocking now */
 	struct block_acc *accs;
 	uint32_t nr_accs, cap_accs;
+	/* wake-ups (trace_summary_wake.c) */
+	bool wakes_watched;
+	uint64_t wakes, wakes_unknown; /* wake records; of them, of a task of unknown type */
+	struct u64_map pending_wakes;  /* woken_self -> index in waits + 1 (0: none) */
+	struct pending_wake *waits;
+	uint32_t nr_waits, cap_waits;
+	uint64_t wake_flows; /* flow ids handed out */
 	/* cancellation (trace_summary_cancel.c) */
 	bool cancel_watched;
 	uint64_t drops, drops_unknown_future; /* drop records; of them, of no traced poll fn */
@@ -134,6 +158,18 @@ void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint6
 void trace_summary__add_block(struct trace_summary *s, const struct trace_block *b);
 /* A selected future dropped: cancelled or not, and no longer pending. */
 void trace_summary__add_drop(struct trace_summary *s, const struct trace_drop *d);
+/* A task woken: remembered until its next poll (the scheduling delay). */
+void trace_summary__add_wake(struct trace_summary *s, const struct trace_wake *w);
+void trace_summary__set_wakes(struct trace_summary *s, bool watched);
+/*
+ * A depth-0 poll: the wake that led to it, if one is pending (trace_summary__add
+ * calls it). Returns the wake (copied into *w) and a flow id, or 0.
+ */
+uint64_t summary_wake__poll(struct trace_summary *s, const struct trace_poll *p,
+			    struct trace_wake *w);
+/* Wakes still waiting for a poll at the end (no poll followed while traced). */
+uint64_t summary_wake__unmatched(const struct trace_summary *s);
+void summary_wake__free(struct trace_summary *s);
 /* Whether drops are probed (--no-cancel: not). */
 void trace_summary__set_cancel(struct trace_summary *s, bool watched);
 /* The probe costs measured before tracing, for the text and JSON summaries. */

@@ -139,6 +139,50 @@ static void add_cancel_row(const struct trace_summary *s, uint32_t poll, cJSON *
 	}
 }
 
+static int cmp_ns(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void add_wake_row(const struct trace_summary *s, uint32_t poll, cJSON *o)
+{
+	const struct wake_summary *w = &s->polls[poll].wake;
+	cJSON *wo = cJSON_AddObjectToObject(o, "wakes"), *arr;
+	uint64_t n = w->delays.nr;
+	char name[512];
+
+	if (!wo)
+		return;
+	qsort(w->delays.v, n, sizeof(uint64_t), cmp_ns);
+	add_u64(wo, "wakes", w->wakes);
+	add_u64(wo, "self_wakes", w->self_wakes);
+	add_u64(wo, "coalesced", w->coalesced);
+	add_u64(wo, "delays", n);
+	add_u64(wo, "delay_p50_ns", summary__percentile(w->delays.v, n, 50));
+	add_u64(wo, "delay_p99_ns", summary__percentile(w->delays.v, n, 99));
+	add_u64(wo, "delay_max_ns", n ? w->delays.v[n - 1] : 0);
+	arr = cJSON_AddArrayToObject(wo, "wakers");
+	for (uint32_t i = 0; arr && i < w->nr_wakers; i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		if (!x)
+			break;
+		if (w->wakers[i].poll == TRACE_NO_INDEX || w->wakers[i].poll >= s->m->nr_polls) {
+			cJSON_AddNullToObject(x, "poll");
+			cJSON_AddStringToObject(x, "name", "not in a traced poll");
+		} else {
+			summary__poll_name(s->m, w->wakers[i].poll, name, sizeof(name));
+			add_u64(x, "poll", w->wakers[i].poll);
+			cJSON_AddStringToObject(x, "name", name);
+		}
+		add_u64(x, "count", w->wakers[i].count);
+		cJSON_AddItemToArray(arr, x);
+	}
+	add_u64(wo, "wakers_other", w->wakers_other);
+}
+
 static void add_future(cJSON *arr, const struct trace_summary *s, const struct summary_row *r)
 {
 	const struct poll_summary *ps = &s->polls[r->poll];
@@ -197,6 +241,7 @@ static void add_future(cJSON *arr, const struct trace_summary *s, const struct s
 	add_hist(o, bs);
 	add_blocking_row(s, r->poll, o);
 	add_cancel_row(s, r->poll, o);
+	add_wake_row(s, r->poll, o);
 }
 
 static void add_group(cJSON *arr, const struct trace_summary *s, const struct pending_group *g)
@@ -355,6 +400,13 @@ int trace_summary__write_json(struct trace_summary *s, const struct trace_run_to
 		goto out;
 	add_totals(root, s, t);
 	add_blocking(s, root);
+	cJSON *wk = cJSON_AddObjectToObject(root, "wakeups");
+	if (wk) {
+		cJSON_AddBoolToObject(wk, "watched", s->wakes_watched);
+		add_u64(wk, "records", s->wakes);
+		add_u64(wk, "unknown_task", s->wakes_unknown);
+		add_u64(wk, "unmatched", summary_wake__unmatched(s));
+	}
 	cJSON *cancel = cJSON_AddObjectToObject(root, "cancellation");
 	if (cancel) {
 		cJSON_AddBoolToObject(cancel, "watched", s->cancel_watched);

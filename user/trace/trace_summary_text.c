@@ -352,6 +352,82 @@ static void print_blocking(const struct trace_summary *s, FILE *out)
 	}
 }
 
+/* ---- wake-ups ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void waker_name(const struct trace_summary *s, uint32_t poll, char *buf, size_t len)
+{
+	if (poll == TRACE_NO_INDEX || poll >= s->m->nr_polls)
+		snprintf(buf, len, "not in a traced poll");
+	else
+		summary__poll_name(s->m, poll, buf, len);
+}
+
+static void print_wakes(struct trace_summary *s, FILE *out)
+{
+	char name[256], who[256];
+	bool header = false;
+
+	if (!s->wakes_watched) {
+		fprintf(out, "\nwake-ups: not watched (--no-wakes, or no runtime wake function "
+			     "known)\n");
+		return;
+	}
+	for (uint32_t p = 0; p < s->m->nr_polls; p++) {
+		struct wake_summary *w = &s->polls[p].wake;
+		uint64_t n = w->delays.nr;
+
+		if (!w->wakes)
+			continue;
+		if (!header) {
+			fprintf(out, "\nwake-ups (a task woken, then polled; delay = wake -> poll "
+				     "start):\n");
+			fprintf(out, "  %-36s %7s %6s %10s %10s %10s  %s\n", "task", "wakes",
+				"self", "delay p50", "p99 us", "max us", "woken by (most first)");
+			header = true;
+		}
+		qsort(w->delays.v, n, sizeof(uint64_t), cmp_u64);
+		summary__poll_name(s->m, p, name, sizeof(name));
+		fprintf(out, "  %-36s %7" PRIu64 " %6" PRIu64 " %10.1f %10.1f %10.1f  ", name,
+			w->wakes, w->self_wakes,
+			(double)summary__percentile(w->delays.v, n, 50) / 1e3,
+			(double)summary__percentile(w->delays.v, n, 99) / 1e3,
+			n ? (double)w->delays.v[n - 1] / 1e3 : 0.0);
+		for (uint32_t i = 0; i < w->nr_wakers && i < 3; i++) {
+			uint32_t best = i;
+
+			for (uint32_t j = i + 1; j < w->nr_wakers; j++)
+				if (w->wakers[j].count > w->wakers[best].count)
+					best = j;
+			if (best != i) {
+				__typeof__(w->wakers[0]) tmp = w->wakers[i];
+				w->wakers[i] = w->wakers[best];
+				w->wakers[best] = tmp;
+			}
+			waker_name(s, w->wakers[i].poll, who, sizeof(who));
+			fprintf(out, "%s%s x%" PRIu64, i ? ", " : "", who, w->wakers[i].count);
+		}
+		fputs("\n", out);
+	}
+	if (!header)
+		fprintf(out,
+			"\nwake-ups: watched (%" PRIu64 " wakes); none led to a traced task "
+			"poll\n",
+			s->wakes);
+	if (s->wakes_unknown || summary_wake__unmatched(s))
+		fprintf(out,
+			"wake-ups not linked: %" PRIu64
+			" of a task whose type is not known, %" PRIu64
+			" with no poll of the task afterwards while traced\n",
+			s->wakes_unknown, summary_wake__unmatched(s));
+}
+
 /* ---- cancellation ---- */
 
 static void print_cancel(const struct trace_summary *s, FILE *out)
@@ -409,6 +485,7 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 	print_pending(s, out);
 	print_tasks(s, out);
 	print_blocking(s, out);
+	print_wakes(s, out);
 	print_cancel(s, out);
 	fprintf(out,
 		"\nrecords %" PRIu64 ", dropped %" PRIu64 ", truncated %" PRIu64

@@ -68,6 +68,12 @@ int tracer__dump_open(struct tracer *t, struct poll_stats *stats,
  * no kernel BTF for tp_btf, the attach failed); for the summary and messages.
  */
 const char *tracer__blocking_off(const struct tracer *t);
+/*
+ * Tell the BPF side where each task type's future lies behind its header (wake-ups):
+ * the vtables at their runtime address, so once the target's executable is mapped.
+ * 0 (done, or nothing to do), -EAGAIN (not yet: call again), or -errno.
+ */
+int tracer__fill_wake_types(struct tracer *t);
 /* Execs of the target since attach (on_exec; 0 when they cannot be watched). */
 uint32_t tracer__exec_count(const struct tracer *t);
 /* The global counters (COUNTER_*), summed over CPUs; cheap enough for a status line. */
