@@ -700,8 +700,8 @@ int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop
 int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_block *b)
 {
 	uint32_t pid = b->pid ? b->pid : w->pid;
-	struct thread_state *t;
 	struct pending_poll *pp;
+	bool flush;
 
 	if (w->err)
 		return w->err;
@@ -709,21 +709,10 @@ int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_blo
 		w->refused++;
 		return 0;
 	}
-	t = perfetto__get_thread(w, pid, b->tid, NULL);
-	if (t && t->nr_pending == t->cap_pending) {
-		uint32_t cap = t->cap_pending ? t->cap_pending * 2 : 16;
-		pp = realloc(t->pending, cap * sizeof(*pp));
-		if (pp) {
-			t->pending = pp;
-			t->cap_pending = cap;
-		}
-	}
-	if (!t || t->nr_pending == t->cap_pending) {
-		set_error(w, -ENOMEM);
-		return w->err;
-	}
 	/* held with the thread's polls: written nested in the poll it is blamed on */
-	pp = &t->pending[t->nr_pending++];
+	if (!(pp = hold(w, pid, b->tid)))
+		return w->err;
+	flush = pp->end;
 	*pp = (struct pending_poll){.p = {.start_ns = b->start_ns,
 					  .end_ns = b->end_ns,
 					  .pid = pid,
@@ -731,12 +720,12 @@ int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_blo
 					  .poll = b->poll,
 					  .future = TRACE_NO_INDEX,
 					  .depth = (uint16_t)(b->depth + 1)},
-				    .arrival = w->arrivals++,
+				    .arrival = pp->arrival,
 				    .block = true,
 				    .preempted = b->preempted,
 				    .syscall = b->syscall};
-	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
-		flush_thread(w, t);
+	if (flush)
+		flush_thread(w, perfetto__get_thread(w, pid, b->tid, NULL));
 	return w->err;
 }
 

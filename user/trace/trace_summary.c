@@ -38,21 +38,6 @@ void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, ui
 	s->tasks.max = max_tasks;
 }
 
-int u64_vec__push(struct u64_vec *v, uint64_t x)
-{
-	if (v->nr == v->cap) {
-		uint64_t cap = v->cap ? v->cap * 2 : 64;
-		uint64_t *n = realloc(v->v, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		v->v = n;
-		v->cap = cap;
-	}
-	v->v[v->nr++] = x;
-	return 0;
-}
-
 /* p's instance and task; their news into the poll fn's counts. */
 static void track_instance_and_task(struct trace_summary *s, struct poll_summary *ps,
 				    const struct trace_poll *p)

@@ -25,18 +25,13 @@
 #include "trace/probe_cost.h"
 #include "trace/trace_instances.h"
 #include "trace/trace_tasks.h"
+#include "trace/u64_vec.h"
 
 /* Default caps: memory stays bounded on a long run; what is past them is counted. */
 #define TRACE_SUMMARY_MAX_INSTANCES 1000000u /* live future instances tracked */
 #define TRACE_SUMMARY_MAX_TASKS	    100000u  /* tasks kept (live and finished) */
 #define TRACE_SUMMARY_TEXT_PENDING  20u	     /* pending groups in the text summary */
 #define TRACE_SUMMARY_TEXT_TASKS    10u	     /* tasks in the text summary */
-
-/* A growable array of durations (ns). */
-struct u64_vec {
-	uint64_t *v;
-	uint64_t nr, cap;
-};
 
 /* Off-CPU time by syscall (blocking), the biggest few. */
 #define SUMMARY_SYSCALLS 8
@@ -228,7 +223,6 @@ uint64_t trace_summary__running(const struct trace_summary *s);
  * *exits the polls that ended on any exit probe: the exit cost by frequency.
  */
 uint64_t trace_summary__stepped_exits(const struct trace_summary *s, uint64_t *exits);
-int u64_vec__push(struct u64_vec *v, uint64_t x);
 /* The poll's record arrived: close its blocking accounting (trace_summary_block.c). */
 void summary_block__poll_done(struct trace_summary *s, const struct trace_poll *p);
 void summary_block__free(struct trace_summary *s);

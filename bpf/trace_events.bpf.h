@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Part of trace.bpf.c (included once, after its maps and helpers): the probes that
+ * are no poll's entry or exit. A future's drop (cancellation) and a runtime task's
+ * wake-up, each one ring-buffer record.
+ */
+#ifndef ASYNCBPF_TRACE_EVENTS_BPF_H
+#define ASYNCBPF_TRACE_EVENTS_BPF_H
+
+/* drop_in_place::<F>(*mut F) entered: record the future and its __state. */
+static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
+				    __u64 pid_tgid)
+{
+	struct thread_stack *st;
+	struct drop_record *r;
+	struct poll_stats *stats;
+	__u32 poll = spec->poll, depth = 0, top;
+	__u64 self = ctx->di;
+
+	stats = bpf_map_lookup_elem(&trace_stats, &poll);
+	if (stats)
+		__sync_fetch_and_add(&stats->drops, 1);
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		if (stats)
+			__sync_fetch_and_add(&stats->drops_lost, 1);
+		count(COUNTER_DROPPED);
+		return;
+	}
+	r->type = RECORD_DROP;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->poll = poll;
+	r->future = spec->future;
+	r->time_ns = now;
+	r->self = self;
+	r->has_state = (spec->flags & SPEC_HAS_STATE) && self;
+	r->state = r->has_state ? read_user_uint(self + spec->state_offset, spec->state_size) : 0;
+	r->pad = 0;
+	r->pad2 = 0;
+	r->task_self = 0;
+	r->dropper_self = 0;
+	r->dropper_poll = ~0u;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st) {
+		depth = st->depth;
+		if (depth > TRACE_MAX_DEPTH)
+			depth = TRACE_MAX_DEPTH;
+		if (depth) {
+			top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+			r->task_self = st->frames[0].self;
+			r->dropper_self = st->frames[top].self;
+			r->dropper_poll = st->frames[top].poll;
+		}
+	}
+	r->depth = depth;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* A runtime's wake function entered: the task (rdi: its header) and who woke it. */
+static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
+				    __u64 pid_tgid)
+{
+	struct thread_stack *st;
+	struct wake_record *r;
+	struct wake_type *wt;
+	__u64 header = ctx->di, vt = 0, self = 0;
+	__u32 rt = spec->future & 3, depth = 0, top;
+
+	count(COUNTER_WAKES);
+	if (header) {
+		bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt]));
+		wt = vt ? bpf_map_lookup_elem(&wake_types, &vt) : NULL;
+		if (wt) {
+			self = header + wt->future_offset;
+			if (wt->boxed)
+				self = read_user_uint(self, 8);
+			if (self)
+				self += wt->descend;
+		} else {
+			count(COUNTER_WAKE_UNKNOWN);
+		}
+	}
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		count(COUNTER_WAKE_DROPPED);
+		return;
+	}
+	r->type = RECORD_WAKE;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->runtime = rt;
+	r->by_ref = (spec->flags & SPEC_WAKE_BY_REF) != 0;
+	r->time_ns = now;
+	r->header = header;
+	r->woken_self = self;
+	r->waker_self = 0;
+	r->waker_task_self = 0;
+	r->waker_start_ns = 0;
+	r->waker_poll = ~0u;
+	r->pad = 0;
+	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st) {
+		depth = st->depth;
+		if (depth > TRACE_MAX_DEPTH)
+			depth = TRACE_MAX_DEPTH;
+		if (depth) {
+			top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
+			r->waker_self = st->frames[top].self;
+			r->waker_poll = st->frames[top].poll;
+			r->waker_start_ns = st->frames[top].start_ns;
+			r->waker_task_self = st->frames[0].self;
+		}
+	}
+	r->depth = depth;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+#endif
