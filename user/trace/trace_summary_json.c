@@ -155,7 +155,8 @@ static void add_wake_row(const struct trace_summary *s, uint32_t poll, cJSON *o)
 
 	if (!wo)
 		return;
-	qsort(w->delays.v, n, sizeof(uint64_t), cmp_ns);
+	if (n)
+		qsort(w->delays.v, n, sizeof(uint64_t), cmp_ns);
 	add_u64(wo, "wakes", w->wakes);
 	add_u64(wo, "self_wakes", w->self_wakes);
 	add_u64(wo, "coalesced", w->coalesced);

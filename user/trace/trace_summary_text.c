@@ -392,7 +392,8 @@ static void print_wakes(struct trace_summary *s, FILE *out)
 				"self", "delay p50", "p99 us", "max us", "woken by (most first)");
 			header = true;
 		}
-		qsort(w->delays.v, n, sizeof(uint64_t), cmp_u64);
+		if (n)
+			qsort(w->delays.v, n, sizeof(uint64_t), cmp_u64);
 		summary__poll_name(s->m, p, name, sizeof(name));
 		fprintf(out, "  %-36s %7" PRIu64 " %6" PRIu64 " %10.1f %10.1f %10.1f  ", name,
 			w->wakes, w->self_wakes,
