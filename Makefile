@@ -52,6 +52,12 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
+# `make install`: the binary, the man page and the bash completion under
+# $(DESTDIR)$(PREFIX) (default /usr/local).
+PREFIX ?= /usr/local
+
+.PHONY: install uninstall
+
 .PHONY: all clean deps test test-build unit check-env demo fixtures conformance san fuzz fuzz-long \
 	bench-analyze bench-tools bench-trace bench-stacks format format-check check-layout vmlinux bench-profile
 
@@ -206,3 +212,13 @@ clean:
 
 .DELETE_ON_ERROR:
 .SECONDARY:
+
+install: all
+	install -D -m 0755 $(OUTPUT)/asyncbpf $(DESTDIR)$(PREFIX)/sbin/asyncbpf
+	install -D -m 0644 docs/man/asyncbpf.8 $(DESTDIR)$(PREFIX)/share/man/man8/asyncbpf.8
+	install -D -m 0644 scripts/asyncbpf.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/asyncbpf
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/asyncbpf $(DESTDIR)$(PREFIX)/share/man/man8/asyncbpf.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/asyncbpf

@@ -379,13 +379,16 @@ block_report=""
 if part 6; then
 	bin="$root/tests/fixtures/bin/release/handwritten"
 	blk_polls=$((polls * 10))
-	echo "bench: blocking: $runs x (loop: on, off; switch: on, off, untraced), $blk_polls loop polls, 20000 switch polls" >&2
+	echo "bench: blocking and top: $runs x (loop: trace, trace --no-blocking, top; switch: on, off, untraced), $blk_polls loop polls, 20000 switch polls" >&2
 	# block_run MODE(on|off|untraced) WHAT(loop|switch) N: ns per poll, as the fixture says
 	block_run() {
 		local o="$work/block-$1-$2.out" x=()
 		[ "$1" = off ] && x=(--no-blocking)
 		if [ "$1" = untraced ]; then
 			"$bin" "$2" "$3" >"$o" 2>"$o.err" || die "$bin $2 failed"
+		elif [ "$1" = top ]; then # stats only, no table within the run
+			"$asyncbpf" top '*Trivial*' --batch -i 600 -- "$bin" "$2" "$3" >"$o" 2>"$o.err" ||
+				die "asyncbpf top failed: $(tail -n 3 "$o.err")"
 		else
 			local sel='*Trivial*'
 			[ "$2" = switch ] && sel='*Switcher*'
@@ -395,7 +398,7 @@ if part 6; then
 		"$helper" fixture-ns "$o"
 	}
 	for ((i = 1; i <= runs; i++)); do
-		if ((i % 2)); then order=(on off); else order=(off on); fi
+		if ((i % 2)); then order=(on off top); else order=(top off on); fi
 		for m in "${order[@]}"; do
 			sample "{\"part\":\"block\",\"what\":\"loop\",\"mode\":\"$m\",\"run\":$i,\"ns\":$(block_run "$m" loop "$blk_polls")}"
 		done
@@ -464,6 +467,9 @@ if per:
           f"over {cnt.get('on_switch', 0)} runs (every switch of the machine while the target switched); "
           f"each context switch of a target thread inside a poll (out, and in again: two switches) "
           f"runs it once: {sw:.0f} ns a switch (target <= 300 ns: {'PASS' if sw <= 300 else 'MISS'})")
+lt = med("loop", "top")
+print(f"  top's stats-only mode (handwritten loop): {lt:.0f} ns per poll against trace's {lo:.0f} ns: "
+      f"{lt / lo:.3f}x (target <= 0.8x: {'PASS' if lt / lo <= 0.8 else 'MISS'})")
 print(f"  other processes (perf bench sched pipe, 100000 loops, 2 switches an op): {ow / 1000:.2f} us/op with a "
       f"trace of an idle target attached, {oo / 1000:.2f} us/op without: {ow / oo:.3f}x "
       f"({(ow - oo) / 2:+.0f} ns a switch)")

@@ -250,8 +250,9 @@ struct drop_record {
 struct wake_type {
 	__u32 future_offset; /* from the header */
 	__u32 descend;	     /* then this far in: the first traced future the root awaits */
+	__u32 poll;	     /* that future's poll fn (its statistics count the wake) */
 	__u8 boxed;	     /* a Pin<Box<F>>: one more pointer (before descend) */
-	__u8 pad[7];
+	__u8 pad[3];
 };
 
 /* A runtime task woken (its wake function entered). */
@@ -288,6 +289,13 @@ struct poll_stats {
 	__u64 block_dropped;		/* of them, lost to a full ring buffer */
 	__u64 drops;			/* drop_in_place::<F> of its future (cancellation on) */
 	__u64 drops_lost;		/* of them, lost to a full ring buffer */
+	/* for `top` (stats only, no records), and counted in trace too */
+	__u64 started;	 /* records of a poll that began Unresumed: instances started */
+	__u64 ready;	 /* records that returned Ready */
+	__u64 panicked;	 /* records that panicked */
+	__u64 cancelled; /* drops while suspended at an await */
+	__u64 wakes;	 /* wakes of a task whose first traced future this is */
+	__u64 delay_hist[TRACE_HIST_BUCKETS]; /* wake -> its next poll's start, log2 ns */
 };
 
 /* Global counters (trace_counters, per CPU). */
@@ -363,7 +371,9 @@ _Static_assert(sizeof(struct drop_record) == 72, "struct drop_record changed");
 _Static_assert(sizeof(struct wake_record) == 72, "struct wake_record changed");
 _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
-_Static_assert(sizeof(struct poll_stats) == 104 + 8 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
+	       "struct poll_stats: only __u64 members (user space sums them word by word)");
+_Static_assert(sizeof(struct poll_stats) == 144 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

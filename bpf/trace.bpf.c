@@ -23,6 +23,10 @@ const volatile __u32 target_tgid = 0;
 const volatile __u32 nr_specs = 0;
 /* Wake the consumer only when this much data waits (0: on every record). */
 const volatile __u64 wakeup_bytes = 0;
+/* top: statistics only, no record in the ring buffer (drops, wakes, polls alike) */
+const volatile __u32 stats_only = 0;
+/* wake probes are attached: a task's poll looks up when it was woken */
+const volatile __u32 wakes_enabled = 0;
 /* Blocking inside polls is watched (on_switch is loaded). */
 const volatile __u32 block_enabled = 0;
 /* Where each runtime's task header keeps its vtable pointer (enum task_runtime). */
@@ -65,6 +69,14 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_stack);
 } trace_stacks SEC(".maps");
+
+/* A woken task's first traced future -> when it was woken: its scheduling delay. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} wake_pending SEC(".maps");
 
 /* Task vtable (runtime address) -> where the task's future is: wake-ups. */
 struct {
@@ -230,9 +242,17 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 		__sync_fetch_and_add(&stats->hist[bucket], 1);
 		if (result == RESULT_TRUNCATED)
 			__sync_fetch_and_add(&stats->truncated, 1);
+		if (result == RESULT_READY)
+			__sync_fetch_and_add(&stats->ready, 1);
+		if (result == RESULT_PANICKED)
+			__sync_fetch_and_add(&stats->panicked, 1);
+		if (f->state == 0 && result != RESULT_TRUNCATED && result != RESULT_UNKNOWN)
+			__sync_fetch_and_add(&stats->started, 1);
 		if (stepped) /* the share of exits that cost a single-step, by frequency */
 			__sync_fetch_and_add(&stats->stepped_exits, 1);
 	}
+	if (stats_only)
+		return;
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		if (stats)
@@ -381,6 +401,20 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 	f->state = state;
 	f->offcpu_at_entry = st->offcpu_ns;
 	st->depth = depth + 1;
+	/* a task's poll after a wake: its scheduling delay, in its poll fn's statistics */
+	if (depth == 0 && wakes_enabled && self) {
+		__u64 *woken = bpf_map_lookup_elem(&wake_pending, &self);
+
+		if (woken) {
+			struct poll_stats *stats = bpf_map_lookup_elem(&trace_stats, &poll);
+
+			if (stats && now >= *woken)
+				__sync_fetch_and_add(&stats->delay_hist[log2_u64(now - *woken) &
+									(TRACE_HIST_BUCKETS - 1)],
+						     1);
+			bpf_map_delete_elem(&wake_pending, &self);
+		}
+	}
 	/* no statistics here: the exit's record counts the poll (one map lookup per poll) */
 }
 
@@ -635,6 +669,8 @@ static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32
 		else
 			__sync_fetch_and_add(&stats->blocked_ns, dt);
 	}
+	if (stats_only)
+		return;
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		if (stats)

@@ -17,9 +17,19 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	__u32 poll = spec->poll, depth = 0, top;
 	__u64 self = ctx->di;
 
+	__u64 state = 0;
+
 	stats = bpf_map_lookup_elem(&trace_stats, &poll);
-	if (stats)
+	if ((spec->flags & SPEC_HAS_STATE) && self)
+		state = read_user_uint(self + spec->state_offset, spec->state_size);
+	if (stats) {
 		__sync_fetch_and_add(&stats->drops, 1);
+		if ((spec->flags & SPEC_HAS_STATE) && state >= STATE_SUSPEND0_VALUE &&
+		    state <= spec->max_state)
+			__sync_fetch_and_add(&stats->cancelled, 1);
+	}
+	if (stats_only)
+		return;
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		if (stats)
@@ -35,7 +45,7 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	r->time_ns = now;
 	r->self = self;
 	r->has_state = (spec->flags & SPEC_HAS_STATE) && self;
-	r->state = r->has_state ? read_user_uint(self + spec->state_offset, spec->state_size) : 0;
+	r->state = r->has_state ? state : 0;
 	r->pad = 0;
 	r->pad2 = 0;
 	r->task_self = 0;
@@ -75,12 +85,22 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 			self = header + wt->future_offset;
 			if (wt->boxed)
 				self = read_user_uint(self, 8);
-			if (self)
+			if (self) {
+				__u32 poll = wt->poll;
+				struct poll_stats *stats = bpf_map_lookup_elem(&trace_stats, &poll);
+
 				self += wt->descend;
+				if (stats)
+					__sync_fetch_and_add(&stats->wakes, 1);
+				/* the first wake since its last poll: its delay starts here */
+				bpf_map_update_elem(&wake_pending, &self, &now, BPF_NOEXIST);
+			}
 		} else {
 			count(COUNTER_WAKE_UNKNOWN);
 		}
 	}
+	if (stats_only)
+		return;
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		count(COUNTER_WAKE_DROPPED);

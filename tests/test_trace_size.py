@@ -32,8 +32,9 @@ def loop(tmp_path, n, *extra):
 
 
 def thread_slices(trace):
+    """The polls' slices on the thread tracks (not the off-CPU slices nested in them)."""
     threads = trace.thread_tracks()
-    return [s for s in trace.slices if s.track in threads]
+    return [s for s in trace.slices if s.track in threads and not util.is_block_slice_name(s.name)]
 
 
 def test_bytes_per_poll(tmp_path):

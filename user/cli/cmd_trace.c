@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -29,6 +30,7 @@
 #include "trace/trace_consumer.h"
 #include "trace/trace_plan.h"
 #include "trace/trace_summary.h"
+#include "trace/top.h"
 #include "trace/tracer.h"
 
 /* Everything one run holds, freed in one place. */
@@ -50,6 +52,12 @@ struct trace_run {
 	/* the live status line */
 	uint64_t last_status_ns, last_records, last_hits;
 	bool status_printed;
+	/* top */
+	struct poll_stats *top_prev;
+	uint64_t top_prev_ns;
+	long top_snapshots;
+	int top_key;
+	bool top_quit;
 };
 
 /* The exit mode (docs/tracing.md, "Exit modes"). */
@@ -301,6 +309,7 @@ static int start_tracer(struct trace_run *r)
 	    .ringbuf_size = a->ringbuf_size,
 	    .verbose = a->verbose,
 	    .blocking = !a->no_blocking,
+	    .stats_only = a->top,
 	};
 	struct trace_sinks sinks;
 	char err[1024] = "";
@@ -363,11 +372,68 @@ static uint32_t hook_execs(void *ctx)
 	return n;
 }
 
+/* top: a keystroke changes the sort key, q quits (a terminal only). */
+static bool top_poll_keys(struct trace_run *r)
+{
+	char c;
+
+	while (!r->a->batch && isatty(STDIN_FILENO) && read(STDIN_FILENO, &c, 1) == 1) {
+		int k = top_key__from_char(c);
+
+		if (c == 'q' || c == 'Q')
+			r->top_quit = true;
+		else if (k >= 0)
+			r->top_key = k;
+	}
+	return r->top_quit || (r->a->count && r->top_snapshots >= r->a->count);
+}
+
 static bool hook_full(void *ctx)
 {
-	const struct trace_run *r = ctx;
+	struct trace_run *r = ctx;
 
+	if (r->a->top)
+		return top_poll_keys(r);
 	return trace_files__full(&r->files);
+}
+
+/* top: the table of the last interval, from the statistics maps (no records). */
+static void hook_top(void *ctx, uint64_t now, uint64_t start)
+{
+	struct trace_run *r = ctx;
+	uint32_t nr = tracer__nr_polls(r->t);
+	struct poll_stats *cur = calloc(nr, sizeof(*cur));
+	struct top_row *rows = NULL;
+	__u64 counters[COUNTER_COUNT];
+	int n;
+
+	if (!cur || tracer__read_stats(r->t, cur, counters)) {
+		free(cur);
+		return;
+	}
+	if (!r->top_prev) { /* the first read: the baseline */
+		r->top_prev = cur;
+		r->top_prev_ns = now;
+		return;
+	}
+	n = top__rows(r->top_prev, cur, nr, (double)(now - r->top_prev_ns) / 1e9,
+		      (enum top_key)r->top_key, &rows);
+	if (!r->a->batch)
+		fputs("\033[H\033[2J", stdout);
+	else if (r->top_snapshots)
+		fputs("\n", stdout);
+	printf("asyncbpf top: pid %d, %.0f s, every %.1f s, sorted by %s%s\n",
+	       (int)session__pid(r->s), (double)(now - start) / 1e9, r->a->interval,
+	       top_key__name((enum top_key)r->top_key),
+	       r->a->batch ? "" : " (keys: b p 9 B w d c l, q quits)");
+	if (n >= 0)
+		top__print(stdout, &r->m, rows, n, r->a->batch ? 0 : 30);
+	fflush(stdout);
+	r->top_snapshots++;
+	free(rows);
+	free(r->top_prev);
+	r->top_prev = cur;
+	r->top_prev_ns = now;
 }
 
 /* The live status line (a terminal only): rates over the last second, drops loudly. */
@@ -435,7 +501,7 @@ static void stop_tracer(struct trace_run *r)
 	t->stack_overflow = counters[COUNTER_STACK_OVERFLOW];
 	t->no_storage = counters[COUNTER_NO_STORAGE];
 	t->hits = counters[COUNTER_HITS];
-	if (t->bpf_records != t->totals.polls + t->totals.dropped)
+	if (!r->a->top && t->bpf_records != t->totals.polls + t->totals.dropped)
 		pr_warn("trace: accounting mismatch: BPF made %" PRIu64 " records, %" PRIu64
 			" arrived, %" PRIu64 " dropped\n",
 			t->bpf_records, t->totals.polls, t->totals.dropped);
@@ -458,6 +524,7 @@ static int report(struct trace_run *r)
 
 static void trace_run__free(struct trace_run *r)
 {
+	free(r->top_prev);
 	ring_buffer__free(r->rb);
 	tracer__free(r->t);
 	trace_consumer__free(r->consumer);
@@ -471,9 +538,9 @@ static void trace_run__free(struct trace_run *r)
 	session__free(r->s);
 }
 
-static int trace(const struct trace_args *a)
+int trace__run(const struct trace_args *a)
 {
-	struct session_opts so = {.cmd = "trace",
+	struct session_opts so = {.cmd = a->top ? "top" : "trace",
 				  .verb = "tracing",
 				  .pid = a->pid,
 				  .command = a->command,
@@ -481,14 +548,40 @@ static int trace(const struct trace_args *a)
 	struct trace_run r = {.a = a};
 	struct session_hooks hooks = {
 	    .exec_count = hook_execs, .should_stop = hook_full, .tick = hook_status, .ctx = &r};
+	struct termios raw, saved;
+	bool keys = a->top && !a->batch && isatty(STDIN_FILENO) && !tcgetattr(STDIN_FILENO, &saved);
+
+	r.top_key = a->sort;
+	if (a->top) {
+		hooks.tick = hook_top;
+		hooks.tick_always = true;
+		hooks.tick_ns = (uint64_t)(a->interval * 1e9);
+	}
 	enum session_stop why;
 	int status;
 
 	if ((status = session__open(&so, &r.s)) || (status = plan_probes(&r)) ||
 	    (status = session__spawn(r.s)) ||
-	    (status = trace_files__open(&r.files, r.s, a, &r.m)) || (status = start_tracer(&r)))
+	    (!a->top && (status = trace_files__open(&r.files, r.s, a, &r.m))) ||
+	    (status = start_tracer(&r)))
 		goto out;
+	if (keys) { /* keystrokes one at a time, not echoed, without blocking */
+		raw = saved;
+		raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+		raw.c_cc[VMIN] = 0;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	}
+	if (a->top)
+		hook_top(&r, sysfacts__now_ns(), sysfacts__now_ns()); /* the baseline */
 	why = session__run(r.s, r.rb, &r.budget, &hooks);
+	if (keys)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	if (a->top) {
+		stop_tracer(&r);
+		status = session__finish(r.s, EXIT_OK);
+		goto out;
+	}
 	if (r.status_printed)
 		fputc('\n', stderr);
 	if (why == SESSION_STOP_HOOK)
@@ -514,5 +607,5 @@ int cmd_trace(int argc, char **argv)
 		privilege__explain("trace");
 		return EXIT_NO_PERMISSION;
 	}
-	return trace(&a);
+	return trace__run(&a);
 }

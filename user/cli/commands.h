@@ -16,6 +16,10 @@ int cmd_trace(int argc, char **argv);
 /* asyncbpf profile: sampling, async-aware flame graphs (docs/profile.md). */
 int cmd_profile(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+struct trace_args;
+/* The tracer's run (cmd_trace.c), as trace or as top (a->top). An exit status. */
+int trace__run(const struct trace_args *a);
 
 struct target_spec {
 	const char *path; /* a binary, or NULL with pid */

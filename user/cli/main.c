@@ -20,6 +20,7 @@ static const struct {
     {"trace", cmd_trace, "trace the polls of a running process or a command (root)"},
     {"profile", cmd_profile, "sample a process or a command: async-aware flame graphs (root)"},
     {"stacks", cmd_stacks, "where every task of a running process is parked, await by await"},
+    {"top", cmd_top, "a live table of the busiest futures: polls, blocking, wakes (root)"},
 };
 
 static void usage(FILE *out)

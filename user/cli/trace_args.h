@@ -26,9 +26,14 @@ struct trace_args {
 	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;
 	enum expand_dir expand;
 	bool all_crates, verbose, task_tracks;
-	bool no_blocking;	/* --no-blocking */
-	bool no_cancel;		/* --no-cancel */
-	bool no_wakes;		/* --no-wakes */
+	bool no_blocking; /* --no-blocking */
+	bool no_cancel;	  /* --no-cancel */
+	bool no_wakes;	  /* --no-wakes */
+	/* asyncbpf top (cmd_top.c): statistics only, a table every interval */
+	bool top, batch;
+	double interval;
+	int sort;		/* enum top_key */
+	long count;		/* --count: snapshots (batch), 0: until stopped */
 	double block_threshold; /* seconds: BLOCKING warnings past it */
 	double duration;
 	uint64_t ringbuf_size;

@@ -277,6 +277,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 		jw_object(w, "drop_in_place");
 		jw_string(w, "symbol", f->drop_symbol);
 		jw_u64(w, "addr", f->drop_addr);
+		jw_u64(w, "file_offset", f->drop_file_offset);
 		jw_object_end(w);
 	} else {
 		jw_null(w, "drop_in_place");

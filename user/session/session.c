@@ -352,6 +352,9 @@ static enum session_stop loop(struct session *s, struct ring_buffer *rb, struct 
 	/* launch mode: the command's own exec is expected */
 	uint32_t execs_expected = s->launched ? 1 : 0;
 	bool tty = h->tick && isatty(STDERR_FILENO) && log_verbosity >= 1;
+
+	if (h->tick_always && !h->tick)
+		return SESSION_STOP_ERROR;
 	uint64_t last_tick = s->start_ns;
 
 	/* an exec between the analysis and the attach of the exec probe shows here */
@@ -377,7 +380,8 @@ static enum session_stop loop(struct session *s, struct ring_buffer *rb, struct 
 		now = sysfacts__now_ns();
 		if (s->o.duration > 0 && (double)(now - s->start_ns) >= s->o.duration * 1e9)
 			return SESSION_STOP_DURATION;
-		if (tty && now - last_tick >= 1000000000ull) {
+		if ((tty || h->tick_always) &&
+		    now - last_tick >= (h->tick_ns ? h->tick_ns : 1000000000ull)) {
 			h->tick(h->ctx, now, s->start_ns);
 			last_tick = now;
 		}

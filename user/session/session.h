@@ -97,8 +97,11 @@ struct session_hooks {
 	uint32_t (*exec_count)(void *ctx);
 	/* stop now (an output reached its size limit, ...) */
 	bool (*should_stop)(void *ctx);
-	/* once a second, when stderr is a terminal (a live status line) */
+	/* once a second (tick_ns), when stderr is a terminal (a live status line) or
+	 * always (tick_always: top's table) */
 	void (*tick)(void *ctx, uint64_t now_ns, uint64_t start_ns);
+	uint64_t tick_ns; /* 0: a second */
+	bool tick_always;
 	void *ctx;
 };
 

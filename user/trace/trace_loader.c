@@ -106,6 +106,8 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	}
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->nr_specs = plan->nr;
+	skel->rodata->stats_only = o->stats_only;
+	skel->rodata->wakes_enabled = plan->nr_wakes > 0;
 	/* blocking: a tp_btf program, which makes libbpf read the kernel's BTF; not
 	 * loaded at all when it is off (then the load reads no BTF) */
 	if (o->blocking && !t->blocking_off[0] && access("/sys/kernel/btf/vmlinux", R_OK))
@@ -360,7 +362,7 @@ static void attach_blocking(struct tracer *t)
  * SupportTaskLocals), its one await, through the model's edge steps (no pointer on
  * the way). UINT32_MAX: not found (the wake is then not linked to a poll).
  */
-static uint32_t descend(const struct tracer *t, int32_t f)
+static uint32_t descend(const struct tracer *t, int32_t f, int32_t *traced)
 {
 	const struct model *m = t->m;
 	uint64_t off = 0;
@@ -371,8 +373,10 @@ static uint32_t descend(const struct tracer *t, int32_t f)
 		const struct await_edge *e = NULL;
 		uint32_t suspends = 0;
 
-		if (t->traced && t->traced[f])
+		if (t->traced && t->traced[f]) {
+			*traced = f;
 			return off <= UINT32_MAX ? (uint32_t)off : UINT32_MAX;
+		}
 		for (uint32_t k = 0; k < fu->nr_states; k++)
 			if (fu->states[k].kind == STATE_SUSPEND) {
 				st = &fu->states[k];
@@ -434,9 +438,12 @@ int tracer__fill_wake_types(struct tracer *t)
 			continue;
 		v.future_offset = (__u32)tt->future_offset;
 		v.boxed = tt->boxed;
-		v.descend = descend(t, tt->future);
-		if (v.descend == UINT32_MAX)
+		int32_t traced = -1;
+
+		v.descend = descend(t, tt->future, &traced);
+		if (v.descend == UINT32_MAX || traced < 0)
 			continue; /* no traced future inside: its wakes stay unlinked */
+		v.poll = t->m->futures[traced].poll >= 0 ? (__u32)t->m->futures[traced].poll : ~0u;
 		if (bpf_map_update_elem(fd, &key, &v, BPF_ANY))
 			return -errno;
 	}
@@ -680,15 +687,13 @@ int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *
 			r = -errno;
 			goto out;
 		}
+		/* every member is a __u64 count or sum (asyncbpf.h): add them word by word */
 		for (int c = 0; c < ncpu; c++) {
-			stats[p].stepped_exits += percpu[c].stepped_exits;
-			stats[p].records += percpu[c].records;
-			stats[p].emitted += percpu[c].emitted;
-			stats[p].dropped += percpu[c].dropped;
-			stats[p].truncated += percpu[c].truncated;
-			stats[p].busy_ns += percpu[c].busy_ns;
-			for (int b = 0; b < TRACE_HIST_BUCKETS; b++)
-				stats[p].hist[b] += percpu[c].hist[b];
+			__u64 *dst = (__u64 *)(void *)&stats[p];
+			const __u64 *src = (const __u64 *)(const void *)&percpu[c];
+
+			for (size_t k = 0; k < sizeof(stats[p]) / sizeof(__u64); k++)
+				dst[k] += src[k];
 		}
 	}
 	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));

@@ -34,8 +34,9 @@ struct tracer_opts {
 	const char *path; /* the executable to probe: an open fd's /proc/self/fd/N or a file */
 	const char *name; /* its name in messages (the executable's path); NULL = path */
 	uint64_t ringbuf_size;
-	bool verbose;  /* libbpf's log on stderr */
-	bool blocking; /* watch context switches inside polls (tp_btf/sched_switch) */
+	bool verbose;	 /* libbpf's log on stderr */
+	bool blocking;	 /* watch context switches inside polls (tp_btf/sched_switch) */
+	bool stats_only; /* top: the statistics maps only, no record in the ring buffer */
 };
 
 /* A tracer for o (copied; its strings must outlive the tracer). NULL: out of memory. */

@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-2.0
+"""asyncbpf top (docs/top.md) against a running fixture: `tokio_mt pingpong N` keeps
+producer_task and consumer_task waking each other. `top --batch` prints one table per
+interval from the BPF statistics only (no records): both tasks with their poll and
+wake rates (each poll of one follows a wake by the other), the scheduling delay,
+sorted by the chosen key; the target runs on."""
+import re
+import subprocess
+import time
+
+import pytest
+
+import util
+
+ROW = re.compile(r"^\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\S+)$")
+COLS = ["polls_s", "busy", "p50", "p99", "blocked", "wakes_s", "delay99", "cancel_s", "live"]
+
+
+@pytest.fixture(scope="module")
+def features():
+    return util.require_trace_features()
+
+
+@pytest.fixture
+def pingpong():
+    proc = subprocess.Popen([str(util.fixture_binary("debug", "tokio_mt")), "pingpong", "100000000"],
+                            stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def tables(text):
+    out = []
+    for chunk in text.split("asyncbpf top: ")[1:]:
+        rows = {}
+        for line in chunk.splitlines()[2:]:
+            m = ROW.match(line)
+            if m:
+                rows[m.group(10)] = dict(zip(COLS, map(float, m.groups()[:9])))
+        out.append((chunk.splitlines()[0], rows, [ROW.match(ln).group(10) for ln in chunk.splitlines()[2:] if ROW.match(ln)]))
+    return out
+
+
+def test_batch_tables(features, pingpong):
+    proc = util.run_asyncbpf("top", "-p", pingpong.pid, "--batch", "-n", "3", "-i", "0.4", timeout=120)
+    assert proc.returncode == 0, util.describe(proc)
+    t = tables(proc.stdout)
+    assert len(t) == 3, proc.stdout
+    for header, rows, order in t:
+        assert "sorted by busy" in header, header
+        for me in ("tokio_mt::consumer_task", "tokio_mt::producer_task"):
+            r = rows[me]
+            assert r["polls_s"] > 100 and r["wakes_s"] > 100, (me, r)
+            # every poll of a task after the first follows a wake by the other
+            assert abs(r["polls_s"] - r["wakes_s"]) <= 0.2 * r["polls_s"], (me, r)
+            assert r["delay99"] > 0 and r["p50"] <= r["p99"], (me, r)
+        busy = [rows[n]["busy"] for n in order]
+        assert busy == sorted(busy, reverse=True), order
+    assert pingpong.poll() is None  # it runs on
+
+
+def test_sort_key(features, pingpong):
+    proc = util.run_asyncbpf("top", "-p", pingpong.pid, "--batch", "-n", "2", "-i", "0.3", "-s", "polls",
+                             timeout=120)
+    assert proc.returncode == 0, util.describe(proc)
+    for header, rows, order in tables(proc.stdout):
+        assert "sorted by polls" in header
+        polls = [rows[n]["polls_s"] for n in order]
+        assert polls == sorted(polls, reverse=True), order
+
+
+def test_usage():
+    for args in (["-s", "nope"], ["-i", "0"], ["-n", "0"], []):
+        proc = util.run_asyncbpf("top", "-p", "1", *args) if args else util.run_asyncbpf("top")
+        assert proc.returncode == util.EXIT_USAGE, util.describe(proc)

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * asyncbpf top -p PID: a live table of the selected futures (docs/top.md), built
+ * from the tracer's BPF statistics maps only: the same probes as `trace` in a
+ * stats-only mode (no per-poll record in the ring buffer), read every interval.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/trace_args.h"
+#include "lib/exitcodes.h"
+#include "lib/log.h"
+#include "lib/privilege.h"
+#include "trace/top.h"
+
+static const char top_usage[] =
+    "Usage: asyncbpf top -p PID [PATTERN...] [OPTIONS]\n"
+    "       asyncbpf top [PATTERN...] [OPTIONS] -- CMD [ARGS...]\n"
+    "\n"
+    "A live table of the selected futures of a running Rust program, refreshed every\n"
+    "interval: polls/s, busy % of a CPU, p50/p99 poll time, time blocked in syscalls\n"
+    "inside polls, wakes/s, the scheduling delay's p99 (wake to poll), cancellations/s\n"
+    "and the instances live (started, not finished). Built from the BPF statistics\n"
+    "only: no per-poll records (docs/top.md).\n"
+    "\n"
+    "  -p, --pid PID        the process\n"
+    "  PATTERN              glob on Rust paths (default: your own crates' futures)\n"
+    "  -i, --interval S     seconds between tables (default 1)\n"
+    "  -d, --duration S     stop after S seconds (default: Ctrl-C, q, or the target's exit)\n"
+    "  -b, --batch          plain tables one after another (like top -b), no keys\n"
+    "  -n, --count N        stop after N tables\n"
+    "  -s, --sort KEY       busy (default), polls, p99, blocked, wakes, delay, cancelled,\n"
+    "                       live; on a terminal the keys b p 9 B w d c l switch, q quits\n"
+    "      --all-crates     every crate's futures\n"
+    "      --no-blocking, --no-wakes, --no-cancel   leave that part out\n"
+    "  -v, --verbose        more detail\n"
+    "\n"
+    "Exit status: 0 ran; 2 usage; 3 no such process or command; 4 not privileged;\n"
+    "6 nothing selected; 7 a kernel feature is missing.\n";
+
+static int parse(int argc, char **argv, struct trace_args *a)
+{
+	static const struct option opts[] = {
+	    {"pid", required_argument, NULL, 'p'},
+	    {"interval", required_argument, NULL, 'i'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"batch", no_argument, NULL, 'b'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"sort", required_argument, NULL, 's'},
+	    {"all-crates", no_argument, NULL, 'a'},
+	    {"no-blocking", no_argument, NULL, 'B'},
+	    {"no-wakes", no_argument, NULL, 'W'},
+	    {"no-cancel", no_argument, NULL, 'K'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c, r, nopt = args__split_command(argc, argv, &a->command);
+	char *end;
+
+	a->top = true;
+	a->interval = 1.0;
+	a->max_probes = TRACE_DEFAULT_MAX_PROBES;
+	a->block_threshold = 0.001;
+	optind = 1;
+	while ((c = getopt_long(nopt, argv, "p:i:d:bn:s:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if ((r = parse_pid("top", optarg, &a->pid)))
+				return r;
+			break;
+		case 'i':
+			if (args__parse_seconds(optarg, &a->interval) || a->interval < 0.05) {
+				pr_warn("top: --interval takes seconds, at least 0.05, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'd':
+			if (args__parse_seconds(optarg, &a->duration)) {
+				pr_warn("top: --duration takes positive seconds, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'b': a->batch = true; break;
+		case 'n':
+			errno = 0;
+			a->count = strtol(optarg, &end, 10);
+			if (errno || *end || a->count < 1) {
+				pr_warn("top: --count takes a number of tables >= 1, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 's':
+			if ((a->sort = top_key__parse(optarg)) < 0) {
+				pr_warn(
+				    "top: --sort takes busy, polls, p99, blocked, wakes, delay, "
+				    "cancelled or live, not '%s'\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'a': a->all_crates = true; break;
+		case 'B': a->no_blocking = true; break;
+		case 'W': a->no_wakes = true; break;
+		case 'K': a->no_cancel = true; break;
+		case 'v':
+			a->verbose = true;
+			log_verbosity = 2;
+			break;
+		case 'h': fputs(top_usage, stdout); return -1;
+		default: fputs(top_usage, stderr); return EXIT_USAGE;
+		}
+	}
+	a->patterns = &argv[optind];
+	a->nr_patterns = nopt - optind;
+	if (a->command && !a->command[0]) {
+		pr_warn("top: nothing after '--': name the command to launch\n");
+		return EXIT_USAGE;
+	}
+	if (!a->pid == !a->command) {
+		pr_warn("top: give one of -p PID or -- CMD [ARGS...]\n%s", top_usage);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct trace_args a = {0};
+	int r = parse(argc, argv, &a);
+
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	if (!privilege__bpf_ok()) {
+		privilege__explain("top");
+		return EXIT_NO_PERMISSION;
+	}
+	return trace__run(&a);
+}

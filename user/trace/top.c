@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/* asyncbpf top's table (top.h). */
+#include "trace/top.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace_summary.h"
+
+static const char *const key_names[TOP_KEY_COUNT] = {"busy",  "polls", "p99",	    "blocked",
+						     "wakes", "delay", "cancelled", "live"};
+static const char key_chars[TOP_KEY_COUNT] = {'b', 'p', '9', 'B', 'w', 'd', 'c', 'l'};
+
+int top_key__parse(const char *name)
+{
+	for (int k = 0; k < TOP_KEY_COUNT; k++)
+		if (!strcmp(name, key_names[k]))
+			return k;
+	return -1;
+}
+
+const char *top_key__name(enum top_key k)
+{
+	return k < TOP_KEY_COUNT ? key_names[k] : "?";
+}
+
+int top_key__from_char(int c)
+{
+	for (int k = 0; k < TOP_KEY_COUNT; k++)
+		if (key_chars[k] == c)
+			return k;
+	return -1;
+}
+
+static uint64_t d(uint64_t now, uint64_t before)
+{
+	return now > before ? now - before : 0;
+}
+
+static double key_value(const struct top_row *r, enum top_key k)
+{
+	switch (k) {
+	case TOP_BUSY: return r->busy_pct;
+	case TOP_POLLS: return r->polls_s;
+	case TOP_P99: return (double)r->p99_ns;
+	case TOP_BLOCKED: return r->blocked_ms_s;
+	case TOP_WAKES: return r->wakes_s;
+	case TOP_DELAY: return (double)r->delay_p99_ns;
+	case TOP_CANCELLED: return r->cancelled_s;
+	case TOP_LIVE: return (double)r->live;
+	case TOP_KEY_COUNT: break;
+	}
+	return 0;
+}
+
+static enum top_key sort_key;
+
+static int cmp_rows(const void *a, const void *b)
+{
+	double x = key_value(a, sort_key), y = key_value(b, sort_key);
+
+	if (x != y)
+		return x > y ? -1 : 1;
+	return ((const struct top_row *)a)->poll < ((const struct top_row *)b)->poll ? -1 : 1;
+}
+
+int top__rows(const struct poll_stats *prev, const struct poll_stats *cur, uint32_t nr, double dt,
+	      enum top_key key, struct top_row **rows)
+{
+	struct top_row *out = calloc(nr ? nr : 1, sizeof(*out));
+	__u64 hist[TRACE_HIST_BUCKETS], delay[TRACE_HIST_BUCKETS];
+	int n = 0;
+
+	*rows = NULL;
+	if (!out)
+		return -1;
+	if (dt <= 0)
+		dt = 1e-9;
+	for (uint32_t p = 0; p < nr; p++) {
+		const struct poll_stats *a = &prev[p], *b = &cur[p];
+		uint64_t polls = d(b->records, a->records), wakes = d(b->wakes, a->wakes);
+		uint64_t cancelled = d(b->cancelled, a->cancelled),
+			 blocked = d(b->blocked, a->blocked);
+		int64_t live =
+		    (int64_t)b->started - (int64_t)(b->ready + b->panicked + b->cancelled);
+
+		if (!polls && !wakes && !cancelled && !blocked && live <= 0)
+			continue;
+		for (int i = 0; i < TRACE_HIST_BUCKETS; i++) {
+			hist[i] = d(b->hist[i], a->hist[i]);
+			delay[i] = d(b->delay_hist[i], a->delay_hist[i]);
+		}
+		out[n++] = (struct top_row){
+		    .poll = p,
+		    .polls_s = (double)polls / dt,
+		    .busy_pct = 100.0 * (double)d(b->busy_ns, a->busy_ns) / (dt * 1e9),
+		    .blocked_ms_s = (double)d(b->blocked_ns, a->blocked_ns) / dt / 1e6,
+		    .wakes_s = (double)wakes / dt,
+		    .cancelled_s = (double)cancelled / dt,
+		    .p50_ns = polls ? summary__hist_percentile(hist, 50) : 0,
+		    .p99_ns = polls ? summary__hist_percentile(hist, 99) : 0,
+		    .delay_p99_ns = summary__hist_percentile(delay, 99),
+		    .live = live > 0 ? live : 0,
+		};
+	}
+	sort_key = key;
+	qsort(out, (size_t)n, sizeof(*out), cmp_rows);
+	*rows = out;
+	return n;
+}
+
+void top__print(FILE *out, const struct model *m, const struct top_row *rows, int nr, int max_rows)
+{
+	char name[256];
+
+	fprintf(out, "%9s %6s %9s %9s %11s %8s %11s %9s %7s  %s\n", "POLLS/S", "BUSY%", "P50_US",
+		"P99_US", "BLOCKED_MS/S", "WAKES/S", "DELAY99_US", "CANCEL/S", "LIVE", "FUTURE");
+	for (int i = 0; i < nr && (!max_rows || i < max_rows); i++) {
+		const struct top_row *r = &rows[i];
+
+		summary__poll_name(m, r->poll, name, sizeof(name));
+		fprintf(out, "%9.1f %6.1f %9.1f %9.1f %11.2f %8.1f %11.1f %9.1f %7lld  %s\n",
+			r->polls_s, r->busy_pct, (double)r->p50_ns / 1e3, (double)r->p99_ns / 1e3,
+			r->blocked_ms_s, r->wakes_s, (double)r->delay_p99_ns / 1e3, r->cancelled_s,
+			(long long)r->live, name);
+	}
+	if (!nr)
+		fprintf(out, "(no traced future was active in this interval)\n");
+}
