@@ -112,3 +112,15 @@ def test_check_lists_the_part(features):
     parts = {p["name"]: p for p in json.loads(proc.stdout)["parts"]}
     part = parts["trace: blocking inside polls"]
     assert part["needs"] == "tp_btf" and part["status"] == "ok", part
+
+
+def test_blocked_when_tracing_stops(tmp_path, features):
+    """`handwritten block 2500` under -d 1: sleepy_leaf's poll is still blocked in
+    clock_nanosleep when tracing stops; that interval has no end, is not counted, and
+    the summary says so."""
+    proc, paths = util.run_traced(tmp_path, util.fixture_binary("debug", "handwritten"), "block", "2500",
+                                  extra=("-d", "1"))
+    assert proc.returncode == 0, util.describe(proc)
+    summary = util.load_summary(paths)
+    assert summary["blocking"]["blocked_at_stop"] == 1 and summary["blocking"]["records"] == 0, summary["blocking"]
+    assert "off-CPU inside a poll when tracing stopped" in proc.stderr + proc.stdout

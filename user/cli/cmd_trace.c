@@ -480,6 +480,7 @@ static void stop_tracer(struct trace_run *r)
 		if (tracer__dump_open(r->t, stats, trace_consumer__handle, r->consumer, &open_polls,
 				      err, sizeof(err)))
 			pr_warn("trace: %s\n", err);
+		r->sum.blocked_at_stop = tracer__blocked_at_stop(r->t);
 		for (uint32_t p = 0; p < nr_polls; p++) {
 			t->totals.dropped += stats[p].dropped;
 			t->totals.truncated += stats[p].truncated;

@@ -38,6 +38,7 @@ struct tracer {
 	uint8_t *traced;		   /* by future: the plan probes its poll's entry */
 	uint32_t nr_wake_types;		   /* task types wake_types can hold */
 	bool wakes_filled;		   /* wake_types holds them (the exe's bias known) */
+	uint32_t blocked_at_stop;	   /* threads off-CPU inside a poll at the end */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -453,6 +454,11 @@ int tracer__fill_wake_types(struct tracer *t)
 	return 0;
 }
 
+uint32_t tracer__blocked_at_stop(const struct tracer *t)
+{
+	return t->blocked_at_stop;
+}
+
 const char *tracer__blocking_off(const struct tracer *t)
 {
 	if (!t->o.blocking)
@@ -629,8 +635,11 @@ int tracer__dump_open(struct tracer *t, struct poll_stats *stats,
 			}
 			continue;
 		}
-		if (!bpf_map_lookup_elem(map_fd, &fd, st) && (st->pid_tgid >> 32) == (__u32)pid)
+		if (!bpf_map_lookup_elem(map_fd, &fd, st) && (st->pid_tgid >> 32) == (__u32)pid) {
+			/* off-CPU inside a poll when tracing stopped: that interval has no end */
+			t->blocked_at_stop += st->off_start != 0 && st->depth;
 			*emitted += dump_thread(st, stats, t->nr_polls, sink, ctx);
+		}
 		close(fd);
 	}
 	closedir(dir);

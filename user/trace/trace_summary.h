@@ -121,6 +121,7 @@ struct trace_summary {
 	const char *blocking_off;    /* NULL: watched; else why not */
 	uint64_t block_threshold_ns; /* BLOCKING past this in one poll */
 	uint64_t blocks;	     /* block records */
+	uint64_t blocked_at_stop;    /* threads off-CPU inside a poll at the end: not counted */
 	struct u64_map block_acc;    /* tid -> index in accs: the poll blocking now */
 	struct block_acc *accs;
 	uint32_t nr_accs, cap_accs;

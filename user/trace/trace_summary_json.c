@@ -100,6 +100,7 @@ static void add_blocking(const struct trace_summary *s, cJSON *root)
 		cJSON_AddStringToObject(bo, "off_reason", s->blocking_off);
 	add_u64(bo, "threshold_ns", s->block_threshold_ns);
 	add_u64(bo, "records", s->blocks);
+	add_u64(bo, "blocked_at_stop", s->blocked_at_stop);
 }
 
 static void add_cancel_row(const struct trace_summary *s, uint32_t poll, cJSON *o)

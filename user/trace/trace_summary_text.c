@@ -325,6 +325,11 @@ static void print_blocking(const struct trace_summary *s, FILE *out)
 	}
 	if (!header)
 		fprintf(out, "\nblocking inside polls: watched; no traced poll went off-CPU\n");
+	if (s->blocked_at_stop)
+		fprintf(out,
+			"(%" PRIu64 " thread%s off-CPU inside a poll when tracing stopped: that "
+			"interval had no end and is not counted)\n",
+			s->blocked_at_stop, s->blocked_at_stop == 1 ? " was" : "s were");
 	for (uint32_t p = 0; p < s->m->nr_polls; p++) {
 		const struct block_summary *b = &s->polls[p].block;
 		const char *file = NULL;

@@ -69,6 +69,9 @@ int tracer__dump_open(struct tracer *t, struct poll_stats *stats,
  * no kernel BTF for tp_btf, the attach failed); for the summary and messages.
  */
 const char *tracer__blocking_off(const struct tracer *t);
+/* After tracer__dump_open: threads that were off-CPU inside a poll when tracing
+ * stopped (that interval never ended: not counted, said so). */
+uint32_t tracer__blocked_at_stop(const struct tracer *t);
 /*
  * Tell the BPF side where each task type's future lies behind its header (wake-ups):
  * the vtables at their runtime address, so once the target's executable is mapped.
