@@ -123,7 +123,7 @@ struct poll_spec {
 	__u8 state_size; /* 1, 2, 4 or 8 */
 	__u8 ret_discr_size;
 	__u8 exit_cond; /* an exit site: x86 condition code it exits under, or SPEC_COND_ALWAYS */
-	__u8 pad;
+	__u8 ctx_reg;	/* an entry at the function's start: the Context's DWARF register + 1; 0 */
 	__u32 ret_discr_offset;
 	__u32 max_state; /* SPEC_HAS_STATE: the highest __state value a state has */
 	__u64 ret_pending_value;
@@ -165,6 +165,7 @@ struct poll_frame {
 	__u64 start_ns;
 	__u64 state;	       /* __state at entry */
 	__u64 offcpu_at_entry; /* thread_stack.offcpu_ns when it was entered */
+	__u64 waker_data;      /* depth 0: its Context's waker data (std-wake matching), 0 */
 };
 
 /* A thread's logical async stack, in task storage: frames[0] is the task. */
@@ -199,7 +200,8 @@ struct poll_record {
 	__u8 unknown_reason; /* enum unknown_reason, for RESULT_UNKNOWN */
 	__s32 await_index;   /* RESULT_PENDING of a compiler future: k of Suspend k; else -1 */
 	__u64 state_before, state_after;
-	__u64 offcpu_ns; /* of end - start, the time its thread was off-CPU (blocking on) */
+	__u64 offcpu_ns;  /* of end - start, the time its thread was off-CPU (blocking on) */
+	__u64 waker_data; /* depth 0: the data of the waker it was polled with, 0 unknown */
 };
 
 /*
@@ -362,10 +364,10 @@ enum profile_counter {
 
 _Static_assert(sizeof(struct check_record) == 24, "struct check_record changed");
 _Static_assert(sizeof(struct poll_spec) == 56, "struct poll_spec changed");
-_Static_assert(sizeof(struct poll_frame) == 48, "struct poll_frame changed");
-_Static_assert(sizeof(struct thread_stack) == 48 + 48 * TRACE_MAX_DEPTH,
+_Static_assert(sizeof(struct poll_frame) == 56, "struct poll_frame changed");
+_Static_assert(sizeof(struct thread_stack) == 48 + 56 * TRACE_MAX_DEPTH,
 	       "struct thread_stack changed");
-_Static_assert(sizeof(struct poll_record) == 96, "struct poll_record changed");
+_Static_assert(sizeof(struct poll_record) == 104, "struct poll_record changed");
 _Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");
 _Static_assert(sizeof(struct drop_record) == 72, "struct drop_record changed");
 _Static_assert(sizeof(struct wake_record) == 72, "struct wake_record changed");

@@ -27,6 +27,9 @@ const volatile __u64 wakeup_bytes = 0;
 const volatile __u32 stats_only = 0;
 /* wake probes are attached: a task's poll looks up when it was woken */
 const volatile __u32 wakes_enabled = 0;
+/* core::task layout (model waker_layout): Context.waker, Waker.waker, RawWaker.data */
+const volatile __u32 ctx_known = 0;
+const volatile __u32 ctx_waker_off = 0, waker_raw_off = 0, raw_data_off = 0;
 /* Blocking inside polls is watched (on_switch is loaded). */
 const volatile __u32 block_enabled = 0;
 /* Where each runtime's task header keeps its vtable pointer (enum task_runtime). */
@@ -284,6 +287,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 	r->state_before = f->state;
 	r->state_after = state_after;
 	r->offcpu_ns = st->offcpu_ns - f->offcpu_at_entry;
+	r->waker_data = f->waker_data;
 	if (stats)
 		__sync_fetch_and_add(&stats->emitted, 1);
 	/*
@@ -401,10 +405,32 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 	f->state = state;
 	f->offcpu_at_entry = st->offcpu_ns;
 	st->depth = depth + 1;
-	/* a task's poll after a wake: its scheduling delay, in its poll fn's statistics */
+	f->waker_data = 0;
+	/* a task's poll after a wake: its scheduling delay, in its poll fn's statistics;
+	 * the task by its future (runtimes) or by its waker's data (std's Wake) */
 	if (depth == 0 && wakes_enabled && self) {
-		__u64 *woken = bpf_map_lookup_elem(&wake_pending, &self);
+		__u64 key = self, data = 0, *woken = bpf_map_lookup_elem(&wake_pending, &key);
+		bool by_data = false;
 
+		if (ctx_known && spec->ctx_reg) {
+			/* rsi, or rdx behind a hidden return pointer: both loads, then select
+			 * (a ctx offset chosen at run time is refused) */
+			__u64 si = ctx->si, dx = ctx->dx, cx, w = 0;
+
+			asm volatile("" : "+r"(si), "+r"(dx));
+			cx = spec->ctx_reg == 4 + 1 ? si : dx;
+
+			if (cx)
+				w = read_user_uint(cx + ctx_waker_off, 8);
+			if (w)
+				data = read_user_uint(w + waker_raw_off + raw_data_off, 8);
+			f->waker_data = data;
+		}
+		if (!woken && data) {
+			key = data;
+			woken = bpf_map_lookup_elem(&wake_pending, &key);
+			by_data = true;
+		}
 		if (woken) {
 			struct poll_stats *stats = bpf_map_lookup_elem(&trace_stats, &poll);
 
@@ -412,7 +438,9 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 				__sync_fetch_and_add(&stats->delay_hist[log2_u64(now - *woken) &
 									(TRACE_HIST_BUCKETS - 1)],
 						     1);
-			bpf_map_delete_elem(&wake_pending, &self);
+			if (stats && by_data) /* std's Wake: the task is known only now */
+				__sync_fetch_and_add(&stats->wakes, 1);
+			bpf_map_delete_elem(&wake_pending, &key);
 		}
 	}
 	/* no statistics here: the exit's record counts the poll (one map lookup per poll) */

@@ -7,6 +7,9 @@
 #ifndef ASYNCBPF_TRACE_EVENTS_BPF_H
 #define ASYNCBPF_TRACE_EVENTS_BPF_H
 
+/* enum task_runtime's TASK_RT_STD_WAKE (user/model/model.h; pinned there) */
+#define TASK_RT_STD_WAKE_BPF 3
+
 /* drop_in_place::<F>(*mut F) entered: record the future and its __state. */
 static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				    __u64 pid_tgid)
@@ -78,7 +81,11 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	__u32 rt = spec->future & 3, depth = 0, top;
 
 	count(COUNTER_WAKES);
-	if (header) {
+	if (rt == TASK_RT_STD_WAKE_BPF && header) {
+		/* std's Wake: no header, the data is the Arc<W>; the task's next poll with
+		 * a waker of that data is the one it leads to */
+		bpf_map_update_elem(&wake_pending, &header, &now, BPF_NOEXIST);
+	} else if (header) {
 		bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt]));
 		wt = vt ? bpf_map_lookup_elem(&wake_types, &vt) : NULL;
 		if (wt) {

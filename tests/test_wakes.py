@@ -37,10 +37,14 @@ def test_producer_and_consumer_wake_each_other(tmp_path, features, crate):
     for me, other in (("consumer_task", "producer_task"), ("producer_task", "consumer_task")):
         e = by[f"{crate}::{me}"]
         w = e["wakes"]
-        # one poll per message or so, each but the first after a wake by the other
+        # each poll but the first follows a wake: by the other task (a message, or room
+        # for one), or by itself (a runtime's cooperative budget: tokio's recv yields)
         assert w["wakes"] >= 0.9 * (e["polls"] - 1) and w["wakes"] <= e["polls"] - 1, (me, w, e["polls"])
-        assert [(x["name"], x["count"]) for x in w["wakers"]] == [(f"{crate}::{other}", w["wakes"])], w
-        assert w["self_wakes"] == 0 and w["delays"] == w["wakes"], w
+        wakers = {x["name"]: x["count"] for x in w["wakers"]}
+        assert set(wakers) <= {f"{crate}::{other}", f"{crate}::{me}"}, w
+        assert wakers.get(f"{crate}::{me}", 0) == w["self_wakes"], w
+        assert wakers[f"{crate}::{other}"] >= 0.9 * w["wakes"], w
+        assert w["delays"] == w["wakes"] - w["self_wakes"], w
         assert 0 < w["delay_p50_ns"] <= w["delay_p99_ns"] <= w["delay_max_ns"], w
         linked += w["wakes"]
     # arrows: a flow start at each linked wake, its end on the woken task's poll
@@ -63,3 +67,20 @@ def test_no_wakes_switch(tmp_path, features):
     assert not summary["wakeups"]["watched"] and summary["wakeups"]["records"] == 0
     assert "wake-ups: not watched" in proc.stderr + proc.stdout
     assert all(f["wakes"]["wakes"] == 0 for f in summary["futures"])
+
+
+def test_hand_written_executor_std_wake(tmp_path, features):
+    """The hand-written executor wakes its tasks through std's `Wake` (an Arc<W>):
+    no task header, so each wake is matched to the next task poll whose Context
+    carries a waker of the same data. Every task's polls but the first follow a wake,
+    all by the task itself (YieldNow and CountDown wake their task while it polls)."""
+    proc, paths = util.run_traced(tmp_path, util.fixture_binary("debug", "handwritten"))
+    assert proc.returncode == 0, util.describe(proc)
+    truth = util.ground_truth(proc.stdout)
+    summary = util.load_summary(paths)
+    assert summary["wakeups"]["watched"] and summary["wakeups"]["unmatched"] == 0, summary["wakeups"]
+    by = {f["name"]: f for f in summary["futures"]}
+    for task in truth["executor"]["tasks"]:
+        w = by[f"handwritten::{task['name']}"]["wakes"]
+        assert w["wakes"] == task["root_polls"] - 1 == w["self_wakes"], (task, w)
+        assert all(x["name"].startswith("handwritten::") for x in w["wakers"]), w

@@ -42,6 +42,7 @@ struct rt_walk {
 	struct u64_map by_addr;	     /* fn address -> 1 (dedupe) */
 	struct u64_map cell_offset;  /* interned key -> offset of T in tokio's Cell<T, S> */
 	uint32_t found[TASK_RT_MAX]; /* FOUND_* bits of the layout members read */
+	uint32_t waker_found;	     /* Context, Waker, RawWaker members read (bits) */
 };
 
 enum {
@@ -107,6 +108,12 @@ static bool is_wake_fn(const char *ln, uint8_t *runtime, bool *by_ref)
 	if (starts_with(ln, "_ZN5tokio7runtime4task5waker11wake_by_val17h") ||
 	    starts_with(ln, "_ZN5tokio7runtime4task5waker11wake_by_ref17h")) {
 		*runtime = TASK_RT_TOKIO;
+		*by_ref = strstr(ln, "wake_by_ref") != NULL;
+		return true;
+	}
+	if (starts_with(ln, "_ZN5alloc4task9raw_waker4wake17h") ||
+	    starts_with(ln, "_ZN5alloc4task9raw_waker11wake_by_ref17h")) {
+		*runtime = TASK_RT_STD_WAKE; /* std's Wake: the data is the Arc<W>'s */
 		*by_ref = strstr(ln, "wake_by_ref") != NULL;
 		return true;
 	}
@@ -255,6 +262,25 @@ int runtimes__on_struct(struct walk *w, Dwarf_Die *die, const char *path, const 
 	struct runtime_layout *tk = &w->m->runtimes[TASK_RT_TOKIO];
 	struct runtime_layout *at = &w->m->runtimes[TASK_RT_ASYNC_TASK];
 
+	if (strcmp(path, "core::task::wake") == 0) {
+		uint64_t off;
+		const char *member = !strcmp(name, "Context")	 ? "waker"
+				     : !strcmp(name, "Waker")	 ? "waker"
+				     : !strcmp(name, "RawWaker") ? "data"
+								 : NULL;
+		uint32_t *dst = !strcmp(name, "Context") ? &w->m->waker_layout.ctx_waker
+				: !strcmp(name, "Waker") ? &w->m->waker_layout.waker_raw
+							 : &w->m->waker_layout.raw_data;
+		if (!(rt = rt_of(w)))
+			return -ENOMEM;
+		if (member && member_named(die, member, &off) && off < 4096) {
+			*dst = (uint32_t)off;
+			rt->waker_found |= !strcmp(name, "Context") ? 1
+					   : !strcmp(name, "Waker") ? 2
+								    : 4;
+		}
+		return 0;
+	}
 	if (!starts_with(path, "tokio::runtime::task") && !starts_with(path, "async_task::"))
 		return 0;
 	if (!(rt = rt_of(w)))
@@ -419,10 +445,13 @@ int runtimes__link(struct walk *w)
 
 		if (k == TASK_RT_ASYNC_TASK)
 			need |= FOUND_LAYOUT_INFO | FOUND_OFFSET_F;
-		w->m->runtimes[k].known = k != TASK_RT_DYN && (rt->found[k] & need) == need;
+		w->m->runtimes[k].known =
+		    k != TASK_RT_DYN && k != TASK_RT_STD_WAKE && (rt->found[k] & need) == need;
 		if (!w->m->runtimes[k].known)
 			w->m->runtimes[k].assumed = false;
 	}
+	w->m->waker_layout.known = rt->waker_found == 7;
+	w->m->runtimes[TASK_RT_STD_WAKE].known = w->m->waker_layout.known;
 	u64_map__init(&c.fn_by_addr);
 	u64_map__init(&c.typed);
 	for (uint32_t i = 0; i < rt->nr; i++)

@@ -296,6 +296,11 @@ static int measure_probe_costs(struct trace_run *r)
 	return EXIT_OK;
 }
 
+static int resolve_woken(void *ctx, uint8_t runtime, uint64_t header, uint64_t *self)
+{
+	return tracer__resolve_woken(ctx, runtime, header, self);
+}
+
 /* The consumer, the BPF side loaded and attached, the ring buffer. An exit status. */
 static int start_tracer(struct trace_run *r)
 {
@@ -354,6 +359,7 @@ static int start_tracer(struct trace_run *r)
 	trace_summary__set_blocking(&r->sum, off, (uint64_t)(a->block_threshold * 1e9));
 	trace_summary__set_cancel(&r->sum, r->plan.nr_drops > 0);
 	trace_summary__set_wakes(&r->sum, r->plan.nr_wakes > 0);
+	trace_consumer__set_wake_resolver(r->consumer, resolve_woken, r->t);
 	tracer__fill_wake_types(r->t); /* -p: now; launch mode: once the command exec'd */
 	if (off && !a->no_blocking)
 		pr_warn("trace: blocking inside polls is not watched: %s\n", off);

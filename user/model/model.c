@@ -106,6 +106,7 @@ const char *task_runtime__name(enum task_runtime r)
 	case TASK_RT_DYN: return "dyn";
 	case TASK_RT_TOKIO: return "tokio";
 	case TASK_RT_ASYNC_TASK: return "async-task";
+	case TASK_RT_STD_WAKE: return "std-wake";
 	case TASK_RT_MAX: break;
 	}
 	return "?";

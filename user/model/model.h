@@ -263,10 +263,12 @@ struct future_vtable {
 
 /* The runtimes whose task headers asyncbpf can find in memory (docs/stacks.md). */
 enum task_runtime {
-	TASK_RT_DYN,	    /* a boxed `dyn Future` (hand-written executors) */
-	TASK_RT_TOKIO,	    /* tokio 1.x: Header { state, queue_next, vtable, .. } */
+	TASK_RT_DYN, /* a boxed `dyn Future` (hand-written executors) */
+	TASK_RT_TOKIO,
+	/* tokio 1.x: Header { state, queue_next, vtable, .. } */
 	TASK_RT_ASYNC_TASK, /* async-task 4.x (async-std, smol): Header { state, awaiter, vtable }
 			     */
+	TASK_RT_STD_WAKE,   /* any executor whose wakers are std's `Wake` (Arc<W>): no header */
 	TASK_RT_MAX,
 };
 
@@ -341,6 +343,14 @@ struct model {
 	struct wake_fn *wake_fns;
 	uint32_t nr_wake_fns, cap_wake_fns;
 	struct runtime_layout runtimes[TASK_RT_MAX];
+	/* core::task: where a poll's Context keeps its waker's data pointer (wake-ups of
+	 * executors without a known task header: matched by that pointer) */
+	struct {
+		bool known;
+		uint32_t ctx_waker; /* Context.waker (a &Waker) */
+		uint32_t waker_raw; /* Waker.waker (the RawWaker) */
+		uint32_t raw_data;  /* RawWaker.data */
+	} waker_layout;
 	struct model_warning *warnings;
 	uint32_t nr_warnings, cap_warnings;
 

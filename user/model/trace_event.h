@@ -64,6 +64,8 @@ struct trace_poll {
 	/* a task poll that a traced wake-up led to: the flow's id (the consumer's, for
 	 * the exporters: Perfetto and Chrome draw an arrow from the wake); 0 none */
 	uint64_t wake_flow;
+	/* depth 0: the data of the waker it was polled with (std-wake matching), 0 */
+	uint64_t waker_data;
 };
 
 /* A runtime task woken (its wake function entered). */

@@ -24,7 +24,9 @@ struct trace_consumer {
 	struct trace_sinks out;
 	struct u64_map threads;	   /* tids already named */
 	struct probe_tally *tally; /* the probe cost inside each poll; NULL: not estimated */
-	int write_err;		   /* first writer error (-errno) */
+	int (*resolve)(void *ctx, uint8_t runtime, uint64_t header, uint64_t *self);
+	void *resolve_ctx;
+	int write_err; /* first writer error (-errno) */
 };
 
 /* the BPF side's results are the consumer's, value for value */
@@ -74,6 +76,7 @@ int trace_record__decode(const void *data, size_t size, const struct model *m,
 	out->state_before = r.state_before;
 	out->state_after = r.state_after;
 	out->offcpu_ns = r.offcpu_ns <= r.end_ns - r.start_ns ? r.offcpu_ns : 0;
+	out->waker_data = r.depth ? 0 : r.waker_data;
 	return 0;
 }
 
@@ -223,6 +226,15 @@ int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *pe
 	return c->tally ? 0 : -ENOMEM;
 }
 
+void trace_consumer__set_wake_resolver(struct trace_consumer *c,
+				       int (*fn)(void *ctx, uint8_t runtime, uint64_t header,
+						 uint64_t *self),
+				       void *ctx)
+{
+	c->resolve = fn;
+	c->resolve_ctx = ctx;
+}
+
 int trace_consumer__write_err(const struct trace_consumer *c)
 {
 	return c->write_err;
@@ -262,10 +274,14 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_WAKE) {
 		struct trace_wake w;
 
-		if (trace_wake__decode(data, size, &w))
+		if (trace_wake__decode(data, size, &w)) {
 			c->out.summary->bad_records++;
-		else
+		} else {
+			if (!w.woken_self && w.header && w.runtime != TASK_RT_STD_WAKE &&
+			    c->resolve)
+				c->resolve(c->resolve_ctx, w.runtime, w.header, &w.woken_self);
 			trace_summary__add_wake(c->out.summary, &w);
+		}
 		return 0;
 	}
 	if (trace_record__decode(data, size, c->m, &p)) {

@@ -45,6 +45,11 @@ int trace_consumer__handle(void *ctx, void *data, size_t size);
 int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *per_poll,
 				    uint32_t nr_polls);
 /* The first error a writer returned (-errno), or 0. */
+/* Who resolves a wake the BPF side could not (tracer__resolve_woken's shape). */
+void trace_consumer__set_wake_resolver(struct trace_consumer *c,
+				       int (*fn)(void *ctx, uint8_t runtime, uint64_t header,
+						 uint64_t *self),
+				       void *ctx);
 int trace_consumer__write_err(const struct trace_consumer *c);
 void trace_consumer__free(struct trace_consumer *c);
 

@@ -108,6 +108,10 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->nr_specs = plan->nr;
 	skel->rodata->stats_only = o->stats_only;
+	skel->rodata->ctx_known = t->m->waker_layout.known;
+	skel->rodata->ctx_waker_off = t->m->waker_layout.ctx_waker;
+	skel->rodata->waker_raw_off = t->m->waker_layout.waker_raw;
+	skel->rodata->raw_data_off = t->m->waker_layout.raw_data;
 	skel->rodata->wakes_enabled = plan->nr_wakes > 0;
 	/* blocking: a tp_btf program, which makes libbpf read the kernel's BTF; not
 	 * loaded at all when it is off (then the load reads no BTF) */
@@ -452,6 +456,27 @@ int tracer__fill_wake_types(struct tracer *t)
 		 bias);
 	t->wakes_filled = true;
 	return 0;
+}
+
+int tracer__resolve_woken(struct tracer *t, uint8_t runtime, uint64_t header, uint64_t *self)
+{
+	struct wake_type v;
+	uint64_t vt = 0, p;
+
+	*self = 0;
+	if (runtime >= TASK_RT_MAX || runtime == TASK_RT_STD_WAKE || !header || !t->skel)
+		return -EINVAL;
+	if (tracer__fill_wake_types(t))
+		return -EAGAIN;
+	/* the task is most likely alive still: read its header from the process */
+	if (proc__read(t->o.pid, header + t->m->runtimes[runtime].header_vtable, &vt, sizeof(vt)) ||
+	    bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.wake_types), &vt, &v))
+		return -ENOENT;
+	p = header + v.future_offset;
+	if (v.boxed && proc__read(t->o.pid, p, &p, sizeof(p)))
+		return -ENOENT;
+	*self = p ? p + v.descend : 0;
+	return *self ? 0 : -ENOENT;
 }
 
 uint32_t tracer__blocked_at_stop(const struct tracer *t)

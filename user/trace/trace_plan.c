@@ -186,6 +186,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 
 	fill_common(&entry, m, poll);
 	entry.kind = PROBE_ENTRY;
+	entry.ctx_reg = 0;
 	if (pf->entry.valid && inside(pf, pf->entry.file_offset) && pf->entry.sp_delta <= 0) {
 		entry_offset = pf->entry.file_offset;
 		entry.sp_delta = pf->entry.sp_delta;
@@ -211,6 +212,12 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 	}
 	if (!(pf->entry.valid && pf->entry.emulated && entry_offset == pf->entry.file_offset))
 		entry.flags |= SPEC_SINGLE_STEPPED; /* for the probe-cost estimate */
+	/* at the function's first instruction the arguments are where the ABI put them:
+	 * the Context follows self (rsi, or rdx behind a hidden return pointer) */
+	if (entry_offset == pf->file_offset && pf->self_known)
+		entry.ctx_reg = pf->self_arg_reg == 5	? 4 + 1 /* rsi */
+				: pf->self_arg_reg == 4 ? 1 + 1 /* rdx */
+							: 0;
 	/* a leaf cannot be unwound through: its return probe is safe, and cheap */
 	if (mode == PLAN_EXITS_URETPROBE || (mode == PLAN_EXITS_EMULATED && pf->leaf)) {
 		if (plan_uretprobe(plan, m, poll, &entry, entry_offset))

@@ -12,10 +12,13 @@
 
 #include "trace/trace_summary.h"
 
+/* A task's wakes not yet followed by its poll, oldest first (a few: more are merged). */
+#define WAKE_QUEUE 4
+
 struct pending_wake {
-	struct trace_wake w;
-	uint32_t more; /* wakes after the first, before the poll */
-	bool live;
+	struct trace_wake w[WAKE_QUEUE];
+	uint32_t n;
+	uint32_t merged; /* wakes past WAKE_QUEUE, merged into the newest */
 };
 
 void trace_summary__set_wakes(struct trace_summary *s, bool watched)
@@ -26,19 +29,16 @@ void trace_summary__set_wakes(struct trace_summary *s, bool watched)
 void trace_summary__add_wake(struct trace_summary *s, const struct trace_wake *w)
 {
 	uint64_t i = 0;
-	bool known;
+	struct pending_wake *pw;
 
 	s->wakes++;
-	if (!w->woken_self) {
+	/* std's Wake: the task is known by its waker's data only (its next poll's) */
+	uint64_t key = w->runtime == TASK_RT_STD_WAKE ? w->header : w->woken_self;
+	if (!key) {
 		s->wakes_unknown++;
 		return;
 	}
-	known = u64_map__get(&s->pending_wakes, w->woken_self, &i) && i;
-	if (known && s->waits[i - 1].live) {
-		s->waits[i - 1].more++; /* woken again before it ran: the first one counts */
-		return;
-	}
-	if (!known) { /* a slot of its own, kept for the task's next wakes */
+	if (!u64_map__get(&s->pending_wakes, key, &i) || !i) {
 		if (s->nr_waits == s->cap_waits) {
 			uint32_t cap = s->cap_waits ? s->cap_waits * 2 : 64;
 			struct pending_wake *n = realloc(s->waits, cap * sizeof(*n));
@@ -51,13 +51,19 @@ void trace_summary__add_wake(struct trace_summary *s, const struct trace_wake *w
 			s->cap_waits = cap;
 		}
 		i = ++s->nr_waits;
-		if (u64_map__set(&s->pending_wakes, w->woken_self, i)) {
+		if (u64_map__set(&s->pending_wakes, key, i)) {
 			s->nr_waits--;
 			s->oom = true;
 			return;
 		}
+		memset(&s->waits[i - 1], 0, sizeof(s->waits[0]));
 	}
-	s->waits[i - 1] = (struct pending_wake){.w = *w, .live = true};
+	pw = &s->waits[i - 1];
+	if (pw->n == WAKE_QUEUE) { /* woken again and again before it ran: merged */
+		pw->merged++;
+		return;
+	}
+	pw->w[pw->n++] = *w;
 }
 
 static void add_waker(struct wake_summary *ws, uint32_t poll)
@@ -75,29 +81,46 @@ static void add_waker(struct wake_summary *ws, uint32_t poll)
 	ws->wakers_other++;
 }
 
+/* The task's wakes before this poll began: the first one leads to it, the others
+ * (woken again before it ran) are coalesced; later ones wait for the next poll. */
+static struct pending_wake *queue_of(struct trace_summary *s, uint64_t key, uint64_t start)
+{
+	uint64_t i;
+
+	if (!key || !u64_map__get(&s->pending_wakes, key, &i) || !i)
+		return NULL;
+	struct pending_wake *pw = &s->waits[i - 1];
+	return pw->n && pw->w[0].time_ns <= start ? pw : NULL;
+}
+
 uint64_t summary_wake__poll(struct trace_summary *s, const struct trace_poll *p,
 			    struct trace_wake *w)
 {
 	struct pending_wake *pw;
 	struct wake_summary *ws;
-	uint64_t i;
+	uint32_t used = 0;
 
-	if (p->depth || !u64_map__get(&s->pending_wakes, p->self, &i) || !i ||
-	    !s->waits[i - 1].live)
+	if (p->depth)
 		return 0;
-	pw = &s->waits[i - 1];
-	if (pw->w.time_ns > p->start_ns)
-		return 0; /* woken during this very poll (it woke itself): for the next */
-	pw->live = false;
+	/* the task by its future (runtimes), else by its waker's data (std's Wake) */
+	if (!(pw = queue_of(s, p->self, p->start_ns)) &&
+	    !(pw = queue_of(s, p->waker_data, p->start_ns)))
+		return 0;
+	*w = pw->w[0];
+	while (used < pw->n && pw->w[used].time_ns <= p->start_ns)
+		used++;
 	ws = &s->polls[p->poll].wake;
 	ws->wakes++;
-	ws->coalesced += pw->more;
-	if (pw->w.waker_task_self == p->self)
+	ws->coalesced += used - 1 + (used == pw->n ? pw->merged : 0);
+	if (used == pw->n)
+		pw->merged = 0;
+	memmove(pw->w, pw->w + used, (pw->n - used) * sizeof(pw->w[0]));
+	pw->n -= used;
+	if (w->waker_task_self == p->self)
 		ws->self_wakes++;
-	else if (u64_vec__push(&ws->delays, p->start_ns - pw->w.time_ns))
+	else if (u64_vec__push(&ws->delays, p->start_ns - w->time_ns))
 		s->oom = true;
-	add_waker(ws, pw->w.waker_poll);
-	*w = pw->w;
+	add_waker(ws, w->waker_poll);
 	return ++s->wake_flows;
 }
 
@@ -106,7 +129,7 @@ uint64_t summary_wake__unmatched(const struct trace_summary *s)
 	uint64_t n = 0;
 
 	for (uint32_t i = 0; i < s->nr_waits; i++)
-		n += s->waits[i].live;
+		n += s->waits[i].n;
 	return n;
 }
 
