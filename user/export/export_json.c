@@ -347,6 +347,13 @@ static void write_runtimes(struct json_writer *w, const struct model *m)
 			continue;
 		}
 		jw_object(w, task_runtime__name(k));
+		if (k == TASK_RT_STD_WAKE) { /* no header: the Context's waker */
+			jw_u64(w, "ctx_waker", m->waker_layout.ctx_waker);
+			jw_u64(w, "waker_raw", m->waker_layout.waker_raw);
+			jw_u64(w, "raw_data", m->waker_layout.raw_data);
+			jw_object_end(w);
+			continue;
+		}
 		jw_u64(w, "header_state", l->header_state);
 		jw_u64(w, "header_vtable", l->header_vtable);
 		jw_u64(w, "vtable_fn", l->vtable_fn);

@@ -137,6 +137,15 @@ async fn server(port: u16) -> io::Result<()> {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+    // The client has its last response when it stops us, but the connection's task
+    // counts its completion only once it has read the client's close: give the
+    // tasks still finishing a moment (bounded) so that the counts are final.
+    for _ in 0..200 {
+        if counts.completed.load(Ordering::Relaxed) >= counts.connections.load(Ordering::Relaxed) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let routes: Vec<String> =
         counts.routes.lock().unwrap().iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
     println!(
