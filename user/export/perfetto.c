@@ -187,31 +187,61 @@ static const char *text_block(struct perfetto_writer *w, uint64_t unused, uint64
 	return w->name;
 }
 
-static void write_block_begin(struct perfetto_writer *w, struct thread_state *t,
-			      const struct pending_poll *pp)
+/*
+ * A thread sequence's packet up to its track_event: the sequence started if need be,
+ * the timestamp, and the names interned for it (taken from interned, then freed).
+ */
+static void event_packet_begin(struct perfetto_writer *w, struct thread_state *t, uint64_t ts,
+			       struct pb *interned)
 {
-	struct pb *b = &w->pkt, interned = {0};
-	uint64_t code = pp->preempted ? 0 : pp->syscall < 0 ? 1 : (uint64_t)pp->syscall + 2;
+	struct pb *b = &w->pkt;
+
+	perfetto__packet_begin(w, t->sequence, false, true);
+	perfetto__timestamp(w, t, ts);
+	if (interned->len) {
+		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
+		pb__bytes(b, interned->data, interned->len);
+		pb__end(b);
+	}
+	if (interned->oom)
+		set_error(w, -ENOMEM);
+	pb__free(interned);
+}
+
+/*
+ * An event with nothing but a name (interned under the key a, b, c, its text from
+ * text()): a slice's BEGIN or an instant, on the thread's track; flow != 0 starts
+ * a flow there (TrackEvent.flow_ids).
+ */
+static void write_named_event(struct perfetto_writer *w, struct thread_state *t, uint64_t ts,
+			      uint64_t type, uint64_t a, uint64_t b, uint64_t c,
+			      const char *(*text)(struct perfetto_writer *, uint64_t, uint64_t,
+						  uint64_t),
+			      uint64_t flow)
+{
+	struct pb interned = {0};
 	uint64_t name;
 
 	if (!t->sequence_started)
-		start_thread_sequence(w, t, pp->p.start_ns);
-	name = intern(w, t, &interned, INTERN_EVENT_NAME, UINT64_MAX - 1, code, 1, text_block);
-	perfetto__packet_begin(w, t->sequence, false, true);
-	perfetto__timestamp(w, t, pp->p.start_ns);
-	if (interned.len) {
-		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
-		pb__bytes(b, interned.data, interned.len);
-		pb__end(b);
-	}
-	if (interned.oom)
-		set_error(w, -ENOMEM);
-	pb__free(&interned);
-	pb__begin(b, 11);
-	pb__uint(b, 9, TYPE_SLICE_BEGIN); /* type */
-	pb__uint(b, 10, name);		  /* name_iid */
-	pb__end(b);
+		start_thread_sequence(w, t, ts);
+	name = intern(w, t, &interned, INTERN_EVENT_NAME, a, b, c, text);
+	event_packet_begin(w, t, ts, &interned);
+	pb__begin(&w->pkt, 11);	     /* TracePacket.track_event: TrackEvent */
+	pb__uint(&w->pkt, 9, type);  /* type */
+	pb__uint(&w->pkt, 10, name); /* name_iid */
+	if (flow)
+		pb__fixed64(&w->pkt, 47, flow); /* flow_ids */
+	pb__end(&w->pkt);
 	perfetto__packet_end(w);
+}
+
+static void write_block_begin(struct perfetto_writer *w, struct thread_state *t,
+			      const struct pending_poll *pp)
+{
+	uint64_t code = pp->preempted ? 0 : pp->syscall < 0 ? 1 : (uint64_t)pp->syscall + 2;
+
+	write_named_event(w, t, pp->p.start_ns, TYPE_SLICE_BEGIN, UINT64_MAX - 1, code, 1,
+			  text_block, 0);
 }
 
 /* "cancelled at src/main.rs:42" */
@@ -230,28 +260,8 @@ static const char *text_cancel(struct perfetto_writer *w, uint64_t unused, uint6
 static void write_cancel(struct perfetto_writer *w, struct thread_state *t,
 			 const struct pending_poll *pp)
 {
-	struct pb *b = &w->pkt, interned = {0};
-	uint64_t name;
-
-	if (!t->sequence_started)
-		start_thread_sequence(w, t, pp->p.start_ns);
-	name = intern(w, t, &interned, INTERN_EVENT_NAME, UINT64_MAX - 2, pp->p.future,
-		      (uint64_t)(uint32_t)pp->p.await_index, text_cancel);
-	perfetto__packet_begin(w, t->sequence, false, true);
-	perfetto__timestamp(w, t, pp->p.start_ns);
-	if (interned.len) {
-		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
-		pb__bytes(b, interned.data, interned.len);
-		pb__end(b);
-	}
-	if (interned.oom)
-		set_error(w, -ENOMEM);
-	pb__free(&interned);
-	pb__begin(b, 11);
-	pb__uint(b, 9, TYPE_INSTANT); /* type */
-	pb__uint(b, 10, name);	      /* name_iid */
-	pb__end(b);
-	perfetto__packet_end(w);
+	write_named_event(w, t, pp->p.start_ns, TYPE_INSTANT, UINT64_MAX - 2, pp->p.future,
+			  (uint64_t)(uint32_t)pp->p.await_index, text_cancel, 0);
 }
 
 static const char *text_result(struct perfetto_writer *w, uint64_t result, uint64_t unused,
@@ -311,16 +321,7 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 			state = intern(w, t, &interned, INTERN_STATE, p->future, p->state_before,
 				       p->state_after, text_state);
 	}
-	perfetto__packet_begin(w, t->sequence, false, true);
-	perfetto__timestamp(w, t, p->start_ns);
-	if (interned.len) {
-		pb__begin(b, 12); /* TracePacket.interned_data: InternedData */
-		pb__bytes(b, interned.data, interned.len);
-		pb__end(b);
-	}
-	if (interned.oom)
-		set_error(w, -ENOMEM);
-	pb__free(&interned);
+	event_packet_begin(w, t, p->start_ns, &interned);
 	pb__begin(b, 11);
 	pb__uint(b, 9, TYPE_SLICE_BEGIN); /* type */
 	if (task_track)
@@ -546,52 +547,12 @@ int perfetto_writer__add_thread(struct perfetto_writer *w, uint32_t tid, const c
 	return w->err;
 }
 
-int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll *p)
-{
-	uint32_t pid = p->pid ? p->pid : w->pid;
-	struct thread_state *t;
-	struct pending_poll *pp;
-
-	if (w->err)
-		return w->err;
-	if (w->full) {
-		w->refused++;
-		return 0;
-	}
-	t = perfetto__get_thread(w, pid, p->tid, NULL);
-	if (t && t->nr_pending == t->cap_pending) {
-		uint32_t cap = t->cap_pending ? t->cap_pending * 2 : 16;
-		pp = realloc(t->pending, cap * sizeof(*pp));
-		if (pp) {
-			t->pending = pp;
-			t->cap_pending = cap;
-		}
-	}
-	if (!t || t->nr_pending == t->cap_pending) {
-		set_error(w, -ENOMEM);
-		return w->err;
-	}
-	pp = &t->pending[t->nr_pending++];
-	*pp = (struct pending_poll){.p = *p, .arrival = w->arrivals++};
-	/* a task's own polls (the outermost traced ones) are linked: by a flow, or with
-	 * task tracks by being copied onto its track (unless it was done in one) */
-	if (p->depth == 0 && w->task_tracks)
-		pp->task_track = perfetto__task_track(w, p, pid);
-	else if (p->depth == 0)
-		perfetto__assign_flow(w, pp, pid);
-	if (p->depth == 0 || t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
-		flush_thread(w, t);
-	if (over_limit(w)) {
-		if (w->next_file)
-			rotate(w);
-		else
-			w->full = true;
-	}
-	return w->err;
-}
-
-/* Hold one more entry of a thread's; NULL (error set) when out of memory. */
-static struct pending_poll *hold(struct perfetto_writer *w, uint32_t pid, uint32_t tid)
+/*
+ * One more entry held for a thread (zeroed but its arrival), its thread in *tp;
+ * NULL (error set) when out of memory.
+ */
+static struct pending_poll *hold(struct perfetto_writer *w, uint32_t pid, uint32_t tid,
+				 struct thread_state **tp)
 {
 	struct thread_state *t = perfetto__get_thread(w, pid, tid, NULL);
 	struct pending_poll *pp;
@@ -611,9 +572,40 @@ static struct pending_poll *hold(struct perfetto_writer *w, uint32_t pid, uint32
 	pp = &t->pending[t->nr_pending++];
 	memset(pp, 0, sizeof(*pp));
 	pp->arrival = w->arrivals++;
-	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
-		pp->end = 1; /* flush after filling (the caller) */
+	*tp = t;
 	return pp;
+}
+
+int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll *p)
+{
+	uint32_t pid = p->pid ? p->pid : w->pid;
+	struct thread_state *t;
+	struct pending_poll *pp;
+
+	if (w->err)
+		return w->err;
+	if (w->full) {
+		w->refused++;
+		return 0;
+	}
+	if (!(pp = hold(w, pid, p->tid, &t)))
+		return w->err;
+	pp->p = *p;
+	/* a task's own polls (the outermost traced ones) are linked: by a flow, or with
+	 * task tracks by being copied onto its track (unless it was done in one) */
+	if (p->depth == 0 && w->task_tracks)
+		pp->task_track = perfetto__task_track(w, p, pid);
+	else if (p->depth == 0)
+		perfetto__assign_flow(w, pp, pid);
+	if (p->depth == 0 || t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
+		flush_thread(w, t);
+	if (over_limit(w)) {
+		if (w->next_file)
+			rotate(w);
+		else
+			w->full = true;
+	}
+	return w->err;
 }
 
 /* "woke a task": the instant a wake-up arrow starts from, on the waker's thread */
@@ -627,8 +619,6 @@ int perfetto_writer__add_wake(struct perfetto_writer *w, const struct trace_wake
 {
 	uint32_t pid = k->pid ? k->pid : w->pid;
 	struct thread_state *t;
-	struct pb *b = &w->pkt, interned = {0};
-	uint64_t name;
 
 	if (w->err)
 		return w->err;
@@ -643,31 +633,15 @@ int perfetto_writer__add_wake(struct perfetto_writer *w, const struct trace_wake
 	}
 	/* an instant needs no nesting: written now (a time before the sequence's last
 	 * packet takes an absolute timestamp) */
-	if (!t->sequence_started)
-		start_thread_sequence(w, t, k->time_ns);
-	name = intern(w, t, &interned, INTERN_EVENT_NAME, UINT64_MAX - 3, 0, 0, text_woke);
-	perfetto__packet_begin(w, t->sequence, false, true);
-	perfetto__timestamp(w, t, k->time_ns);
-	if (interned.len) {
-		pb__begin(b, 12);
-		pb__bytes(b, interned.data, interned.len);
-		pb__end(b);
-	}
-	if (interned.oom)
-		set_error(w, -ENOMEM);
-	pb__free(&interned);
-	pb__begin(b, 11);
-	pb__uint(b, 9, TYPE_INSTANT);
-	pb__uint(b, 10, name);
-	pb__fixed64(b, 47, WAKE_FLOW_BASE + flow); /* flow_ids */
-	pb__end(b);
-	perfetto__packet_end(w);
+	write_named_event(w, t, k->time_ns, TYPE_INSTANT, UINT64_MAX - 3, 0, 0, text_woke,
+			  WAKE_FLOW_BASE + flow);
 	return w->err;
 }
 
 int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop *d)
 {
 	uint32_t pid = d->pid ? d->pid : w->pid;
+	struct thread_state *t;
 	struct pending_poll *pp;
 
 	if (w->err)
@@ -679,10 +653,8 @@ int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop
 		w->refused++;
 		return 0;
 	}
-	if (!(pp = hold(w, pid, d->tid)))
+	if (!(pp = hold(w, pid, d->tid, &t)))
 		return w->err;
-	bool flush = pp->end;
-	pp->end = 0;
 	pp->cancel = true;
 	pp->p = (struct trace_poll){.start_ns = d->time_ns,
 				    .end_ns = d->time_ns,
@@ -692,16 +664,16 @@ int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop
 				    .future = d->future,
 				    .depth = d->depth,
 				    .await_index = d->await_index};
-	if (flush)
-		flush_thread(w, perfetto__get_thread(w, pid, d->tid, NULL));
+	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
+		flush_thread(w, t);
 	return w->err;
 }
 
 int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_block *b)
 {
 	uint32_t pid = b->pid ? b->pid : w->pid;
+	struct thread_state *t;
 	struct pending_poll *pp;
-	bool flush;
 
 	if (w->err)
 		return w->err;
@@ -710,9 +682,8 @@ int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_blo
 		return 0;
 	}
 	/* held with the thread's polls: written nested in the poll it is blamed on */
-	if (!(pp = hold(w, pid, b->tid)))
+	if (!(pp = hold(w, pid, b->tid, &t)))
 		return w->err;
-	flush = pp->end;
 	*pp = (struct pending_poll){.p = {.start_ns = b->start_ns,
 					  .end_ns = b->end_ns,
 					  .pid = pid,
@@ -724,8 +695,8 @@ int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_blo
 				    .block = true,
 				    .preempted = b->preempted,
 				    .syscall = b->syscall};
-	if (flush)
-		flush_thread(w, perfetto__get_thread(w, pid, b->tid, NULL));
+	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
+		flush_thread(w, t);
 	return w->err;
 }
 
