@@ -10,14 +10,37 @@
 /* enum task_runtime's TASK_RT_STD_WAKE (user/model/model.h; pinned there) */
 #define TASK_RT_STD_WAKE_BPF 3
 
+/*
+ * The current thread's open traced polls: their number, and the innermost and
+ * outermost (the task's) frames; 0 and NULLs when it has none.
+ */
+static __always_inline __u32 open_polls(struct poll_frame **inner, struct poll_frame **task)
+{
+	struct thread_stack *st =
+	    bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	__u32 depth;
+
+	*inner = *task = NULL;
+	if (!st)
+		return 0;
+	depth = st->depth;
+	if (depth > TRACE_MAX_DEPTH)
+		depth = TRACE_MAX_DEPTH;
+	if (depth) {
+		*inner = &st->frames[(depth - 1) & (TRACE_MAX_DEPTH - 1)];
+		*task = &st->frames[0];
+	}
+	return depth;
+}
+
 /* drop_in_place::<F>(*mut F) entered: record the future and its __state. */
 static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				    __u64 pid_tgid)
 {
-	struct thread_stack *st;
+	struct poll_frame *inner, *task;
 	struct drop_record *r;
 	struct poll_stats *stats;
-	__u32 poll = spec->poll, depth = 0, top;
+	__u32 poll = spec->poll;
 	__u64 self = ctx->di;
 
 	__u64 state = 0;
@@ -54,19 +77,12 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	r->task_self = 0;
 	r->dropper_self = 0;
 	r->dropper_poll = ~0u;
-	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (st) {
-		depth = st->depth;
-		if (depth > TRACE_MAX_DEPTH)
-			depth = TRACE_MAX_DEPTH;
-		if (depth) {
-			top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
-			r->task_self = st->frames[0].self;
-			r->dropper_self = st->frames[top].self;
-			r->dropper_poll = st->frames[top].poll;
-		}
+	r->depth = open_polls(&inner, &task);
+	if (inner && task) {
+		r->task_self = task->self;
+		r->dropper_self = inner->self;
+		r->dropper_poll = inner->poll;
 	}
-	r->depth = depth;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
@@ -74,11 +90,11 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				    __u64 pid_tgid)
 {
-	struct thread_stack *st;
+	struct poll_frame *inner, *task;
 	struct wake_record *r;
 	struct wake_type *wt;
 	__u64 header = ctx->di, vt = 0, self = 0;
-	__u32 rt = spec->future & 3, depth = 0, top;
+	__u32 rt = spec->future & 3;
 
 	count(COUNTER_WAKES);
 	if (rt == TASK_RT_STD_WAKE_BPF && header) {
@@ -126,20 +142,13 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	r->waker_start_ns = 0;
 	r->waker_poll = ~0u;
 	r->pad = 0;
-	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (st) {
-		depth = st->depth;
-		if (depth > TRACE_MAX_DEPTH)
-			depth = TRACE_MAX_DEPTH;
-		if (depth) {
-			top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
-			r->waker_self = st->frames[top].self;
-			r->waker_poll = st->frames[top].poll;
-			r->waker_start_ns = st->frames[top].start_ns;
-			r->waker_task_self = st->frames[0].self;
-		}
+	r->depth = open_polls(&inner, &task);
+	if (inner && task) {
+		r->waker_self = inner->self;
+		r->waker_poll = inner->poll;
+		r->waker_start_ns = inner->start_ns;
+		r->waker_task_self = task->self;
 	}
-	r->depth = depth;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 

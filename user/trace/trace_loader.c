@@ -108,7 +108,13 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->nr_specs = plan->nr;
 	skel->rodata->stats_only = o->stats_only;
-	skel->rodata->ctx_known = t->m->waker_layout.known;
+	/* a task poll reads its Context's waker only for std's Wake (its wakes are
+	 * matched by that data): not on every task poll of a tokio program */
+	bool std_wakes = false;
+	for (uint32_t i = 0; i < plan->nr && !std_wakes; i++)
+		std_wakes =
+		    (plan->specs[i].kind & PROBE_WAKE) && plan->specs[i].future == TASK_RT_STD_WAKE;
+	skel->rodata->ctx_known = t->m->waker_layout.known && std_wakes;
 	skel->rodata->ctx_waker_off = t->m->waker_layout.ctx_waker;
 	skel->rodata->waker_raw_off = t->m->waker_layout.waker_raw;
 	skel->rodata->raw_data_off = t->m->waker_layout.raw_data;
