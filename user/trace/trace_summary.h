@@ -85,7 +85,7 @@ struct wake_summary {
 	struct {
 		uint32_t poll; /* the waker's innermost traced poll fn; TRACE_NO_INDEX: none */
 		uint64_t count;
-	} wakers[SUMMARY_WAKERS];
+	} wakers[SUMMARY_WAKERS]; /* most numerous first */
 	uint32_t nr_wakers;
 	uint64_t wakers_other;
 };

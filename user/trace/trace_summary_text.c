@@ -405,17 +405,7 @@ static void print_wakes(struct trace_summary *s, FILE *out)
 			(double)summary__percentile(w->delays.v, n, 50) / 1e3,
 			(double)summary__percentile(w->delays.v, n, 99) / 1e3,
 			n ? (double)w->delays.v[n - 1] / 1e3 : 0.0);
-		for (uint32_t i = 0; i < w->nr_wakers && i < 3; i++) {
-			uint32_t best = i;
-
-			for (uint32_t j = i + 1; j < w->nr_wakers; j++)
-				if (w->wakers[j].count > w->wakers[best].count)
-					best = j;
-			if (best != i) {
-				__typeof__(w->wakers[0]) tmp = w->wakers[i];
-				w->wakers[i] = w->wakers[best];
-				w->wakers[best] = tmp;
-			}
+		for (uint32_t i = 0; i < w->nr_wakers && i < 3; i++) { /* most first */
 			waker_name(s, w->wakers[i].poll, who, sizeof(who));
 			fprintf(out, "%s%s x%" PRIu64, i ? ", " : "", who, w->wakers[i].count);
 		}

@@ -66,11 +66,18 @@ void trace_summary__add_wake(struct trace_summary *s, const struct trace_wake *w
 	pw->w[pw->n++] = *w;
 }
 
+/* Count a wake by poll fn `poll`, keeping the wakers most numerous first. */
 static void add_waker(struct wake_summary *ws, uint32_t poll)
 {
 	for (uint32_t i = 0; i < ws->nr_wakers; i++)
 		if (ws->wakers[i].poll == poll) {
 			ws->wakers[i].count++;
+			for (; i && ws->wakers[i].count > ws->wakers[i - 1].count; i--) {
+				__typeof__(ws->wakers[0]) tmp = ws->wakers[i - 1];
+
+				ws->wakers[i - 1] = ws->wakers[i];
+				ws->wakers[i] = tmp;
+			}
 			return;
 		}
 	if (ws->nr_wakers < SUMMARY_WAKERS) {
