@@ -148,6 +148,19 @@ done
 
 # ---- 2. BPF run time per program -----------------------------------------------------
 
+# sample_progs PID FILE: while PID runs, keep in FILE its BPF programs' counters at
+# the sample with the most runs; its exit status
+sample_progs() {
+	local pid="$1"
+	bg_pids+=("$pid")
+	rm -f "$2"
+	while kill -0 "$pid" 2>/dev/null; do
+		"$helper" prog-stats "$pid" "$2" 2>/dev/null || true
+		sleep 0.05
+	done
+	wait "$pid"
+}
+
 # stats_run BUILD TOOL: run TOOL once in the background, sample its programs' counters
 # every 0.05 s until it exits; record the sample with the most runs. At least 30,000
 # polls: the sampler must see the programs run for a while.
@@ -160,14 +173,7 @@ stats_run() {
 	floor*) "$floor" --program "${tool#floor:}" '*Trivial*' -- "$bin" loop "$stats_polls" >"$o" 2>"$o.err" & ;;
 	bpftrace) bpftrace -e "$(bpftrace_prog "$bin" "$sym")" -c "$bin loop $stats_polls" >"$o" 2>"$o.err" & ;;
 	esac
-	pid=$!
-	bg_pids+=("$pid")
-	rm -f "$o.progs"
-	while kill -0 "$pid" 2>/dev/null; do
-		"$helper" prog-stats "$pid" "$o.progs" 2>/dev/null || true
-		sleep 0.05
-	done
-	wait "$pid" || die "$tool failed under bpf_stats: $(tail -n 3 "$o.err")"
+	sample_progs $! "$o.progs" || die "$tool failed under bpf_stats: $(tail -n 3 "$o.err")"
 	[ -s "$o.progs" ] && last="$(cat "$o.progs")"
 	if [ "${tool%%:*}" = floor ]; then # exact: the floor reads its counters before detaching
 		last="$(sed -n 's/^floor: //p' "$o.err" | /usr/bin/python3 -c '
@@ -433,14 +439,7 @@ if part 6; then
 	sysctl -q -w kernel.bpf_stats_enabled=1 || die "cannot set kernel.bpf_stats_enabled=1"
 	o="$work/block-stats.out"
 	"$asyncbpf" trace '*Switcher*' -o "$work/block.pftrace" -- "$bin" switch 20000 >"$o" 2>"$o.err" &
-	pid=$!
-	bg_pids+=("$pid")
-	rm -f "$o.progs"
-	while kill -0 "$pid" 2>/dev/null; do
-		"$helper" prog-stats "$pid" "$o.progs" 2>/dev/null || true
-		sleep 0.05
-	done
-	wait "$pid" || die "asyncbpf trace under bpf_stats failed: $(tail -n 3 "$o.err")"
+	sample_progs $! "$o.progs" || die "asyncbpf trace under bpf_stats failed: $(tail -n 3 "$o.err")"
 	sample "{\"part\":\"blockstats\",\"progs\":$(cat "$o.progs" 2>/dev/null || echo '[]')}"
 	sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
 	block_report="$(/usr/bin/python3 - "$samples" <<'PY'

@@ -41,11 +41,7 @@ class Parked:
             return f.read().rsplit(")", 1)[1].split()[0]
 
     def threads_state(self):
-        out = []
-        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
-            with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
-                out.append(f.read().rsplit(")", 1)[1].split()[0])
-        return out
+        return util.threads_state(self.proc.pid)
 
     def stop(self):
         self.proc.stdin.close()

@@ -7,7 +7,6 @@ async fns three deep, a lost waker, N more); every await line is the source's
 `// AWAIT caller->callee` marker, and a task is parked at its fns' last marked
 await. The target must run on afterwards (it exits when its stdin closes)."""
 import json
-import os
 import subprocess
 import time
 
@@ -41,11 +40,7 @@ class Parked:
         assert self.counts["mode"] == "park" and self.counts["many_task"] == n, self.counts
 
     def threads_state(self):
-        out = []
-        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
-            with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
-                out.append(f.read().rsplit(")", 1)[1].split()[0])
-        return out
+        return util.threads_state(self.proc.pid)
 
     def stop(self):
         assert all(s not in ("t", "T") for s in self.threads_state()), self.threads_state()

@@ -118,6 +118,15 @@ def require_file(path, what, how):
         pytest.fail(f"{what} {path} is missing: {how}", pytrace=False)
 
 
+def threads_state(pid):
+    """Each thread's state letter (/proc/PID/task/TID/stat): 't' or 'T' is stopped."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            out.append(f.read().rsplit(")", 1)[1].split()[0])
+    return out
+
+
 def fixture_binary(profile, crate):
     return FIXTURE_BIN / profile / crate
 
