@@ -230,6 +230,28 @@ static void write_limited(struct ring_test *r, uint64_t limit, bool ring, uint32
 	}
 	*full = perfetto_writer__full(w);
 	*refused = perfetto_writer__refused(w);
+	if (*full) { /* events that are not polls, refused too, are not counted as polls */
+		struct trace_block b = {.start_ns = 2000000000,
+					.end_ns = 2000000100,
+					.pid = PID,
+					.tid = polls[2].tid,
+					.poll = polls[2].poll,
+					.future = polls[2].future,
+					.syscall = 0};
+		struct trace_wake k = {.time_ns = 2000000200, .pid = PID, .tid = polls[2].tid};
+		struct trace_drop d = {.time_ns = 2000000300,
+				       .pid = PID,
+				       .tid = polls[2].tid,
+				       .poll = polls[2].poll,
+				       .future = polls[2].future,
+				       .has_state = true,
+				       .await_index = 0};
+
+		CHECK_EQ_I64(perfetto_writer__add_block(w, &b), 0);
+		CHECK_EQ_I64(perfetto_writer__add_wake(w, &k, 1), 0);
+		CHECK_EQ_I64(perfetto_writer__add_drop(w, &d), 0);
+		CHECK_EQ_U64(perfetto_writer__refused(w), *refused);
+	}
 	CHECK_EQ_I64(perfetto_writer__finish(w, &totals), 0);
 	perfetto_writer__free(w);
 	model__free(&m);

@@ -40,8 +40,9 @@
 
 /* DebugAnnotationName iid = position + 1, interned by each sequence's first packet */
 static const char *const annotation_names[] = {
-    "result",	 "await",	    "self",	     "state",	    "polls",	   "dropped",
-    "truncated", "probes_attached", "probes_failed", "duration_ns", "not_written",
+    "result",	     "await",	    "self",	   "state",
+    "polls",	     "dropped",	    "truncated",   "probes_attached",
+    "probes_failed", "duration_ns", "not_written", "events_not_written",
 };
 enum annotation {
 	ANN_RESULT = 1,
@@ -55,6 +56,7 @@ enum annotation {
 	ANN_PROBES_FAILED,
 	ANN_DURATION_NS,
 	ANN_NOT_WRITTEN,
+	ANN_EVENTS_NOT_WRITTEN,
 };
 
 /* What a thread sequence interns: event names and annotation string values */
@@ -623,7 +625,7 @@ int perfetto_writer__add_wake(struct perfetto_writer *w, const struct trace_wake
 	if (w->err)
 		return w->err;
 	if (w->full) {
-		w->refused++;
+		w->refused_events++; /* not a poll: counted apart */
 		return 0;
 	}
 	t = perfetto__get_thread(w, pid, k->tid, NULL);
@@ -650,7 +652,7 @@ int perfetto_writer__add_drop(struct perfetto_writer *w, const struct trace_drop
 	if (d->await_index < 0)
 		return 0;
 	if (w->full) {
-		w->refused++;
+		w->refused_events++; /* not a poll: counted apart */
 		return 0;
 	}
 	if (!(pp = hold(w, pid, d->tid, &t)))
@@ -678,7 +680,7 @@ int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_blo
 	if (w->err)
 		return w->err;
 	if (w->full) {
-		w->refused++;
+		w->refused_events++; /* not a poll: counted apart */
 		return 0;
 	}
 	/* held with the thread's polls: written nested in the poll it is blamed on */
@@ -732,6 +734,8 @@ int perfetto_writer__finish(struct perfetto_writer *w, const struct trace_totals
 	annotation(b, ANN_DURATION_NS, ANNOTATION_UINT, t->duration_ns, NULL);
 	if (w->refused)
 		annotation(b, ANN_NOT_WRITTEN, ANNOTATION_UINT, w->refused, NULL);
+	if (w->refused_events)
+		annotation(b, ANN_EVENTS_NOT_WRITTEN, ANNOTATION_UINT, w->refused_events, NULL);
 	pb__end(b);
 	perfetto__packet_end(w);
 

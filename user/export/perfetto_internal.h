@@ -70,6 +70,7 @@ struct perfetto_writer {
 
 	/* --max-size: bytes per file; then stop (refuse polls) or go on in a next file */
 	uint64_t bytes, limit, refused;
+	uint64_t refused_events; /* off-CPU slices, instants refused (full): not polls */
 	perfetto_next_file_fn next_file;
 	void *next_ctx;
 	bool full;
