@@ -18,6 +18,9 @@ PACKAGES=(
 	strace
 	# Rust fixtures, built offline from Debian's crates
 	librust-tokio-dev librust-async-std-dev librust-smol-dev librust-futures-dev
+	# third-party conformance: hyper 0.14 (tests/conformance/hyper_server), tokio's own
+	# rt_common, rt_threaded and sync_mpsc tests (their dev-dependencies), and a load generator
+	librust-hyper-dev librust-tokio-test-dev librust-tokio-stream-dev wrk
 )
 
 missing=()

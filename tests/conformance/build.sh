@@ -35,7 +35,7 @@ for profile in debug release; do
 	start=$(date +%s%N)
 	mkdir -p "bin/$profile"
 	if ! "$CARGO" build --offline "${flags[@]}" -p third_party --examples >"$log" 2>&1 ||
-		! "$CARGO" build --offline "${flags[@]}" -p http_server >>"$log" 2>&1 ||
+		! "$CARGO" build --offline "${flags[@]}" -p http_server -p hyper_server >>"$log" 2>&1 ||
 		! "$CARGO" test --offline "${flags[@]}" -p third_party --no-run \
 			--message-format=json >"$log.json" 2>>"$log"; then
 		cat "$log" >&2
@@ -65,6 +65,7 @@ PY
 		install_bin "$ex" "bin/$profile/$name"
 	done
 	install_bin "$CARGO_TARGET_DIR/$profile/http_server" "bin/$profile/http_server"
+	install_bin "$CARGO_TARGET_DIR/$profile/hyper_server" "bin/$profile/hyper_server"
 	ms=$((($(date +%s%N) - start) / 1000000))
 	printf 'asyncbpf: conformance: %-7s in %d.%01d s -> tests/conformance/bin/%s/\n' \
 		"$profile" $((ms / 1000)) $((ms % 1000 / 100)) "$profile"
