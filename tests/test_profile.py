@@ -218,14 +218,11 @@ def test_sigkill_leaves_no_link_and_no_output(sampling, tmp_path):
     prof = subprocess.Popen([str(util.ASYNCBPF), "profile", "-p", str(target.pid), "--folded",
                              str(tmp_path / "k.folded"), "-o", str(tmp_path / "k.svg")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
+    watch = util.StderrWatch(prof)
     try:
-        deadline = time.time() + 60
-        ids = set()
-        while time.time() < deadline and not ids:
-            assert prof.poll() is None, prof.communicate()
-            ids = link_ids_of(prof.pid)
-            time.sleep(0.1)
-        assert ids, "the profiler never held a BPF link"
+        assert watch.wait("profile: sampling", timeout=60), watch.text
+        ids = link_ids_of(prof.pid)
+        assert ids, "the profiler held no BPF link once sampling"
         assert ids <= live_link_ids()
         assert perf_event_fds_of(prof.pid) > 0
         time.sleep(0.5)
@@ -250,12 +247,13 @@ def test_sigint_writes_outputs(sampling, tmp_path):
                              str(tmp_path / "i.folded"), "-o", str(tmp_path / "i.svg")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline and not link_ids_of(prof.pid):
-            time.sleep(0.1)
+        watch = util.StderrWatch(prof)
+        assert watch.wait("profile: sampling", timeout=60), watch.text
         time.sleep(1.0)
         prof.send_signal(signal.SIGINT)
-        out, err = prof.communicate(timeout=60)
+        out = prof.stdout.read()  # to its end: the profiler exited
+        prof.wait(timeout=60)
+        err = watch.finish()
     finally:
         if prof.poll() is None:
             prof.kill()

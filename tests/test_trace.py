@@ -205,14 +205,13 @@ def test_sigkill_leaves_target_and_no_probe(uprobes, tmp_path):
     demo = start_demo(4)
     tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "-p", str(demo.pid), "-o", str(tmp_path / "k.pftrace")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
+    watch = util.StderrWatch(tracer)
     try:
-        deadline = time.time() + 30
-        ids = set()
-        while time.time() < deadline and not ids:
-            assert tracer.poll() is None, tracer.communicate()
-            ids = link_ids_of(tracer.pid)
-            time.sleep(0.1)
-        assert ids, "the tracer never held a BPF link"
+        # its links once it says it attached: before that it also holds the
+        # short-lived link of its probe-cost calibration, gone by then
+        assert watch.wait("trace: attached", timeout=60), watch.text
+        ids = link_ids_of(tracer.pid)
+        assert ids, "the tracer held no BPF link once attached"
         assert ids <= live_link_ids()
         time.sleep(0.5)  # tracing
         tracer.send_signal(signal.SIGKILL)

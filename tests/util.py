@@ -131,6 +131,11 @@ def fixture_binary(profile, crate):
     return FIXTURE_BIN / profile / crate
 
 
+def conformance_binary(profile, name):
+    """A third-party conformance program (tests/conformance/build.sh)."""
+    return REPO / "tests" / "conformance" / "bin" / profile / name
+
+
 # ---------------------------------------------------------------------------
 # Rust paths
 # ---------------------------------------------------------------------------
@@ -855,8 +860,10 @@ def fixture_name(entry):
 
 
 def is_block_slice_name(name):
-    """The off-CPU slices nested in polls (docs/tracing.md, "Blocking")."""
-    return name in ("preempted", "blocked") or name.startswith("blocked in ")
+    """The off-CPU slices nested in polls (docs/tracing.md, "Blocking"): blocked,
+    preempted, or inside the tracer's own probe handling."""
+    return (name in ("preempted", "blocked", "in asyncbpf's probe (the tracer's cost)")
+            or name.startswith("blocked in "))
 
 
 def check_pftrace(path, polls=None, blocks=None):
@@ -880,7 +887,7 @@ def check_pftrace(path, polls=None, blocks=None):
 def check_chrome(path, polls):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "blocked"]
+    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") not in ("blocked", "tracer")]
     assert len(slices) == polls, (len(slices), polls)
     assert doc["otherData"]["dropped"] == 0
     return doc
@@ -947,3 +954,50 @@ def field(msg, key, default=None):
 
 def fields(msg, key):
     return [v for k, v in msg if k == key]
+
+
+class StderrWatch:
+    """Reads a running process's stderr in a thread, so that a test can wait for a line
+    (the moment a tool says it is attached) instead of guessing a moment of its start-up
+    from the outside. `text` is everything read so far; `wait(needle)` blocks until a
+    line containing needle arrived (True), the process ended, or the timeout passed."""
+
+    def __init__(self, proc):
+        import threading
+        self.proc = proc
+        self.lines = []
+        self.cond = threading.Condition()
+        self.done = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            with self.cond:
+                self.lines.append(line)
+                self.cond.notify_all()
+        with self.cond:
+            self.done = True
+            self.cond.notify_all()
+
+    def wait(self, needle, timeout=60):
+        import time
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                if any(needle in line for line in self.lines):
+                    return True
+                left = deadline - time.monotonic()
+                if self.done or left <= 0:
+                    return False
+                self.cond.wait(left)
+
+    @property
+    def text(self):
+        with self.cond:
+            return "".join(self.lines)
+
+    def finish(self, timeout=60):
+        """After the process ended: all of its stderr."""
+        self.thread.join(timeout)
+        return self.text
