@@ -197,3 +197,79 @@ const char *path__short(const char *file)
 			return p;
 	return file;
 }
+
+/* in with generic arguments deeper than max_depth elided, and (short) the paths inside
+ * generic arguments cut to their last segment. */
+static void abbreviate_pass(const char *in, char *out, size_t len, int max_depth, bool short_paths)
+{
+	size_t o = 0, seg = 0;
+	int depth = 0;
+	bool elided = false;
+
+	for (const char *p = in; *p && o + 4 < len; p++) {
+		char c = *p;
+
+		if (c == '<') {
+			depth++;
+			if (depth > max_depth) {
+				if (depth == max_depth + 1) {
+					memcpy(out + o, "<\xe2\x80\xa6", 4); /* "<…" */
+					o += 4;
+					elided = true;
+				}
+				continue;
+			}
+			out[o++] = c;
+			seg = o;
+			continue;
+		}
+		if (c == '>') {
+			if (depth > max_depth) {
+				if (--depth == max_depth && o + 1 < len)
+					out[o++] = '>';
+				continue;
+			}
+			depth--;
+			out[o++] = c;
+			seg = o;
+			continue;
+		}
+		if (depth > max_depth)
+			continue;
+		if (depth > 0 && short_paths && c == ':' && p[1] == ':') {
+			o = seg; /* keep the last segment only */
+			p++;
+			continue;
+		}
+		out[o++] = c;
+		if (depth > 0 && strchr(", (&*[;=+", c))
+			seg = o;
+	}
+	(void)elided;
+	out[o] = '\0';
+}
+
+void rust__abbreviate(const char *in, char *out, size_t len, size_t max)
+{
+	static const char ellipsis[] = "\xe2\x80\xa6";
+	size_t n;
+
+	if (!len)
+		return;
+	if (max >= len)
+		max = len - 1;
+	if (strlen(in) <= max) {
+		snprintf(out, len, "%s", in);
+		return;
+	}
+	abbreviate_pass(in, out, len, 64, true);
+	for (int depth = 1; depth >= 0 && strlen(out) > max; depth--)
+		abbreviate_pass(in, out, len, depth, true);
+	n = strlen(out);
+	if (n > max && max > 3) {
+		n = max - 3;
+		while (n && ((unsigned char)out[n] & 0xc0) == 0x80)
+			n--; /* not inside a UTF-8 sequence */
+		memcpy(out + n, ellipsis, 4);
+	}
+}

@@ -30,6 +30,15 @@ void dot__write_text(FILE *out, const char *s, size_t max_bytes);
  */
 void xml__write_text(FILE *out, const char *s, size_t max_bytes);
 
+/*
+ * A Rust type path short enough for a table column (at most max bytes, max < len):
+ * as it is when it fits; else the paths inside its generic arguments cut to their
+ * last segment ("NewSvcTask<AddrStream, ServiceFn<Body>>"), then the arguments of
+ * its arguments elided ("NewSvcTask<AddrStream, ServiceFn<…>>"), then all of them
+ * ("NewSvcTask<…>"), then cut with "…".
+ */
+void rust__abbreviate(const char *in, char *out, size_t len, size_t max);
+
 /* The last two components of a path: ".../demo/src/main.rs" -> "src/main.rs";
  * "?" for NULL. */
 const char *path__short(const char *file);
