@@ -97,7 +97,30 @@ enum spec_flags {
 	SPEC_STATE_REG = 256,	   /* ... the low state_size bytes of register self_reg */
 	SPEC_SINGLE_STEPPED = 512, /* a site on an instruction the kernel single-steps */
 	SPEC_WAKE_BY_REF = 1024,   /* a wake probe on wake_by_ref (the waker is kept) */
+	SPEC_TASK_ROOT = 2048,	   /* an entry of a task's root future: its frame is the task */
 };
+
+/*
+ * What a probe hit costs the target, by the kind of probe and how the kernel runs
+ * its instruction (emulated, single-stepped out of line, a uretprobe's return): the
+ * plan puts a site's class in its spec's flags (SPEC_HIT_CLASS), poll_probe counts
+ * every hit in trace_counters[COUNTER_HIT0 + class]. The tracer's own cost is these
+ * counts times the per-hit costs measured at start (docs/tracing.md, "Probe cost").
+ */
+enum hit_class {
+	HIT_ENTRY_EMULATED,
+	HIT_ENTRY_STEPPED,
+	HIT_EXIT_EMULATED, /* also a conditional exit site that did not exit this time */
+	HIT_EXIT_STEPPED,
+	HIT_EXIT_RETURN, /* a uretprobe's return (its entry is the entry probe's hit) */
+	HIT_WAKE_EMULATED,
+	HIT_WAKE_STEPPED,
+	HIT_DROP_EMULATED,
+	HIT_DROP_STEPPED,
+	HIT_CLASS_COUNT,
+};
+#define SPEC_HIT_CLASS_SHIFT 16
+#define SPEC_HIT_CLASS_MASK  (0xfu << SPEC_HIT_CLASS_SHIFT)
 
 /*
  * The kernel installs at most this many pending uretprobes per thread
@@ -130,6 +153,14 @@ struct poll_spec {
 	__u64 ret_ready_value; /* SPEC_STATE_CONST exits: the state_value (futures with __state
 				* never use the return fields) */
 };
+
+/* top's live instances (live_instances map): a future instance by its poll fn */
+struct live_key {
+	__u64 self;
+	__u32 poll;
+	__u32 pad;
+};
+#define TOP_MAX_LIVE_INSTANCES (1u << 18)
 
 /* Values of poll_record.result (enum poll_result in user/trace_event.h, same order). */
 enum record_result {
@@ -165,10 +196,16 @@ struct poll_frame {
 	__u64 start_ns;
 	__u64 state;	       /* __state at entry */
 	__u64 offcpu_at_entry; /* thread_stack.offcpu_ns when it was entered */
-	__u64 waker_data;      /* depth 0: its Context's waker data (std-wake matching), 0 */
+	__u64 waker_data;      /* a task's root: its Context's waker data (std-wake matching) */
+	__u16 task_depth;      /* the frame of its task (the innermost task root at or below
+				* it), FRAME_NO_TASK: none traced */
+	__u16 pad;
+	__u32 pad2;
 };
+#define FRAME_NO_TASK 0xffff
 
-/* A thread's logical async stack, in task storage: frames[0] is the task. */
+/* A thread's logical async stack, in task storage: each frame knows its task's frame
+ * (the innermost task root below it; without known roots, frames[0]). */
 struct thread_stack {
 	__u32 depth;
 	__u32 pad;
@@ -177,8 +214,8 @@ struct thread_stack {
 	__u64 offcpu_ns; /* total, while a poll was open: frames subtract their entry's */
 	__u64 off_start; /* it went off-CPU inside a poll at this time; 0: it runs */
 	__s32 pad3;
-	__s32 off_sys;	  /* the syscall it went off-CPU in; -1 none */
-	__u8 off_preempt; /* that switch was a preemption (involuntary) */
+	__s32 off_sys; /* the syscall it went off-CPU in; -1 none */
+	__u8 off_kind; /* enum offcpu_kind of that switch */
 	__u8 pad2[7];
 	struct poll_frame frames[TRACE_MAX_DEPTH];
 };
@@ -192,9 +229,9 @@ struct poll_record {
 	__u64 start_ns, end_ns;
 	__u64 self;
 	__u64 parent_self; /* the frame below, 0 at depth 0 */
-	__u64 task_self;   /* frames[0] */
+	__u64 task_self;   /* its task's root frame's self; 0: no task root traced */
 	__u32 parent_poll; /* ~0 at depth 0 */
-	__u32 task_poll;
+	__u32 task_poll;   /* that frame's poll fn; ~0: none */
 	__u16 depth;
 	__u8 result;	     /* enum record_result */
 	__u8 unknown_reason; /* enum unknown_reason, for RESULT_UNKNOWN */
@@ -202,6 +239,20 @@ struct poll_record {
 	__u64 state_before, state_after;
 	__u64 offcpu_ns;  /* of end - start, the time its thread was off-CPU (blocking on) */
 	__u64 waker_data; /* depth 0: the data of the waker it was polled with, 0 unknown */
+};
+
+/*
+ * Why a thread went off-CPU inside a poll (block_record.kind). The kernel's own rule
+ * for its voluntary switch count (nvcsw in /proc/PID/status): not a preemption and
+ * the thread no longer runnable. Time off-CPU while the thread is inside the
+ * tracer's probe handling (stopped on one of its breakpoints, single-stepping an
+ * instruction out of line, returning through a uretprobe's trampoline) is the
+ * tracer's, whatever the kind of switch: never the program's.
+ */
+enum offcpu_kind {
+	OFFCPU_BLOCKED = 0,   /* voluntary: it waited in the kernel (a syscall, a fault) */
+	OFFCPU_PREEMPTED = 1, /* involuntary: runnable all along, another thread ran */
+	OFFCPU_TRACER = 2,    /* inside the tracer's own probe handling */
 };
 
 /*
@@ -219,7 +270,7 @@ struct block_record {
 	__u64 poll_start_ns; /* the innermost open poll's start: which poll it was */
 	__s32 syscall;	     /* the syscall it blocked in; -1: none (a page fault, ...) */
 	__u16 depth;
-	__u8 preempted; /* an involuntary switch: it was runnable all along */
+	__u8 kind; /* enum offcpu_kind */
 	__u8 pad;
 };
 
@@ -284,19 +335,24 @@ struct poll_stats {
 	__u64 truncated;     /* of records: frames found stale (unwound) */
 	__u64 busy_ns;	     /* sum of end - start over records */
 	__u64 hist[TRACE_HIST_BUCKETS]; /* log2 histogram of end - start over records */
-	__u64 blocked;			/* off-CPU intervals blamed on it (blocking on) */
+	__u64 blocked;			/* off-CPU intervals inside it (blocking on) */
 	__u64 blocked_ns;		/* of them, voluntary (blocked) time */
 	__u64 preempted_ns;		/* of them, involuntary (preempted) time */
+	__u64 voluntary;		/* of them, voluntary switches */
+	__u64 tracer;			/* of them, inside the tracer's probe handling */
+	__u64 tracer_ns;		/* and their time: the tracer's, not the poll's */
 	__u64 block_records;		/* RECORD_BLOCK the BPF side tried to emit */
 	__u64 block_dropped;		/* of them, lost to a full ring buffer */
 	__u64 drops;			/* drop_in_place::<F> of its future (cancellation on) */
 	__u64 drops_lost;		/* of them, lost to a full ring buffer */
 	/* for `top` (stats only, no records), and counted in trace too */
-	__u64 started;	 /* records of a poll that began Unresumed: instances started */
+	__u64 started;	 /* top: instances first polled (Pending) since attach (live_instances) */
 	__u64 ready;	 /* records that returned Ready */
 	__u64 panicked;	 /* records that panicked */
 	__u64 cancelled; /* drops while suspended at an await */
 	__u64 wakes;	 /* wakes of a task whose first traced future this is */
+	__u64 ended;	 /* top: of the started, those that returned Ready, panicked, were
+			  * dropped: live = started - ended */
 	__u64 delay_hist[TRACE_HIST_BUCKETS]; /* wake -> its next poll's start, log2 ns */
 };
 
@@ -314,7 +370,9 @@ enum trace_counter {
 	COUNTER_WAKES,		/* wake function hits */
 	COUNTER_WAKE_DROPPED,	/* wake records lost to a full ring buffer */
 	COUNTER_WAKE_UNKNOWN,	/* wakes of a task whose vtable is not in wake_types */
-	COUNTER_COUNT,
+	COUNTER_LIVE_FULL,	/* top: an instance not tracked, live_instances was full */
+	COUNTER_HIT0,		/* probe hits by enum hit_class, HIT_CLASS_COUNT of them */
+	COUNTER_COUNT = COUNTER_HIT0 + HIT_CLASS_COUNT,
 };
 
 /* ---- asyncbpf profile (profile.bpf.c; user/profile/ reads these) ---- */
@@ -364,8 +422,8 @@ enum profile_counter {
 
 _Static_assert(sizeof(struct check_record) == 24, "struct check_record changed");
 _Static_assert(sizeof(struct poll_spec) == 56, "struct poll_spec changed");
-_Static_assert(sizeof(struct poll_frame) == 56, "struct poll_frame changed");
-_Static_assert(sizeof(struct thread_stack) == 48 + 56 * TRACE_MAX_DEPTH,
+_Static_assert(sizeof(struct poll_frame) == 64, "struct poll_frame changed");
+_Static_assert(sizeof(struct thread_stack) == 48 + 64 * TRACE_MAX_DEPTH,
 	       "struct thread_stack changed");
 _Static_assert(sizeof(struct poll_record) == 104, "struct poll_record changed");
 _Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");
@@ -375,7 +433,7 @@ _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
 	       "struct poll_stats: only __u64 members (user space sums them word by word)");
-_Static_assert(sizeof(struct poll_stats) == 144 + 16 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 176 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

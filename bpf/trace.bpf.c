@@ -27,6 +27,9 @@ const volatile __u64 wakeup_bytes = 0;
 const volatile __u32 stats_only = 0;
 /* wake probes are attached: a task's poll looks up when it was woken */
 const volatile __u32 wakes_enabled = 0;
+/* some specs are SPEC_TASK_ROOT: a frame's task is the innermost root below it, and a
+ * stack without one has no task; else (a runtime the analyzer does not know) frames[0] */
+const volatile __u32 roots_known = 0;
 /* core::task layout (model waker_layout): Context.waker, Waker.waker, RawWaker.data */
 const volatile __u32 ctx_known = 0;
 const volatile __u32 ctx_waker_off = 0, waker_raw_off = 0, raw_data_off = 0;
@@ -72,6 +75,30 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_stack);
 } trace_stacks SEC(".maps");
+
+/*
+ * The run-time address of every probe site (user space fills it once the executable
+ * is mapped): a thread that goes off-CPU stopped on one of them is inside the
+ * tracer's probe handling (on_switch).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space: one per probe site */
+	__type(key, __u64);
+	__type(value, __u8);
+} probe_addrs SEC(".maps");
+
+/*
+ * top: the instances polled and not finished, per poll fn (started - ended in its
+ * statistics): a hand-written future has no __state to tell its first poll by.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, TOP_MAX_LIVE_INSTANCES);
+	__type(key, struct live_key);
+	__type(value, __u8);
+} live_instances SEC(".maps");
 
 /* A woken task's first traced future -> when it was woken: its scheduling delay. */
 struct {
@@ -221,6 +248,32 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return (__u32)r;
 }
 
+/*
+ * top's LIVE: an instance enters live_instances at its first Pending and leaves at its
+ * Ready or panic (or its drop: on_drop); a first poll that is also its last never
+ * enters. A truncated or unknown poll says nothing of its fate.
+ */
+static __always_inline void live_instance(__u64 self, __u32 poll, __u8 result,
+					  struct poll_stats *stats)
+{
+	struct live_key k = {.self = self, .poll = poll};
+	__u8 one = 1;
+
+	if (!stats || !self)
+		return;
+	if (result == RESULT_READY || result == RESULT_PANICKED) {
+		if (!bpf_map_delete_elem(&live_instances, &k))
+			__sync_fetch_and_add(&stats->ended, 1);
+	} else if (result == RESULT_PENDING) {
+		long e = bpf_map_update_elem(&live_instances, &k, &one, BPF_NOEXIST);
+
+		if (!e)
+			__sync_fetch_and_add(&stats->started, 1);
+		else if (e != -17 /* -EEXIST: polled before */)
+			count(COUNTER_LIVE_FULL);
+	}
+}
+
 /* Emit frames[index] as completed with `result`; counts records, emitted, dropped. */
 static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now, __u8 result,
 				 __u8 why, __s32 await_index, __u64 state_after, __u64 pid_tgid,
@@ -249,13 +302,13 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 			__sync_fetch_and_add(&stats->ready, 1);
 		if (result == RESULT_PANICKED)
 			__sync_fetch_and_add(&stats->panicked, 1);
-		if (f->state == 0 && result != RESULT_TRUNCATED && result != RESULT_UNKNOWN)
-			__sync_fetch_and_add(&stats->started, 1);
 		if (stepped) /* the share of exits that cost a single-step, by frequency */
 			__sync_fetch_and_add(&stats->stepped_exits, 1);
 	}
-	if (stats_only)
+	if (stats_only) {
+		live_instance(f->self, poll, result, stats);
 		return;
+	}
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		if (stats)
@@ -278,8 +331,15 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 		r->parent_self = 0;
 		r->parent_poll = ~0u;
 	}
-	r->task_self = st->frames[0].self;
-	r->task_poll = st->frames[0].poll;
+	if (f->task_depth < TRACE_MAX_DEPTH) {
+		struct poll_frame *task = &st->frames[f->task_depth & (TRACE_MAX_DEPTH - 1)];
+
+		r->task_self = task->self;
+		r->task_poll = task->poll;
+	} else {
+		r->task_self = 0;
+		r->task_poll = ~0u;
+	}
 	r->depth = index;
 	r->result = result;
 	r->unknown_reason = result == RESULT_UNKNOWN ? why : UNKNOWN_NONE;
@@ -404,11 +464,21 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 	f->start_ns = now;
 	f->state = state;
 	f->offcpu_at_entry = st->offcpu_ns;
-	st->depth = depth + 1;
 	f->waker_data = 0;
+	f->pad = 0;
+	f->pad2 = 0;
+	/* its task: itself if it is a task's root, else its awaiter's */
+	bool root = (spec->flags & SPEC_TASK_ROOT) || (!roots_known && depth == 0);
+	if (root)
+		f->task_depth = depth;
+	else if (depth)
+		f->task_depth = st->frames[(depth - 1) & (TRACE_MAX_DEPTH - 1)].task_depth;
+	else
+		f->task_depth = FRAME_NO_TASK;
+	st->depth = depth + 1;
 	/* a task's poll after a wake: its scheduling delay, in its poll fn's statistics;
 	 * the task by its future (runtimes) or by its waker's data (std's Wake) */
-	if (depth == 0 && wakes_enabled && self) {
+	if (root && wakes_enabled && self) {
 		__u64 key = self, data = 0, *woken = bpf_map_lookup_elem(&wake_pending, &key);
 		bool by_data = false;
 
@@ -597,6 +667,9 @@ int poll_probe(void *ctx)
 		count(COUNTER_BAD_SPEC);
 		return 0;
 	}
+	/* what this hit cost the target, by class (the tracer's own cost at the end) */
+	count(COUNTER_HIT0 +
+	      ((spec->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT) % HIT_CLASS_COUNT);
 	if (spec->kind & PROBE_ENTRY)
 		poll_entry(regs, spec, index, now, pid_tgid);
 	if (spec->kind & PROBE_EXIT)
@@ -654,110 +727,4 @@ int on_thread_exit(void *ctx)
 	return 0;
 }
 
-/* ---- blocking inside polls (docs/tracing.md, "Blocking") ---- */
-
-/*
- * The syscall a thread that goes off-CPU is in: its user registers as the entry code
- * saved them. In a syscall orig_ax holds its number and ax -ENOSYS until it returns
- * (arch/x86/entry: the return value is stored only at exit); an exception or
- * interrupt saves an error code or ~vector in orig_ax and the user's rax in ax. No
- * sys_enter/sys_exit programs then: every other process's syscalls cost nothing.
- */
-static __always_inline __s32 current_syscall(struct task_struct *task)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	long orig_ax, ax;
-
-	if (!regs)
-		return -1;
-	orig_ax = BPF_CORE_READ(regs, orig_ax);
-	ax = BPF_CORE_READ(regs, ax);
-	return orig_ax >= 0 && orig_ax < 4096 && ax == -38 /* -ENOSYS */ ? (__s32)orig_ax : -1;
-}
-
-static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32 tgid, __u32 tid)
-{
-	struct block_record *r;
-	struct poll_frame *f;
-	struct poll_stats *stats;
-	__u32 depth = st->depth, top, poll;
-	__u64 dt = now - st->off_start;
-
-	if (depth == 0 || depth > TRACE_MAX_DEPTH)
-		return;
-	top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
-	f = &st->frames[top];
-	poll = f->poll;
-	stats = bpf_map_lookup_elem(&trace_stats, &poll);
-	if (stats) {
-		__sync_fetch_and_add(&stats->blocked, 1);
-		__sync_fetch_and_add(&stats->block_records, 1);
-		if (st->off_preempt)
-			__sync_fetch_and_add(&stats->preempted_ns, dt);
-		else
-			__sync_fetch_and_add(&stats->blocked_ns, dt);
-	}
-	if (stats_only)
-		return;
-	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
-	if (!r) {
-		if (stats)
-			__sync_fetch_and_add(&stats->block_dropped, 1);
-		count(COUNTER_BLOCK_DROPPED);
-		return;
-	}
-	r->type = RECORD_BLOCK;
-	r->pid = tgid;
-	r->tid = tid;
-	r->poll = poll;
-	r->start_ns = st->off_start;
-	r->end_ns = now;
-	r->self = f->self;
-	r->task_self = st->frames[0].self;
-	r->poll_start_ns = f->start_ns;
-	r->syscall = st->off_sys;
-	r->depth = top;
-	r->preempted = st->off_preempt;
-	r->pad = 0;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-}
-
-/*
- * A context switch. Out: a target thread with a poll open goes off-CPU (remember
- * when, in which syscall, whether preempted). In: such a thread runs again (the
- * interval is added to its off-CPU total, which each poll's record subtracts from
- * its duration, and blamed on the innermost open poll with a block_record). Every
- * other switch on the machine costs two tgid loads and compares.
- */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	struct thread_stack *st;
-	__u64 now;
-
-	if (prev->tgid != target_tgid && next->tgid != target_tgid)
-		return 0;
-	if (!*(volatile __u32 *)&trace_ready)
-		return 0;
-	now = bpf_ktime_get_ns();
-	if (prev->tgid == target_tgid) {
-		st = bpf_task_storage_get(&trace_stacks, prev, 0, 0);
-		if (st && st->depth) {
-			st->off_start = now;
-			st->off_preempt = preempt;
-			st->off_sys = current_syscall(prev);
-			count(COUNTER_SWITCHES);
-		}
-	}
-	if (next->tgid == target_tgid) {
-		st = bpf_task_storage_get(&trace_stacks, next, 0, 0);
-		if (st && st->off_start) {
-			if (now > st->off_start) {
-				st->offcpu_ns += now - st->off_start;
-				emit_block(st, now, next->tgid, next->pid);
-			}
-			st->off_start = 0;
-		}
-	}
-	return 0;
-}
+#include "trace_switch.bpf.h"

@@ -11,8 +11,9 @@
 #define TASK_RT_STD_WAKE_BPF 3
 
 /*
- * The current thread's open traced polls: their number, and the innermost and
- * outermost (the task's) frames; 0 and NULLs when it has none.
+ * The current thread's open traced polls: their number, and the innermost frame and
+ * its task's root frame (NULL when no task root is traced); 0 and NULLs when it has
+ * none.
  */
 static __always_inline __u32 open_polls(struct poll_frame **inner, struct poll_frame **task)
 {
@@ -28,9 +29,23 @@ static __always_inline __u32 open_polls(struct poll_frame **inner, struct poll_f
 		depth = TRACE_MAX_DEPTH;
 	if (depth) {
 		*inner = &st->frames[(depth - 1) & (TRACE_MAX_DEPTH - 1)];
-		*task = &st->frames[0];
+		if ((*inner)->task_depth < TRACE_MAX_DEPTH)
+			*task = &st->frames[(*inner)->task_depth & (TRACE_MAX_DEPTH - 1)];
 	}
 	return depth;
+}
+
+/*
+ * The argument a wake or drop probe reads (rdi at the function's first instruction):
+ * where its spec says it is at this site, a register or a stack slot.
+ */
+static __always_inline __u64 first_arg(struct uregs *ctx, const struct poll_spec *spec)
+{
+	if (spec->self_kind == SPEC_SELF_STACK)
+		return read_user_uint(ctx->sp + (__s64)spec->self_sp_offset, 8);
+	if (spec->self_kind == SPEC_SELF_REG)
+		return read_reg(ctx, spec->self_reg);
+	return 0;
 }
 
 /* drop_in_place::<F>(*mut F) entered: record the future and its __state. */
@@ -41,7 +56,7 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	struct drop_record *r;
 	struct poll_stats *stats;
 	__u32 poll = spec->poll;
-	__u64 self = ctx->di;
+	__u64 self = first_arg(ctx, spec);
 
 	__u64 state = 0;
 
@@ -54,8 +69,13 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 		    state <= spec->max_state)
 			__sync_fetch_and_add(&stats->cancelled, 1);
 	}
-	if (stats_only)
+	if (stats_only) {
+		struct live_key k = {.self = self, .poll = poll};
+
+		if (stats && self && !bpf_map_delete_elem(&live_instances, &k))
+			__sync_fetch_and_add(&stats->ended, 1);
 		return;
+	}
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		if (stats)
@@ -78,8 +98,8 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	r->dropper_self = 0;
 	r->dropper_poll = ~0u;
 	r->depth = open_polls(&inner, &task);
-	if (inner && task) {
-		r->task_self = task->self;
+	if (inner) {
+		r->task_self = task ? task->self : 0;
 		r->dropper_self = inner->self;
 		r->dropper_poll = inner->poll;
 	}
@@ -93,7 +113,7 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	struct poll_frame *inner, *task;
 	struct wake_record *r;
 	struct wake_type *wt;
-	__u64 header = ctx->di, vt = 0, self = 0;
+	__u64 header = first_arg(ctx, spec), vt = 0, self = 0;
 	__u32 rt = spec->future & 3;
 
 	count(COUNTER_WAKES);
@@ -143,11 +163,11 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	r->waker_poll = ~0u;
 	r->pad = 0;
 	r->depth = open_polls(&inner, &task);
-	if (inner && task) {
+	if (inner) {
 		r->waker_self = inner->self;
 		r->waker_poll = inner->poll;
 		r->waker_start_ns = inner->start_ns;
-		r->waker_task_self = task->self;
+		r->waker_task_self = task ? task->self : 0;
 	}
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }

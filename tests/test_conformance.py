@@ -11,6 +11,7 @@ Ready once per connection it counted complete. Debug and release builds.
 import json
 import os
 import re
+import signal
 import subprocess
 
 import pytest
@@ -44,9 +45,10 @@ def check_trace(r):
 @pytest.mark.parametrize("test", C.TOKIO_TESTS)
 def test_tokio_integration_tests(profile, test, tmp_path):
     b = require(profile, "tokio_" + test)
-    plain = C.run_plain([b])
+    args = C.TOKIO_TEST_ARGS.get(test, [])
+    plain = C.run_plain([b, *args])
     assert plain.returncode == 0, plain.stdout + plain.stderr
-    proc, r = C.run_traced(util.ASYNCBPF, util.san_env(), tmp_path, test, [b])
+    proc, r = C.run_traced(util.ASYNCBPF, util.san_env(), tmp_path, test, [b, *args])
     util.assert_no_sanitizer_report(proc)
     assert proc.returncode == plain.returncode, util.describe(proc)
     assert C.normalize_libtest(proc.stdout) == C.normalize_libtest(plain.stdout)
@@ -312,3 +314,124 @@ def test_profile_stops_on_time_under_a_flood(tmp_path):
     assert dropped, report[-2000:]
     if int(dropped.group(1)):
         assert "samples were DROPPED" in report
+
+
+HYPER_READY = rb'\{"listening":\d+,"pid":\d+\}'
+
+
+def http_client(profile, conns, per_conn):
+    """http_server's load generator (exact counts: every response checked) as a
+    run_server client: its JSON result."""
+    client_bin = require(profile, "http_server")
+
+    def client(m):
+        port = json.loads(m.group(0))["listening"]
+        got = C.run_plain([client_bin, "client", port, conns, per_conn], timeout=600)
+        assert got.returncode == 0, got.stdout + got.stderr
+        return json.loads(got.stdout)
+    return client
+
+
+def blocking_totals(summary):
+    """Voluntary blocks inside polls and their time, over every future."""
+    rows = [f["blocking"] for f in summary["futures"] if f.get("blocking")]
+    return sum(b["blocked"] for b in rows), sum(b["blocked_ns"] for b in rows)
+
+
+def voluntary_switches(pid):
+    """The kernel's own count of pid's voluntary context switches, its threads summed."""
+    n = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                n += int(re.search(r"^voluntary_ctxt_switches:\s*(\d+)", f.read(), re.M).group(1))
+        except OSError:
+            pass
+    return n
+
+
+def trace_server_under_load(profile, server, tmp_path, conns, per_conn, extra=()):
+    """A server (its first line {"listening":PORT,"pid":PID}) traced with -p while
+    http_server's client loads it: (tracer's CompletedProcess, Run paths, the client's
+    result, the server's last line as JSON, the kernel's voluntary switches of the
+    server over the trace)."""
+    b = require(profile, server)
+    srv = subprocess.Popen([str(b), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tracer = None
+    try:
+        m, _ = C._wait_line(srv.stdout, HYPER_READY, 60)
+        r = C.Run(util.ASYNCBPF, util.san_env(), tmp_path)
+        argv = r.traced_argv(server)[:-1] + list(extra) + ["-p", str(srv.pid)]
+        before = voluntary_switches(srv.pid)
+        tracer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=util.san_env())
+        watch = util.StderrWatch(tracer)
+        assert watch.wait("trace: attached", timeout=120), watch.text
+        load = http_client(profile, conns, per_conn)(m)
+        tracer.send_signal(signal.SIGINT)
+        out = tracer.stdout.read()
+        tracer.wait(timeout=300)
+        proc = subprocess.CompletedProcess(argv, tracer.returncode, out, watch.finish())
+        switches = voluntary_switches(srv.pid) - before
+        srv.send_signal(signal.SIGTERM)
+        srv_out, srv_err = srv.communicate(timeout=60)
+    finally:
+        for p in (tracer, srv):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert srv.returncode == 0, srv_err
+    subprocess.run([str(util.ASYNCBPF), "analyze", str(b), "--json", str(r.model)], capture_output=True,
+                   env=util.san_env(), timeout=120, check=True)
+    return proc, r, load, json.loads(srv_out.decode().strip().splitlines()[-1]), switches
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_hyper_server(profile, tmp_path):
+    """hyper 0.14's server (Debian's crate; tests/conformance/hyper_server only counts)
+    traced with -p under a keep-alive client with exact counts. Its tasks are hyper's
+    connection tasks, one per connection, never one per request; it never blocks
+    (non-blocking sockets, atomics), so no BLOCKING line, its voluntary blocks within the
+    kernel's own count of the process's voluntary switches over the same time; the
+    tracer's cost is stated, every hit counted by class."""
+    conns, per_conn = 16, 40
+    total = conns * per_conn
+    proc, r, load, counts, switches = trace_server_under_load(profile, "hyper_server", tmp_path,
+                                                              conns, per_conn)
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert load == {"connections": conns, "requests": total, "ok": total}
+    assert counts["connections"] == conns and counts["requests"] == total, counts
+    assert counts["routes"]["/hello"] == counts["routes"]["/work"] == total // 2, counts
+    summary, model, records = check_trace(r)
+    rows = {row["name"]: row for row in summary["futures"]}
+    handle = [f for f in model["futures"] if f["name"] == "hyper_server::handle"][0]
+    if handle["inlined_only"]:
+        # release: no poll of its own; the trace must say so, with where it went
+        assert re.search(r"hyper_server::handle \(inlined into ", proc.stderr), util.describe(proc)
+    else:
+        assert rows["hyper_server::handle"]["ready"] == total, rows["hyper_server::handle"]
+    # a task is a runtime task: hyper's per-connection task, finished once each
+    tasks = summary["tasks"]
+    assert tasks["by_runtime"], tasks
+    svc = [t for t in tasks["by_root"] if "NewSvcTask<" in t["name"]]
+    assert len(svc) == 1, tasks["by_root"]
+    assert svc[0]["tasks"] == svc[0]["completed"] == conns, svc
+    # the others: block_on's root (the server future) and tokio's own blocking-pool
+    # tasks that run its 2 worker threads (--workers 2): none per request
+    others = [t for t in tasks["by_root"] if "NewSvcTask<" not in t["name"]]
+    block_on = {f["name"] for f in model["futures"] if f["block_on_root"]}
+    assert all(t["name"] in block_on or t["name"].startswith("tokio::runtime::blocking::task::BlockingTask<")
+               for t in others), others
+    assert sum(t["tasks"] for t in others) <= 1 + 2, others
+    assert len(tasks["list"]) <= summary["totals"]["kept_tasks"]
+    # nothing blocks: within the kernel's count, no BLOCKING line, next to no time
+    blocked, blocked_ns = blocking_totals(summary)
+    assert blocked <= switches, (blocked, switches)
+    assert "BLOCKING:" not in proc.stdout + proc.stderr, util.describe(proc)
+    assert blocked_ns <= 0.01 * summary["totals"]["duration_ns"], (blocked, blocked_ns)
+    # the tracer's own cost: every probe hit in a class, the CPU time and its share
+    cost = summary["totals"]["tracer_cost"]
+    assert sum(h["hits"] for h in cost["hits"]) == summary["totals"]["probe_hits"], cost
+    assert cost["known"] and cost["cpu_ns"] > 0 and cost["share_percent"] is not None, cost
+    assert "the tracer's own cost" in proc.stdout

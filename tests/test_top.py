@@ -4,6 +4,7 @@ producer_task and consumer_task waking each other. `top --batch` prints one tabl
 interval from the BPF statistics only (no records): both tasks with their poll and
 wake rates (each poll of one follows a wake by the other), the scheduling delay,
 sorted by the chosen key; the target runs on."""
+import json
 import re
 import subprocess
 import time
@@ -12,7 +13,7 @@ import pytest
 
 import util
 
-ROW = re.compile(r"^\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\S+)$")
+ROW = re.compile(r"^\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(.+?)\s*$")
 COLS = ["polls_s", "busy", "p50", "p99", "blocked", "wakes_s", "delay99", "cancel_s", "live"]
 
 
@@ -75,3 +76,40 @@ def test_usage():
     for args in (["-s", "nope"], ["-i", "0"], ["-n", "0"], []):
         proc = util.run_asyncbpf("top", "-p", "1", *args) if args else util.run_asyncbpf("top")
         assert proc.returncode == util.EXIT_USAGE, util.describe(proc)
+
+
+def test_hyper_live_is_connections(features, tmp_path):
+    """hyper's server (tests/conformance/hyper_server) with 8 keep-alive connections
+    held busy by a client: LIVE of hyper's connection task (a hand-written future, no
+    __state) is the number of connections open, however many requests each serves;
+    nothing blocks; the cost line in every table; messages say top:."""
+    server = util.conformance_binary("debug", "hyper_server")
+    client_bin = util.conformance_binary("debug", "http_server")
+    util.require_file(server, "the conformance programs", "run 'make conformance'")
+    conns = 8
+    srv = subprocess.Popen([str(server), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    client = None
+    try:
+        port = json.loads(srv.stdout.readline())["listening"]
+        client = subprocess.Popen([str(client_bin), "client", str(port), str(conns), "100000000"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # the connections are open and busy: a steady state
+        proc = util.run_asyncbpf("top", "-p", srv.pid, "--all-crates", "--batch", "-n", "2", "-i", "1",
+                                 timeout=180)
+    finally:
+        for p in (client, srv):
+            if p is not None:
+                p.kill()
+                p.wait()
+    assert proc.returncode == 0, util.describe(proc)
+    assert "asyncbpf: trace:" not in proc.stderr and "asyncbpf: top:" in proc.stderr, proc.stderr
+    t = tables(proc.stdout)
+    assert len(t) == 2, proc.stdout
+    for header, rows, order in t:
+        svc = [r for name, r in rows.items() if "NewSvcTask<" in name]
+        assert len(svc) == 1, rows.keys()
+        assert svc[0]["polls_s"] > 0 and svc[0]["live"] == conns, svc
+        assert all(r["blocked"] < 1.0 for r in rows.values()), rows
+    assert proc.stdout.count("the tracer's probes: ~") == 2, proc.stdout
+    assert "the tracer's own cost" in proc.stderr

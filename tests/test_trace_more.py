@@ -109,23 +109,25 @@ def assert_clean_totals(totals, *, unmatched_ok=False):
 def assert_balanced(records):
     """Per thread, the records nest like calls: each record at depth d > 0 lies inside a
     record at depth d - 1 on the same thread whose (self, poll) is its (parent_self,
-    parent_poll), with the same task; a depth-0 record is its own task. Nothing was
-    truncated."""
+    parent_poll). Its task (docs/tracing.md, "Tasks") is itself when it is a task's root
+    future, else its parent's; a depth-0 record that is no task root has none (0, -1).
+    Nothing was truncated."""
     frames = defaultdict(list)  # (tid, depth, self, poll) -> [record]
     for r in records:
         assert r["result"] != TRUNCATED, f"truncated frame: {r}"
         assert r["end_ns"] >= r["start_ns"], r
         frames[(r["tid"], r["depth"], r["self"], r["poll"])].append(r)
     for r in records:
+        own = (r["task_self"], r["task_poll"]) == (r["self"], r["poll"])
         if r["depth"] == 0:
             assert r["parent_self"] == 0 and r["parent_poll"] == -1, r
-            assert (r["task_self"], r["task_poll"]) == (r["self"], r["poll"]), f"task of a depth-0 record: {r}"
+            assert own or (r["task_self"], r["task_poll"]) == (0, -1), f"task of a depth-0 record: {r}"
             continue
         parents = [p for p in frames.get((r["tid"], r["depth"] - 1, r["parent_self"], r["parent_poll"]), ())
                    if p["start_ns"] <= r["start_ns"] and r["end_ns"] <= p["end_ns"]]
         assert len(parents) == 1, f"{len(parents)} enclosing parent records for {r}"
         p = parents[0]
-        assert (r["task_self"], r["task_poll"]) == (p["task_self"], p["task_poll"]), (
+        assert own or (r["task_self"], r["task_poll"]) == (p["task_self"], p["task_poll"]), (
             f"task ids differ from the parent's:\n{r}\n{p}")
 
 

@@ -350,22 +350,26 @@ static void test_tasks(void)
 	    under(mk(2, 0xc900, 500, 501, POLL_PENDING, 0, 0), 0, 0xd000, 1),
 	};
 	const struct task_summary *a1, *a2, *b, *c;
+	struct task_summary *list = NULL;
+	struct task_type_row *rows;
 	struct trace_run_totals t = {0};
-	uint32_t *order;
+	uint32_t nr = 0;
 	cJSON *doc, *tasks, *first;
 
 	build_model(&m);
 	CHECK_EQ_I64(trace_summary__init(&s, &m), 0);
 	for (size_t i = 0; i < sizeof(polls) / sizeof(polls[0]); i++)
 		trace_summary__add(&s, &polls[i]);
-	CHECK_EQ_U64(s.tasks.nr, 4);
-	if (s.tasks.nr != 4)
+	CHECK_EQ_U64(s.tasks.count, 4);
+	list = task_table__list(&s.tasks, &nr);
+	CHECK_EQ_U64(nr, 4);
+	if (nr != 4)
 		goto out;
-	/* kept in order of first appearance */
-	a1 = &s.tasks.tasks[0];
-	b = &s.tasks.tasks[1];
-	a2 = &s.tasks.tasks[2];
-	c = &s.tasks.tasks[3];
+	/* busiest first */
+	a1 = &list[0];
+	b = &list[1];
+	a2 = &list[2];
+	c = &list[3];
 	CHECK_EQ_U64(a1->self, 0xa000);
 	CHECK_EQ_U64(a1->own_polls, 2);
 	CHECK_EQ_U64(a1->all_polls, 5);
@@ -387,12 +391,20 @@ static void test_tasks(void)
 	CHECK_EQ_U64(c->all_polls, 1);
 	CHECK_EQ_U64(task_summary__idle(c), 0);
 	CHECK_EQ_U64(c->first_seen_ns, 500);
-
-	order = must(task_table__by_busy(&s.tasks));
-	CHECK_EQ_U64(order[0], 0); /* 120 */
-	CHECK_EQ_U64(order[1], 1); /* 40 */
-	CHECK_EQ_U64(order[2], 2); /* 10 */
-	free(order);
+	/* by root future: poll 0 (A twice: 130 busy), poll 1 (B: 40), poll 2... C's root
+	 * is poll 0 too (0xd000): 3 tasks of poll 0 */
+	rows = task_table__types(&s.tasks, &nr);
+	CHECK_EQ_U64(nr, 2);
+	if (nr == 2) {
+		CHECK_EQ_U64(rows[0].poll, 0);
+		CHECK_EQ_U64(rows[0].tasks, 3);
+		CHECK_EQ_U64(rows[0].completed, 1);
+		CHECK_EQ_U64(rows[0].busy_ns, 130);
+		CHECK_EQ_U64(rows[0].max_busy_ns, 120);
+		CHECK_EQ_U64(rows[1].poll, 1);
+		CHECK_EQ_U64(rows[1].tasks, 1);
+	}
+	free(rows);
 
 	doc = write_json(&s, &t);
 	tasks = cJSON_GetObjectItemCaseSensitive(doc, "tasks");
@@ -407,6 +419,7 @@ static void test_tasks(void)
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(first, "completed")));
 	cJSON_Delete(doc);
 out:
+	free(list);
 	trace_summary__free(&s);
 	model__free(&m);
 }
@@ -531,16 +544,74 @@ static void test_caps(void)
 	CHECK_EQ_U64(s.instances.untracked_polls, 2);
 	CHECK_EQ_U64(s.instances.nr, 1);	  /* 0x400 (0x100 and 0x200 went Ready) */
 	CHECK_EQ_U64(s.polls[1].lifetimes.nr, 2); /* 0x100: 0 -> 5, 0x200: 0 -> 9 */
-	CHECK_EQ_U64(s.tasks.nr, 1);
-	CHECK_EQ_U64(s.tasks.untracked_polls, 5);
+	/* a live cap of 1: 0x100 live until its Ready, then 0x400; 0x200 and 0x300 (twice)
+	 * came while one was live, and 0x200's Ready while 0x400 was */
+	CHECK_EQ_U64(s.tasks.count, 2);
+	CHECK_EQ_U64(s.tasks.nr_live, 1);
+	CHECK_EQ_U64(s.tasks.untracked_polls, 4);
 	CHECK_EQ_U64(s.tasks.untracked_tasks, 1);
 	text = print_text(&s, &t);
 	CHECK(strstr(text, "WARNING: 2 polls of future instances past the cap of 2") != NULL);
-	CHECK(strstr(text,
-		     "WARNING: 5 polls of tasks past the cap of 1 tasks (1 such tasks ended)") !=
-	      NULL);
-	CHECK(strstr(text, "untracked polls 7,") != NULL);
+	CHECK(strstr(text, "WARNING: 4 polls of tasks past the cap of 1 live tasks (1 such tasks "
+			   "ended)") != NULL);
+	CHECK(strstr(text, "untracked polls 6,") != NULL);
 	free(text);
+	trace_summary__free(&s);
+	model__free(&m);
+}
+
+/*
+ * Task roots: poll 0 is a task's root future, poll 1 is not (a per-request future
+ * whose parent is not traced): its depth-0 polls are futures within a task, counted
+ * apart, never tasks. And a run of many short tasks keeps only the busiest (keep 2),
+ * while the counts and the rows by root future cover every one.
+ */
+static void test_task_roots(void)
+{
+	struct model m;
+	struct trace_summary s;
+	const uint8_t roots[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+	struct task_summary *list;
+	struct task_type_row *rows;
+	uint32_t nr = 0, nr_rows = 0;
+
+	build_model(&m);
+	CHECK(m.nr_polls <= sizeof(roots));
+	CHECK_EQ_I64(trace_summary__init(&s, &m), 0);
+	task_table__free(&s.tasks);
+	task_table__init(&s.tasks, 1000, 2);
+	CHECK_EQ_I64(trace_summary__set_task_roots(&s, roots), 0);
+	for (uint64_t i = 0; i < 5; i++) { /* tasks busy 10, 20, 30, 40, 50 */
+		struct trace_poll p =
+		    mk(0, 0x1000 + i * 0x100, i * 100, i * 100 + 10 * (i + 1), POLL_READY, -1, 3);
+		trace_summary__add(&s, &p);
+	}
+	for (uint64_t i = 0; i < 3; i++) { /* three requests outside any traced task */
+		struct trace_poll p =
+		    mk(1, 0x9000, 1000 + i * 10, 1005 + i * 10, POLL_READY, -1, 3);
+		trace_summary__add(&s, &p);
+	}
+	CHECK_EQ_U64(s.tasks.count, 5);
+	CHECK_EQ_U64(s.tasks.completed, 5);
+	CHECK_EQ_U64(s.tasks.outside_polls, 3);
+	CHECK_EQ_U64(s.tasks.outside_ns, 15);
+	CHECK_EQ_U64(task_table__busy_ns(&s.tasks), 150);
+	list = task_table__list(&s.tasks, &nr);
+	CHECK_EQ_U64(nr, 2);
+	if (nr == 2) {
+		CHECK_EQ_U64(list[0].busy_ns, 50);
+		CHECK_EQ_U64(list[1].busy_ns, 40);
+	}
+	rows = task_table__types(&s.tasks, &nr_rows);
+	CHECK_EQ_U64(nr_rows, 1);
+	if (nr_rows == 1) {
+		CHECK_EQ_U64(rows[0].poll, 0);
+		CHECK_EQ_U64(rows[0].tasks, 5);
+		CHECK_EQ_U64(rows[0].busy_ns, 150);
+		CHECK_EQ_U64(rows[0].max_busy_ns, 50);
+	}
+	free(rows);
+	free(list);
 	trace_summary__free(&s);
 	model__free(&m);
 }
@@ -581,6 +652,7 @@ int main(void)
 	test_lifetimes();
 	test_pending_at_end();
 	test_tasks();
+	test_task_roots();
 	test_histogram_when_dropped();
 	test_caps();
 	test_key_map();

@@ -481,6 +481,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		analyzer__classify_crates(m);
 		if (!r)
 			r = analyzer__disassemble_polls(&w);
+		if (!r)
+			r = analyzer__probe_sites(&w);
 	}
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory while analyzing %s", t->display);

@@ -461,6 +461,57 @@ int analyzer__disassemble_polls(struct walk *w)
 	return 0;
 }
 
+/*
+ * The cheapest probe site of a function whose first argument (rdi) the probe reads:
+ * a runtime's wake function (the task header) or a drop_in_place::<F> (the future).
+ * The same rule as a poll's entry (disasm.c): a `sub rsp` first instruction is
+ * single-stepped on every call, a `push` after it is emulated.
+ */
+static int entry_of(struct walk *w, uint64_t addr, uint64_t size, struct entry_site *e)
+{
+	struct exit_site *exits = NULL;
+	uint32_t nr_exits = 0;
+	const uint8_t *code;
+	struct cfg g;
+	struct flow fl = {0};
+	char err[256];
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	if (!addr || !size || target__code(w->t, addr, size, &code))
+		return 0;
+	r = cfg__build(&g, code, size, addr, read_target, w->t, err, sizeof(err));
+	if (r)
+		return r == -ENOMEM ? r : 0; /* undecodable: the probe stays on the first insn */
+	r = flow__run(&fl, &g);
+	if (!r)
+		r = disasm__sites(&g, &fl, 5 /* rdi */, &exits, &nr_exits, e, err, sizeof(err));
+	free(exits);
+	flow__free(&fl);
+	cfg__free(&g);
+	if (r == -ENOMEM)
+		return r;
+	if (e->valid && target__file_offset(w->t, e->addr, &e->file_offset))
+		e->valid = false;
+	return 0;
+}
+
+int analyzer__probe_sites(struct walk *w)
+{
+	struct model *m = w->m;
+	int r = 0;
+
+	if (w->t->ehdr.e_machine != EM_X86_64)
+		return 0;
+	for (uint32_t i = 0; i < m->nr_wake_fns && !r; i++)
+		r = entry_of(w, m->wake_fns[i].addr, m->wake_fns[i].size, &m->wake_fns[i].entry);
+	for (uint32_t i = 0; i < m->nr_futures && !r; i++)
+		if (m->futures[i].drop_file_offset)
+			r = entry_of(w, m->futures[i].drop_addr, m->futures[i].drop_size,
+				     &m->futures[i].drop_entry);
+	return r;
+}
+
 void analyzer__link_drops(struct walk *w)
 {
 	for (uint32_t i = 0; i < w->m->nr_futures; i++) {
@@ -469,6 +520,7 @@ void analyzer__link_drops(struct walk *w)
 		if (u64_map__get(&w->drop_by_path, (uintptr_t)f->path, &d)) {
 			f->drop_symbol = w->drops[d].linkage_name;
 			f->drop_addr = w->drops[d].addr;
+			f->drop_size = w->drops[d].size;
 			if (!f->drop_addr ||
 			    target__file_offset(w->t, f->drop_addr, &f->drop_file_offset))
 				f->drop_file_offset = 0;

@@ -13,6 +13,8 @@ void analyzer__classify_crates(struct model *m);
 /* Exit and entry sites of every out-of-line poll fn. 0 or -ENOMEM. */
 int analyzer__disassemble_polls(struct walk *w);
 void analyzer__link_drops(struct walk *w);
+/* The cheapest probe sites of the wake functions and drop_in_place::<F>s: 0 or -ENOMEM. */
+int analyzer__probe_sites(struct walk *w);
 /* Read the dyn Future vtables' words; a vtable whose poll is another future's poll
  * fn (identical code folded) marks the two. 0 or -ENOMEM. */
 int analyzer__link_vtables(struct walk *w);

@@ -161,8 +161,11 @@ int disasm__sites(const struct cfg *g, const struct flow *f, uint16_t self_reg,
 		set_err(err, errlen, "out of memory for exit sites");
 		return -ENOMEM;
 	}
-	if (g->nr_blocks)
+	if (g->nr_blocks) {
 		entry_walk(g, f, self_reg, entry);
+		entry->first_emulated = cfg__insn(g, g->blocks[0].first)->emulated &&
+					cfg__insn(g, g->blocks[0].first)->probeable;
+	}
 	return 0;
 }
 

@@ -43,6 +43,10 @@ struct rt_walk {
 	struct u64_map cell_offset;  /* interned key -> offset of T in tokio's Cell<T, S> */
 	uint32_t found[TASK_RT_MAX]; /* FOUND_* bits of the layout members read */
 	uint32_t waker_found;	     /* Context, Waker, RawWaker members read (bits) */
+	/* the futures some block_on polls: their type DIEs (this CU's), then paths */
+	uint64_t *bo_dies;
+	const char **bo_paths;
+	uint32_t nr_bo, cap_bo, first_bo_of_cu;
 };
 
 enum {
@@ -91,6 +95,48 @@ static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *type)
 	return false;
 }
 
+/*
+ * A block_on of any executor (tokio's Runtime/Handle/CurrentThread::block_on,
+ * futures' executor::block_on, async-io's and async-std's, pollster's): every type
+ * parameter of it is remembered; those that are futures of the model are the roots
+ * it polls (runtimes__link): a thread's root task, though no runtime task header
+ * holds it.
+ */
+static int on_block_on(struct rt_walk *rt, Dwarf_Die *die)
+{
+	Dwarf_Die cur = *die, child, spec, type;
+	Dwarf_Attribute a;
+
+	for (int hop = 0; hop < 3; hop++) {
+		if (dwarf_child(&cur, &child) == 0)
+			do {
+				if (dwarf_tag(&child) != DW_TAG_template_type_parameter ||
+				    !die_type(&child, &type))
+					continue;
+				if (rt->nr_bo == rt->cap_bo) {
+					uint32_t cap = rt->cap_bo ? rt->cap_bo * 2 : 16;
+					uint64_t *n = realloc(rt->bo_dies, cap * sizeof(*n));
+					const char **p;
+
+					if (!n)
+						return -ENOMEM;
+					rt->bo_dies = n;
+					if (!(p = realloc(rt->bo_paths, cap * sizeof(*p))))
+						return -ENOMEM;
+					rt->bo_paths = p;
+					rt->cap_bo = cap;
+				}
+				rt->bo_paths[rt->nr_bo] = NULL;
+				rt->bo_dies[rt->nr_bo++] = dwarf_dieoffset(&type);
+			} while (dwarf_siblingof(&child, &child) == 0);
+		if (!dwarf_formref_die(dwarf_attr(&cur, DW_AT_specification, &a), &spec) &&
+		    !dwarf_formref_die(dwarf_attr(&cur, DW_AT_abstract_origin, &a), &spec))
+			return 0;
+		cur = spec;
+	}
+	return 0;
+}
+
 /* "X" of "name<X>", interned in the model's pool; NULL if not of that shape. */
 static const char *generic_args(struct walk *w, const char *name)
 {
@@ -126,7 +172,8 @@ static bool is_wake_fn(const char *ln, uint8_t *runtime, bool *by_ref)
 	return false;
 }
 
-static int add_wake_fn(struct walk *w, const char *ln, uint64_t addr, uint8_t runtime, bool by_ref)
+static int add_wake_fn(struct walk *w, const char *ln, uint64_t addr, uint64_t size,
+		       uint8_t runtime, bool by_ref)
 {
 	struct wake_fn *f;
 
@@ -138,13 +185,14 @@ static int add_wake_fn(struct walk *w, const char *ln, uint64_t addr, uint8_t ru
 	f->runtime = runtime;
 	f->by_ref = by_ref;
 	f->addr = addr;
+	f->size = size;
 	f->name = strpool__intern(&w->m->strings, ln);
 	if (target__file_offset(w->t, addr, &f->file_offset))
 		f->file_offset = 0;
 	return f->name ? 0 : -ENOMEM;
 }
 
-int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr)
+int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr, uint64_t size)
 {
 	const char *ln = die_linkage_name(die), *param;
 	uint8_t runtime;
@@ -155,7 +203,9 @@ int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr)
 	if (!ln || ln[0] != '_')
 		return 0;
 	if (is_wake_fn(ln, &runtime, &by_ref))
-		return add_wake_fn(w, ln, addr, runtime, by_ref);
+		return add_wake_fn(w, ln, addr, size, runtime, by_ref);
+	if (strstr(ln, "8block_on")) /* legacy and v0 manglings spell the segment so */
+		return (rt = rt_of(w)) ? on_block_on(rt, die) : -ENOMEM;
 	if (starts_with(ln, tokio_poll)) {
 		runtime = TASK_RT_TOKIO;
 		param = "T";
@@ -327,6 +377,13 @@ int runtimes__end_cu(struct walk *w)
 
 	if (!rt)
 		return 0;
+	for (uint32_t i = rt->first_bo_of_cu; i < rt->nr_bo; i++) {
+		const char *path = walk__type_path(w, rt->bo_dies[i]); /* this CU's pool */
+
+		if (path && !(rt->bo_paths[i] = strpool__intern(&w->m->strings, path)))
+			return -ENOMEM;
+	}
+	rt->first_bo_of_cu = rt->nr_bo;
 	for (uint32_t i = rt->first_of_cu; i < rt->nr; i++) {
 		struct rt_fn *f = &rt->fns[i];
 		const char *path = walk__type_path(w, f->type_die);
@@ -462,6 +519,15 @@ int runtimes__link(struct walk *w)
 		}
 	if ((r = target__words_holding(w->t, &c.fn_by_addr, on_vtable_word, &c)))
 		goto out;
+	for (uint32_t i = 0; i < rt->nr_bo; i++) {
+		int32_t f = rt->bo_paths[i] ? model__find_future(w->m, rt->bo_paths[i]) : -1;
+		int32_t inner = boxed_future(w->m, f);
+
+		if (inner >= 0)
+			f = inner;
+		if (f >= 0)
+			w->m->futures[f].block_on_root = true;
+	}
 	/* the ones without a vtable are kept too: `analyze` says so */
 	for (uint32_t i = 0; i < rt->nr; i++)
 		if (rt->fns[i].future >= 0 && !u64_map__get(&c.typed, i, NULL) &&
@@ -637,6 +703,8 @@ void runtimes__free(struct walk *w)
 	if (!w->rt)
 		return;
 	free(w->rt->fns);
+	free(w->rt->bo_dies);
+	free(w->rt->bo_paths);
 	u64_map__free(&w->rt->by_addr);
 	u64_map__free(&w->rt->cell_offset);
 	free(w->rt);

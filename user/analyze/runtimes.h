@@ -12,7 +12,7 @@
 #include "analyze/walk.h"
 
 /* A concrete function at addr: tokio's raw::poll<T, S> or async-task's run? 0/-ENOMEM */
-int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr);
+int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr, uint64_t size);
 /* A named struct at path::name: a runtime type whose members or layout we need? */
 int runtimes__on_struct(struct walk *w, Dwarf_Die *die, const char *path, const char *name);
 /* The end of a compile unit: the futures of the functions it held (type paths). */

@@ -238,7 +238,7 @@ int analyzer__on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, si
 	}
 	const char *name = die_name(die);
 	int e;
-	if (concrete && (e = runtimes__on_function(w, die, lowpc)))
+	if (concrete && (e = runtimes__on_function(w, die, lowpc, highpc - lowpc)))
 		return e;
 	if (concrete && name && starts_with(name, "drop_in_place<") && path_len == 9 &&
 	    strncmp(path, "core::ptr", 9) == 0) {
@@ -264,6 +264,7 @@ int analyzer__on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, si
 				    .linkage_name =
 					strpool__intern(&w->m->strings, die_linkage_name(die)),
 				    .addr = lowpc,
+				    .size = highpc - lowpc,
 				};
 				if (u64_map__set(&w->drop_by_path, (uintptr_t)tp, w->nr_drops++))
 					return -ENOMEM;

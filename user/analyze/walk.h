@@ -54,7 +54,7 @@ struct await_rec {
 struct drop_rec {
 	const char *type_path;
 	const char *linkage_name;
-	uint64_t addr;
+	uint64_t addr, size;
 };
 
 struct pending_poll {

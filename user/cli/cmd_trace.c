@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/trace_args.h"
 #include "cli/trace_files.h"
+#include "cli/trace_report.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
 #include "lib/privilege.h"
@@ -49,12 +50,18 @@ struct trace_run {
 	struct rb_budget budget;
 	struct trace_run_totals totals;
 	uint64_t detach_ns;
+	/* the target's CPU time and context switches when tracing began (-1: unknown) */
+	int64_t cpu_start;
+	uint64_t voluntary_start, involuntary_start;
+	bool switches_start;
 	/* the live status line */
 	uint64_t last_status_ns, last_records, last_hits;
 	bool status_printed;
 	/* top */
 	struct poll_stats *top_prev;
 	uint64_t top_prev_ns;
+	__u64 top_prev_counters[COUNTER_COUNT];
+	int64_t top_prev_cpu;
 	long top_snapshots;
 	int top_key;
 	bool top_quit;
@@ -87,59 +94,6 @@ static enum plan_exits choose_exits(const struct trace_args *a, const char *path
 	}
 	pr_debug("trace: %s: %s; exits are probed on emulated branch sites\n", path, why);
 	return PLAN_EXITS_EMULATED;
-}
-
-/* One line per poll fn that is not (fully) probed: 10 unless -v, then the counts. */
-static void report_plan_problems(const struct trace_plan *plan, const struct model *m)
-{
-	uint32_t shown = 0;
-
-	for (uint32_t i = 0; i < plan->nr_problems; i++) {
-		const struct plan_problem *p = &plan->problems[i];
-
-		if (shown++ >= 10 && log_verbosity < 2)
-			continue;
-		pr_warn("trace: %s (file offset 0x%" PRIx64 "): %s\n", m->polls[p->poll].name,
-			p->file_offset, plan_problem__describe(p->kind));
-	}
-	if (shown > 10 && log_verbosity < 2)
-		pr_warn("trace: ... and %u more such sites (-v lists them all)\n", shown - 10);
-	if (plan->nr_no_exit || plan->nr_no_entry || plan->nr_refused || plan->nr_unprobeable_exits)
-		pr_warn("trace: skipped %u poll functions without an exit (they never return, or "
-			"their code could not be decoded) and %u without an entry site; %u exits "
-			"cannot be probed; refused %u sites outside their function\n",
-			plan->nr_no_exit, plan->nr_no_entry, plan->nr_unprobeable_exits,
-			plan->nr_refused);
-}
-
-/* Selected futures whose polls exist only inlined: named, since they cannot be probed. */
-static void report_inlined_only(const struct model *m, const struct selection *sel)
-{
-	char names[4096] = "";
-	uint32_t n = 0, listed = 0;
-	size_t used = 0;
-
-	for (uint32_t f = 0; f < m->nr_futures && f < sel->nr; f++) {
-		char name[512];
-		int w;
-
-		if (!m->futures[f].inlined_only || !sel->futures[f])
-			continue;
-		n++;
-		if (listed >= 50 && log_verbosity < 2)
-			continue;
-		future__display_name(&m->futures[f], name, sizeof(name));
-		w = snprintf(names + used, sizeof(names) - used, "%s%s", listed ? ", " : "", name);
-		if (w < 0 || (size_t)w >= sizeof(names) - used)
-			break;
-		used += (size_t)w;
-		listed++;
-	}
-	if (!n)
-		return;
-	pr_warn("trace: %u selected future%s exist only inlined into their callers and cannot be "
-		"probed (not traced; 'asyncbpf list' shows where): %s%s\n",
-		n, n == 1 ? "" : "s", names, listed < n ? ", ..." : "");
 }
 
 static void attach_progress(uint32_t done, uint32_t total)
@@ -190,38 +144,6 @@ static int select_futures(const struct trace_args *a, const struct model *m, str
 	return EXIT_OK;
 }
 
-/* What the plan probes, and how much of it the kernel emulates (no single-step). */
-static void report_plan(const struct trace_plan *p, enum plan_exits mode)
-{
-	uint32_t sites = p->nr_entries + p->nr_exits;
-	uint32_t emulated = p->nr_emulated_entries + p->nr_emulated_exits;
-
-	if (mode == PLAN_EXITS_URETPROBE) {
-		pr_info("trace: %u poll functions: %u entry probes (%u emulated) and %u "
-			"uretprobes (exit mode uretprobe: returns through the uprobe "
-			"trampoline; a panic unwinding through it aborts the target)\n",
-			p->nr_polls, p->nr_entries, p->nr_emulated_entries, p->nr_exits);
-		return;
-	}
-	pr_info("trace: %u poll functions: %u entry and %u exit probes, %u of %u (%.0f%%) on "
-		"instructions the kernel emulates, %u return probes on leaf functions, the rest "
-		"single-stepped (exit mode %s)\n",
-		p->nr_polls, p->nr_entries, p->nr_exits, emulated, sites,
-		sites ? 100.0 * emulated / sites : 0.0, p->nr_leaf_returns,
-		mode == PLAN_EXITS_RET
-		    ? "ret: every `ret` and tail jump"
-		    : "emulated: branch sites, a return probe on leaf functions, "
-		      "`ret` where neither is safe");
-	if (p->nr_wakes)
-		pr_info("trace: %u wake function probes: who woke each task and how long it "
-			"then waited for a worker (--no-wakes: off)\n",
-			p->nr_wakes);
-	if (p->nr_drops)
-		pr_info("trace: %u drop_in_place probes: futures dropped while suspended are "
-			"reported cancelled (--no-cancel: off)\n",
-			p->nr_drops);
-}
-
 /* Analyze the target, select, and build the probe plan. An exit status. */
 static int plan_probes(struct trace_run *r)
 {
@@ -247,6 +169,8 @@ static int plan_probes(struct trace_run *r)
 				   (a->no_cancel ? 0 : PLAN_DROPS) | (a->no_wakes ? 0 : PLAN_WAKES),
 				   err, sizeof(err)))) {
 		pr_warn("trace: %s\n", err);
+		if (e == -ENOENT)
+			trace_report__nothing_probed(&r->m, &r->sel, a->all_crates);
 		return e == -ENOENT ? EXIT_NO_MATCH : EXIT_FAILURE_INTERNAL;
 	}
 	if (a->max_probes && r->plan.nr > a->max_probes) {
@@ -257,9 +181,9 @@ static int plan_probes(struct trace_run *r)
 		    r->plan.nr, a->max_probes, r->plan.nr);
 		return EXIT_USAGE;
 	}
-	report_plan(&r->plan, mode);
-	report_plan_problems(&r->plan, &r->m);
-	report_inlined_only(&r->m, &r->sel);
+	trace_report__plan(&r->plan, mode);
+	trace_report__problems(&r->plan, &r->m);
+	trace_report__inlined_only(&r->m, &r->sel);
 	return EXIT_OK;
 }
 
@@ -350,11 +274,19 @@ static int start_tracer(struct trace_run *r)
 		return EXIT_KERNEL;
 	}
 	tracer__set_ready(r->t, true);
+	r->cpu_start = sysfacts__process_cpu_ns((int)o.pid);
+	r->switches_start =
+	    !sysfacts__process_switches((int)o.pid, &r->voluntary_start, &r->involuntary_start);
 	pr_info("trace: attached %" PRIu64 " probes to %s (pid %d) in %.1f ms through %s "
 		"(BPF load and verification %.1f ms); Ctrl-C stops\n",
 		tracer__probes_attached(r->t), session__exe(r->s), (int)o.pid,
 		(double)(sysfacts__now_ns() - attach_ns) / 1e6, tracer__links(r->t),
 		(double)(attach_ns - load_ns) / 1e6);
+	/* a task is a runtime's task: its root future (docs/tracing.md, "Tasks") */
+	if (r->plan.roots_known && trace_summary__set_task_roots(&r->sum, r->plan.task_roots)) {
+		pr_warn("trace: out of memory\n");
+		return EXIT_FAILURE_INTERNAL;
+	}
 	const char *off = tracer__blocking_off(r->t);
 	trace_summary__set_blocking(&r->sum, off, (uint64_t)(a->block_threshold * 1e9));
 	trace_summary__set_cancel(&r->sum, r->plan.nr_drops > 0);
@@ -417,11 +349,23 @@ static void hook_top(void *ctx, uint64_t now, uint64_t start)
 		free(cur);
 		return;
 	}
+	int64_t cpu = sysfacts__process_cpu_ns((int)session__pid(r->s));
+	struct tracer_cost cost = {.hits_known = true, .per_hit = r->sum.costs};
+	double share;
+
 	if (!r->top_prev) { /* the first read: the baseline */
 		r->top_prev = cur;
 		r->top_prev_ns = now;
+		memcpy(r->top_prev_counters, counters, sizeof(counters));
+		r->top_prev_cpu = cpu;
 		return;
 	}
+	/* the tracer's own cost over the interval (trace_cost.h) */
+	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
+		cost.hits[k] = counters[COUNTER_HIT0 + k] - r->top_prev_counters[COUNTER_HIT0 + k];
+	cost.target_cpu_ns =
+	    cpu >= 0 && r->top_prev_cpu >= 0 && cpu >= r->top_prev_cpu ? cpu - r->top_prev_cpu : -1;
+	share = tracer_cost__share(&cost);
 	n = top__rows(r->top_prev, cur, nr, (double)(now - r->top_prev_ns) / 1e9,
 		      (enum top_key)r->top_key, &rows);
 	if (!r->a->batch)
@@ -432,6 +376,13 @@ static void hook_top(void *ctx, uint64_t now, uint64_t start)
 	       (int)session__pid(r->s), (double)(now - start) / 1e9, r->a->interval,
 	       top_key__name((enum top_key)r->top_key),
 	       r->a->batch ? "" : " (keys: b p 9 B w d c l, q quits)");
+	if (share >= 0)
+		printf("the tracer's probes: ~%.1f%% of the target's CPU time in this interval%s\n",
+		       share, share >= TRACER_COST_WARN_PERCENT ? " (WARNING: large)" : "");
+	if (counters[COUNTER_LIVE_FULL])
+		printf("LIVE is a lower bound: %u instances at once is the most tracked (%" PRIu64
+		       " not tracked)\n",
+		       TOP_MAX_LIVE_INSTANCES, (uint64_t)counters[COUNTER_LIVE_FULL]);
 	if (n >= 0)
 		top__print(stdout, &r->m, rows, n, r->a->batch ? 0 : 30);
 	fflush(stdout);
@@ -440,6 +391,8 @@ static void hook_top(void *ctx, uint64_t now, uint64_t start)
 	free(r->top_prev);
 	r->top_prev = cur;
 	r->top_prev_ns = now;
+	memcpy(r->top_prev_counters, counters, sizeof(counters));
+	r->top_prev_cpu = cpu;
 }
 
 /* The live status line (a terminal only): rates over the last second, drops loudly. */
@@ -475,13 +428,19 @@ static void stop_tracer(struct trace_run *r)
 	__u64 counters[COUNTER_COUNT] = {0};
 	char err[1024] = "";
 
+	uint64_t vol = 0, invol = 0;
+	int64_t cpu_end = sysfacts__process_cpu_ns((int)session__pid(r->s));
+	bool switches =
+	    r->switches_start && !sysfacts__process_switches((int)session__pid(r->s), &vol, &invol);
+
 	r->detach_ns = sysfacts__now_ns();
 	tracer__detach(r->t);
 	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", tracer__probes_attached(r->t),
 		(double)(sysfacts__now_ns() - r->detach_ns) / 1e6);
 	/* what arrived before the links were gone */
 	rb_budget__drain(r->rb, &r->budget, RB_BUDGET_ROUND);
-	if (stats && !tracer__read_stats(r->t, stats, counters)) {
+	bool counters_read = stats && !tracer__read_stats(r->t, stats, counters);
+	if (counters_read) {
 		/* polls still running (or blocked) now: after every other record, as "running" */
 		if (tracer__dump_open(r->t, stats, trace_consumer__handle, r->consumer, &open_polls,
 				      err, sizeof(err)))
@@ -508,6 +467,22 @@ static void stop_tracer(struct trace_run *r)
 	t->stack_overflow = counters[COUNTER_STACK_OVERFLOW];
 	t->no_storage = counters[COUNTER_NO_STORAGE];
 	t->hits = counters[COUNTER_HITS];
+	/* the tracer's own cost: its hits by class at the cost measured at start */
+	t->cost.hits_known = counters_read;
+	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
+		t->cost.hits[k] = counters[COUNTER_HIT0 + k];
+	t->cost.per_hit = r->sum.costs;
+	t->cost.target_cpu_ns =
+	    r->cpu_start >= 0 && cpu_end >= r->cpu_start ? cpu_end - r->cpu_start : -1;
+	t->cost.offcpu = r->sum.tracer_offcpu;
+	t->cost.offcpu_ns = r->sum.tracer_offcpu_ns;
+	t->cost.duration_ns = t->totals.duration_ns;
+	t->cost.stats_only = r->a->top;
+	t->kernel_voluntary =
+	    switches && vol >= r->voluntary_start ? (int64_t)(vol - r->voluntary_start) : -1;
+	t->kernel_involuntary = switches && invol >= r->involuntary_start
+				    ? (int64_t)(invol - r->involuntary_start)
+				    : -1;
 	if (!r->a->top && t->bpf_records != t->totals.polls + t->totals.dropped)
 		pr_warn("trace: accounting mismatch: BPF made %" PRIu64 " records, %" PRIu64
 			" arrived, %" PRIu64 " dropped\n",
@@ -552,7 +527,7 @@ int trace__run(const struct trace_args *a)
 				  .pid = a->pid,
 				  .command = a->command,
 				  .duration = a->duration};
-	struct trace_run r = {.a = a};
+	struct trace_run r = {.a = a, .cpu_start = -1};
 	struct session_hooks hooks = {
 	    .exec_count = hook_execs, .should_stop = hook_full, .tick = hook_status, .ctx = &r};
 	struct termios raw, saved;
@@ -560,6 +535,7 @@ int trace__run(const struct trace_args *a)
 
 	r.top_key = a->sort;
 	if (a->top) {
+		log__alias("trace", "top"); /* the tracer's messages speak as top */
 		hooks.tick = hook_top;
 		hooks.tick_always = true;
 		hooks.tick_ns = (uint64_t)(a->interval * 1e9);
@@ -586,6 +562,7 @@ int trace__run(const struct trace_args *a)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	if (a->top) {
 		stop_tracer(&r);
+		tracer_cost__print(&r.totals.cost, stderr); /* what watching cost */
 		status = session__finish(r.s, EXIT_OK);
 		goto out;
 	}

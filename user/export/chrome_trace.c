@@ -273,14 +273,18 @@ int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b)
 
 	if (w->err)
 		return w->err;
-	if (b->preempted)
+	if (b->kind == OFFCPU_TRACER)
+		snprintf(w->name, sizeof(w->name), "in asyncbpf's probe (the tracer's cost)");
+	else if (b->kind == OFFCPU_PREEMPTED)
 		snprintf(w->name, sizeof(w->name), "preempted");
 	else if (sys)
 		snprintf(w->name, sizeof(w->name), "blocked in %s", sys);
 	else
 		snprintf(w->name, sizeof(w->name), "blocked");
 	event_begin(w, "X");
-	fputs(",\"cat\":\"blocked\",\"name\":", w->out);
+	fputs(b->kind == OFFCPU_TRACER ? ",\"cat\":\"tracer\",\"name\":"
+				       : ",\"cat\":\"blocked\",\"name\":",
+	      w->out);
 	write_json_string(w->out, w->name);
 	fprintf(w->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", pid, b->tid);
 	json_us(w->out, b->start_ns);
@@ -290,8 +294,9 @@ int chrome_trace__add_block(struct chrome_trace *w, const struct trace_block *b)
 	write_json_string(w->out, poll_text__path(w->m, b->future, b->poll));
 	fprintf(w->out, ",\"syscall\":");
 	write_json_string(w->out, sys ? sys : "none");
-	fprintf(w->out, ",\"preempted\":%s,\"depth\":%u}}", b->preempted ? "true" : "false",
-		(unsigned)b->depth + 1);
+	fprintf(w->out, ",\"preempted\":%s,\"tracer\":%s,\"depth\":%u}}",
+		b->kind == OFFCPU_PREEMPTED ? "true" : "false",
+		b->kind == OFFCPU_TRACER ? "true" : "false", (unsigned)b->depth + 1);
 	if (b->end_ns > w->max_ts)
 		w->max_ts = b->end_ns;
 	return w->err;

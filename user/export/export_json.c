@@ -223,6 +223,37 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	jw_object_end(w);
 }
 
+static void write_entry(struct json_writer *w, const struct entry_site *e)
+{
+	if (!e->valid) {
+		jw_null(w, "entry");
+		return;
+	}
+	/* insn is a fixed buffer filled by the disassembler: never trust its NUL */
+	char insn[sizeof(e->insn) + 1];
+	memcpy(insn, e->insn, sizeof(e->insn));
+	insn[sizeof(e->insn)] = '\0';
+
+	jw_object(w, "entry");
+	jw_u64(w, "addr", e->addr);
+	jw_u64(w, "file_offset", e->file_offset);
+	jw_bool(w, "emulated", e->emulated);
+	jw_string(w, "insn", insn);
+	jw_i64(w, "sp_delta", e->sp_delta);
+	jw_object(w, "self");
+	jw_string(w, "kind", self_location__name(e->self_kind));
+	if (e->self_kind == SELF_LOC_REG)
+		jw_string(w, "reg", dwarf_reg__name(e->self_reg));
+	else
+		jw_null(w, "reg");
+	if (e->self_kind == SELF_LOC_STACK)
+		jw_i64(w, "sp_offset", e->self_sp_offset);
+	else
+		jw_null(w, "sp_offset");
+	jw_object_end(w);
+	jw_object_end(w);
+}
+
 static void write_future(struct json_writer *w, const struct model *m, uint32_t id,
 			 const struct polls_by_future *idx)
 {
@@ -278,6 +309,8 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 		jw_string(w, "symbol", f->drop_symbol);
 		jw_u64(w, "addr", f->drop_addr);
 		jw_u64(w, "file_offset", f->drop_file_offset);
+		write_entry(w, &f->drop_entry);
+		jw_bool(w, "first_insn_emulated", f->drop_entry.first_emulated);
 		jw_object_end(w);
 	} else {
 		jw_null(w, "drop_in_place");
@@ -292,6 +325,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 	jw_array_end(w);
 	jw_bool(w, "inlined_only", f->inlined_only);
 	jw_bool(w, "root", f->is_root);
+	jw_bool(w, "block_on_root", f->block_on_root);
 	jw_future_ref(w, "folded_into", m, f->folded_into);
 	jw_object_end(w);
 }
@@ -363,37 +397,6 @@ static void write_runtimes(struct json_writer *w, const struct model *m)
 		}
 		jw_object_end(w);
 	}
-	jw_object_end(w);
-}
-
-static void write_entry(struct json_writer *w, const struct entry_site *e)
-{
-	if (!e->valid) {
-		jw_null(w, "entry");
-		return;
-	}
-	/* insn is a fixed buffer filled by the disassembler: never trust its NUL */
-	char insn[sizeof(e->insn) + 1];
-	memcpy(insn, e->insn, sizeof(e->insn));
-	insn[sizeof(e->insn)] = '\0';
-
-	jw_object(w, "entry");
-	jw_u64(w, "addr", e->addr);
-	jw_u64(w, "file_offset", e->file_offset);
-	jw_bool(w, "emulated", e->emulated);
-	jw_string(w, "insn", insn);
-	jw_i64(w, "sp_delta", e->sp_delta);
-	jw_object(w, "self");
-	jw_string(w, "kind", self_location__name(e->self_kind));
-	if (e->self_kind == SELF_LOC_REG)
-		jw_string(w, "reg", dwarf_reg__name(e->self_reg));
-	else
-		jw_null(w, "reg");
-	if (e->self_kind == SELF_LOC_STACK)
-		jw_i64(w, "sp_offset", e->self_sp_offset);
-	else
-		jw_null(w, "sp_offset");
-	jw_object_end(w);
 	jw_object_end(w);
 }
 
@@ -620,6 +623,8 @@ int export_json__write(const struct model *m, FILE *out)
 		jw_string(&w, "fn", f->name);
 		jw_u64(&w, "addr", f->addr);
 		jw_u64(&w, "file_offset", f->file_offset);
+		write_entry(&w, &f->entry);
+		jw_bool(&w, "first_insn_emulated", f->entry.first_emulated);
 		jw_object_end(&w);
 	}
 	jw_array_end(&w);

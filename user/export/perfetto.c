@@ -176,7 +176,8 @@ static const char *text_event_name(struct perfetto_writer *w, uint64_t future, u
 	return perfetto__event_name(w, (uint32_t)future, (uint32_t)poll);
 }
 
-/* "blocked in clock_nanosleep", "blocked", "preempted" (code: syscall + 2, 1, 0) */
+/* "blocked in clock_nanosleep", "blocked", "preempted", the tracer's (code: syscall +
+ * 3, 1, 0, 2) */
 static const char *text_block(struct perfetto_writer *w, uint64_t unused, uint64_t code,
 			      uint64_t unused2)
 {
@@ -185,7 +186,9 @@ static const char *text_block(struct perfetto_writer *w, uint64_t unused, uint64
 		return "preempted";
 	if (code == 1)
 		return "blocked";
-	snprintf(w->name, sizeof(w->name), "blocked in %s", syscall__name((int)code - 2));
+	if (code == 2)
+		return "in asyncbpf's probe (the tracer's cost)";
+	snprintf(w->name, sizeof(w->name), "blocked in %s", syscall__name((int)code - 3));
 	return w->name;
 }
 
@@ -240,7 +243,10 @@ static void write_named_event(struct perfetto_writer *w, struct thread_state *t,
 static void write_block_begin(struct perfetto_writer *w, struct thread_state *t,
 			      const struct pending_poll *pp)
 {
-	uint64_t code = pp->preempted ? 0 : pp->syscall < 0 ? 1 : (uint64_t)pp->syscall + 2;
+	uint64_t code = pp->offcpu_kind == OFFCPU_PREEMPTED ? 0
+			: pp->offcpu_kind == OFFCPU_TRACER  ? 2
+			: pp->syscall < 0		    ? 1
+							    : (uint64_t)pp->syscall + 3;
 
 	write_named_event(w, t, pp->p.start_ns, TYPE_SLICE_BEGIN, UINT64_MAX - 1, code, 1,
 			  text_block, 0);
@@ -595,9 +601,9 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 	pp->p = *p;
 	/* a task's own polls (the outermost traced ones) are linked: by a flow, or with
 	 * task tracks by being copied onto its track (unless it was done in one) */
-	if (p->depth == 0 && w->task_tracks)
+	if (trace_poll__is_task_root(p) && w->task_tracks)
 		pp->task_track = perfetto__task_track(w, p, pid);
-	else if (p->depth == 0)
+	else if (trace_poll__is_task_root(p))
 		perfetto__assign_flow(w, pp, pid);
 	if (p->depth == 0 || t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
 		flush_thread(w, t);
@@ -695,7 +701,7 @@ int perfetto_writer__add_block(struct perfetto_writer *w, const struct trace_blo
 					  .depth = (uint16_t)(b->depth + 1)},
 				    .arrival = pp->arrival,
 				    .block = true,
-				    .preempted = b->preempted,
+				    .offcpu_kind = b->kind,
 				    .syscall = b->syscall};
 	if (t->nr_pending >= PERFETTO_MAX_PENDING_POLLS)
 		flush_thread(w, t);

@@ -39,10 +39,10 @@ struct pending_poll {
 	uint64_t task_track; /* uuid */
 	uint64_t flow_id;    /* 0: none */
 	bool flow_terminates;
-	uint64_t end; /* what is written: clamped only if the input is not nested */
-	bool block;   /* an off-CPU interval (p: its times, tid, depth), not a poll */
-	bool cancel;  /* a cancellation instant (p.start_ns, p.future, p.await_index) */
-	bool preempted;
+	uint64_t end;	     /* what is written: clamped only if the input is not nested */
+	bool block;	     /* an off-CPU interval (p: its times, tid, depth), not a poll */
+	bool cancel;	     /* a cancellation instant (p.start_ns, p.future, p.await_index) */
+	uint8_t offcpu_kind; /* block: enum offcpu_kind */
 	int32_t syscall;
 };
 

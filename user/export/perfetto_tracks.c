@@ -95,7 +95,8 @@ uint64_t perfetto__task_track(struct perfetto_writer *w, const struct trace_poll
 		task_poll = p->poll;
 	}
 	uint64_t key = hash4(KEY_TASK, pid, task_poll, task_self);
-	bool finished = p->depth == 0 && p->result != POLL_PENDING && p->result != POLL_UNKNOWN;
+	bool finished =
+	    trace_poll__is_task_root(p) && p->result != POLL_PENDING && p->result != POLL_UNKNOWN;
 	bool known = u64_map__get(&w->tasks, key, &uuid) && uuid;
 
 	if (!known && finished)

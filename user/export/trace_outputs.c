@@ -38,15 +38,18 @@ enum {
 };
 
 /* Off-CPU leaves of the folded stacks, after the special frames: [preempted],
- * [blocked] (not in a syscall), [blocked:SYSCALL] for syscalls 0..511. */
-#define NR_BLOCK_FRAMES (2 + 512)
+ * [blocked] (not in a syscall), [asyncbpf probe] (the tracer's own cost: time the
+ * thread was off-CPU inside a probe's handling), [blocked:SYSCALL] for syscalls
+ * 0..511. */
+#define NR_BLOCK_FRAMES (3 + 512)
 
 static uint32_t block_frame(const struct model *m, const struct trace_block *b)
 {
-	uint32_t k = b->preempted ? 0
-		     : b->syscall < 0 || b->syscall >= NR_BLOCK_FRAMES - 2
+	uint32_t k = b->kind == OFFCPU_PREEMPTED ? 0
+		     : b->kind == OFFCPU_TRACER	 ? 2
+		     : b->syscall < 0 || b->syscall >= NR_BLOCK_FRAMES - 3
 			 ? 1
-			 : 2 + (uint32_t)b->syscall;
+			 : 3 + (uint32_t)b->syscall;
 
 	return m->nr_futures + m->nr_polls + NR_SPECIAL_FRAMES + k;
 }
@@ -93,8 +96,10 @@ static void frame_display_name(const struct model *m, uint32_t frame, char *buf,
 			snprintf(buf, len, "[preempted]");
 		else if (k == 1)
 			snprintf(buf, len, "[blocked]");
+		else if (k == 2)
+			snprintf(buf, len, "[asyncbpf probe]");
 		else
-			snprintf(buf, len, "[blocked:%s]", syscall__name((int)k - 2));
+			snprintf(buf, len, "[blocked:%s]", syscall__name((int)k - 3));
 		return;
 	}
 	snprintf(buf, len, "%s", name && name[0] ? name : "?");

@@ -10,6 +10,12 @@
 
 /* The load bias of pid's executable (0 for a non-PIE one): 0 or -errno. */
 int proc__load_bias(pid_t pid, bool pie, uint64_t *bias);
+/*
+ * The run-time addresses of file offsets of pid's executable, through its executable
+ * mappings (/proc/PID/maps): addrs[i] for offsets[i], 0 where no executable mapping
+ * of the file covers it. 0, or -errno when the maps cannot be read.
+ */
+int proc__exe_offsets_to_addrs(pid_t pid, const unsigned long *offsets, uint64_t *addrs, size_t n);
 /* len bytes of pid's memory at addr (process_vm_readv): 0 or -errno. */
 int proc__read(pid_t pid, uint64_t addr, void *buf, size_t len);
 

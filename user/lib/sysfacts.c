@@ -7,6 +7,7 @@
  */
 #include "lib/sysfacts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -193,6 +194,36 @@ int64_t sysfacts__process_cpu_ns(int pid)
 		   &stime) != 2)
 		return -1;
 	return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)ticks));
+}
+
+int sysfacts__process_switches(int pid, uint64_t *voluntary, uint64_t *involuntary)
+{
+	char path[96], line[256];
+	struct dirent *d;
+	DIR *dir;
+	FILE *f;
+	unsigned long long v;
+
+	*voluntary = *involuntary = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(dir = opendir(path)))
+		return -errno;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/status", pid, d->d_name);
+		if (!(f = fopen(path, "re")))
+			continue; /* the thread exited meanwhile */
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
+				*voluntary += v;
+			else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+				*involuntary += v;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return 0;
 }
 
 uint64_t sysfacts__now_ns(void)

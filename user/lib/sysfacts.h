@@ -29,6 +29,13 @@ bool sysfacts__path_exists(const char *path);
 int64_t sysfacts__process_cpu_ns(int pid);
 
 /*
+ * The kernel's voluntary and involuntary context-switch counts of pid's threads
+ * (voluntary_ctxt_switches and nonvoluntary_ctxt_switches of every
+ * /proc/PID/task/TID/status, summed: the threads alive now). 0 or -errno.
+ */
+int sysfacts__process_switches(int pid, uint64_t *voluntary, uint64_t *involuntary);
+
+/*
  * The first line of a small file (procfs, sysfs) without its newline, truncated to
  * size - 1 bytes. Returns 0 or -errno when the file cannot be opened.
  */

@@ -51,6 +51,27 @@ enum crate_class {
 	CRATE_OTHER,   /* third-party dependencies */
 };
 
+enum self_location {
+	SELF_LOC_UNKNOWN,
+	SELF_LOC_REG,	/* in a register (DWARF x86-64 register number) */
+	SELF_LOC_STACK, /* in memory at [rsp + self_sp_offset] at the site */
+};
+
+/* The cheapest place to put the entry probe: see disasm.h. */
+struct entry_site {
+	bool valid;
+	uint64_t addr;
+	uint64_t file_offset;
+	bool emulated;	     /* the kernel emulates this instruction (no single-step) */
+	bool first_emulated; /* the function's first instruction is one it emulates (valid or
+				not: where a uretprobe's breakpoint goes) */
+	char insn[64];	     /* "push rbp" */
+	int32_t sp_delta;    /* rsp at the site minus rsp at function entry (<= 0) */
+	enum self_location self_kind;
+	uint16_t self_reg;	/* DWARF register number, SELF_LOC_REG */
+	int32_t self_sp_offset; /* SELF_LOC_STACK */
+};
+
 struct future {
 	const char *path;  /* full Rust path: "demo::middle::{async_fn_env#0}" */
 	const char *crate; /* first path segment */
@@ -67,12 +88,15 @@ struct future {
 	uint32_t line;
 	const char *drop_symbol; /* linkage name of core::ptr::drop_in_place<T>, NULL if none */
 	uint64_t drop_addr;
-	uint64_t drop_file_offset; /* of drop_addr, for a uprobe; 0 if none */
-	int32_t poll;		   /* index of the first out-of-line poll fn, -1 if none */
-	int32_t folded_into;	   /* its poll fn is this other future's: identical code the
-				      compiler folded into one function (its vtable says so); -1 */
-	bool inlined_only;	   /* no out-of-line poll, but inlined copies exist */
-	bool is_root;		   /* nobody awaits it: a task entry point */
+	uint64_t drop_file_offset;    /* of drop_addr, for a uprobe; 0 if none */
+	uint64_t drop_size;	      /* its code's size (the symbol's), 0 if unknown */
+	struct entry_site drop_entry; /* where its probe costs least (rdi: the future) */
+	int32_t poll;		      /* index of the first out-of-line poll fn, -1 if none */
+	int32_t folded_into;	      /* its poll fn is this other future's: identical code the
+					 compiler folded into one function (its vtable says so); -1 */
+	bool inlined_only;	      /* no out-of-line poll, but inlined copies exist */
+	bool is_root;		      /* nobody awaits it: a task entry point */
+	bool block_on_root;	      /* a block_on polls it: its thread's root task */
 };
 
 enum exit_kind {
@@ -109,25 +133,6 @@ enum exit_state_src {
 	EXIT_STATE_MEMORY, /* in self's memory already (nothing after the site writes it) */
 	EXIT_STATE_CONST,  /* the tail stores this constant */
 	EXIT_STATE_REG,	   /* the tail stores this register, unchanged since the site */
-};
-
-enum self_location {
-	SELF_LOC_UNKNOWN,
-	SELF_LOC_REG,	/* in a register (DWARF x86-64 register number) */
-	SELF_LOC_STACK, /* in memory at [rsp + self_sp_offset] at the site */
-};
-
-/* The cheapest place to put the entry probe: see disasm.h. */
-struct entry_site {
-	bool valid;
-	uint64_t addr;
-	uint64_t file_offset;
-	bool emulated;	  /* the kernel emulates this instruction (no single-step) */
-	char insn[64];	  /* "push rbp" */
-	int32_t sp_delta; /* rsp at the site minus rsp at function entry (<= 0) */
-	enum self_location self_kind;
-	uint16_t self_reg;	/* DWARF register number, SELF_LOC_REG */
-	int32_t self_sp_offset; /* SELF_LOC_STACK */
 };
 
 /* How a poll fn returns its Poll<T> (docs/analyzer.md, "Calling conventions"). */
@@ -302,6 +307,8 @@ struct wake_fn {
 	bool by_ref;
 	const char *name; /* linkage name */
 	uint64_t addr, file_offset;
+	uint64_t size;		 /* its code's size, 0 if unknown */
+	struct entry_site entry; /* where its probe costs least (rdi: the header) */
 };
 
 /* Where the runtimes keep what the stacks need: member offsets from the DWARF. */

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "asyncbpf.h" /* enum offcpu_kind */
+
 enum poll_result {
 	POLL_READY,	/* __state became Returned (or Poll::Ready from the return layout) */
 	POLL_PENDING,	/* suspended at await_index */
@@ -109,8 +111,14 @@ struct trace_block {
 	uint64_t poll_start_ns;
 	int32_t syscall; /* the syscall it blocked in; -1 none (a page fault, ...) */
 	uint16_t depth;
-	bool preempted; /* involuntary: runnable all along, another thread ran */
+	uint8_t kind; /* enum offcpu_kind: blocked, preempted, inside the tracer's probe */
 };
+
+/* The poll of its task's root future itself (not a future within the task). */
+static inline bool trace_poll__is_task_root(const struct trace_poll *p)
+{
+	return p->poll == p->task_poll && p->self == p->task_self;
+}
 
 /* Its duration less the probes inside it (probe_ns): the time the poll itself and
  * its descendants ran. The raw end_ns - start_ns stays for slices, which must nest. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -32,23 +33,36 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* ns per call of the probe target, `calls` calls. */
-static uint64_t time_calls(unsigned calls)
+static uint64_t thread_cpu_ns(void)
 {
-	uint64_t t0 = sysfacts__now_ns();
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ns per call of the probe target, `calls` calls: wall, and CPU time into *cpu. */
+static uint64_t time_calls(unsigned calls, uint64_t *cpu)
+{
+	uint64_t t0 = sysfacts__now_ns(), c0 = thread_cpu_ns();
 
 	probe_target__call((int)calls);
+	if (cpu)
+		*cpu = (thread_cpu_ns() - c0) / (calls ? calls : 1);
 	return (sysfacts__now_ns() - t0) / (calls ? calls : 1);
 }
 
-/* ns per call as things stand (probes attached or not): the median of rounds. */
-static uint64_t median_ns_per_call(unsigned calls, unsigned rounds)
+/* ns per call as things stand (probes attached or not): the median of rounds, wall
+ * and (into *cpu) CPU time. */
+static uint64_t median_ns_per_call(unsigned calls, unsigned rounds, uint64_t *cpu)
 {
-	uint64_t d[MAX_ROUNDS];
+	uint64_t d[MAX_ROUNDS], c[MAX_ROUNDS];
 
 	for (unsigned r = 0; r < rounds; r++)
-		d[r] = time_calls(calls);
+		d[r] = time_calls(calls, &c[r]);
 	qsort(d, rounds, sizeof(d[0]), cmp_u64);
+	qsort(c, rounds, sizeof(c[0]), cmp_u64);
+	*cpu = c[rounds / 2];
 	return d[rounds / 2];
 }
 
@@ -59,7 +73,7 @@ int probe_costs__measure(struct probe_costs *c, unsigned calls, unsigned rounds,
 	unsigned long entry, insn, ret;
 	struct calib_bpf *skel;
 	struct bpf_link *link;
-	uint64_t base, with[3];
+	uint64_t base, with[3], cbase, cwith[3];
 	int r;
 
 	memset(c, 0, sizeof(*c));
@@ -84,8 +98,8 @@ int probe_costs__measure(struct probe_costs *c, unsigned calls, unsigned rounds,
 		calib_bpf__destroy(skel);
 		return r;
 	}
-	time_calls(calls); /* warm */
-	base = median_ns_per_call(calls, rounds);
+	time_calls(calls, NULL); /* warm */
+	base = median_ns_per_call(calls, rounds, &cbase);
 	/* emulated (the entry nop), single-stepped (leal), a uretprobe (its entry nop +
 	 * the return through the trampoline) */
 	const struct {
@@ -105,8 +119,8 @@ int probe_costs__measure(struct probe_costs *c, unsigned calls, unsigned rounds,
 			calib_bpf__destroy(skel);
 			return r;
 		}
-		time_calls(calls / 4 + 1); /* warm: the kernel's per-probe state */
-		with[i] = median_ns_per_call(calls, rounds);
+		time_calls(calls / 4 + 1, NULL); /* warm: the kernel's per-probe state */
+		with[i] = median_ns_per_call(calls, rounds, &cwith[i]);
 		bpf_link__destroy(link);
 	}
 	calib_bpf__destroy(skel);
@@ -115,6 +129,9 @@ int probe_costs__measure(struct probe_costs *c, unsigned calls, unsigned rounds,
 	/* the uretprobe's entry breakpoint shares the tracer's entry probe when both sit
 	 * on the first instruction: count its return only */
 	c->returned_ns = with[2] > with[0] ? with[2] - with[0] : 0;
+	c->cpu_emulated_ns = cwith[0] > cbase ? cwith[0] - cbase : 0;
+	c->cpu_stepped_ns = cwith[1] > cbase ? cwith[1] - cbase : 0;
+	c->cpu_returned_ns = cwith[2] > cwith[0] ? cwith[2] - cwith[0] : 0;
 	c->measured = true;
 	return 0;
 }

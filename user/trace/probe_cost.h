@@ -21,6 +21,10 @@ struct probe_costs {
 	uint64_t emulated_ns; /* a uprobe on an instruction the kernel emulates */
 	uint64_t stepped_ns;  /* a uprobe on an instruction it single-steps */
 	uint64_t returned_ns; /* a uretprobe's return through the trampoline */
+	/* the same as CPU time charged to the thread (CLOCK_THREAD_CPUTIME_ID): what the
+	 * kernel counts as the target's CPU time; less than the wall time where the
+	 * machine's hypervisor takes part of a trap (steal time) */
+	uint64_t cpu_emulated_ns, cpu_stepped_ns, cpu_returned_ns;
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/text.h"
 #include "trace/trace_summary.h"
 
 static const char *const key_names[TOP_KEY_COUNT] = {"busy",  "polls", "p99",	    "blocked",
@@ -81,8 +82,7 @@ int top__rows(const struct poll_stats *prev, const struct poll_stats *cur, uint3
 		uint64_t polls = d(b->records, a->records), wakes = d(b->wakes, a->wakes);
 		uint64_t cancelled = d(b->cancelled, a->cancelled),
 			 blocked = d(b->blocked, a->blocked);
-		int64_t live =
-		    (int64_t)b->started - (int64_t)(b->ready + b->panicked + b->cancelled);
+		int64_t live = (int64_t)b->started - (int64_t)b->ended;
 
 		if (!polls && !wakes && !cancelled && !blocked && live <= 0)
 			continue;
@@ -118,7 +118,10 @@ void top__print(FILE *out, const struct model *m, const struct top_row *rows, in
 	for (int i = 0; i < nr && (!max_rows || i < max_rows); i++) {
 		const struct top_row *r = &rows[i];
 
-		summary__poll_name(m, r->poll, name, sizeof(name));
+		char full[4096];
+
+		summary__poll_name(m, r->poll, full, sizeof(full));
+		rust__abbreviate(full, name, sizeof(name), 100);
 		fprintf(out, "%9.1f %6.1f %9.1f %9.1f %11.2f %8.1f %11.1f %9.1f %7lld  %s\n",
 			r->polls_s, r->busy_pct, (double)r->p50_ns / 1e3, (double)r->p99_ns / 1e3,
 			r->blocked_ms_s, r->wakes_s, (double)r->delay_p99_ns / 1e3, r->cancelled_s,

@@ -179,7 +179,7 @@ int trace_block__decode(const void *data, size_t size, const struct model *m,
 	    .poll_start_ns = r.poll_start_ns,
 	    .syscall = r.syscall,
 	    .depth = r.depth,
-	    .preempted = r.preempted != 0,
+	    .kind = r.kind <= OFFCPU_TRACER ? r.kind : OFFCPU_BLOCKED,
 	};
 	return 0;
 }

@@ -38,7 +38,10 @@ struct tracer {
 	uint8_t *traced;		   /* by future: the plan probes its poll's entry */
 	uint32_t nr_wake_types;		   /* task types wake_types can hold */
 	bool wakes_filled;		   /* wake_types holds them (the exe's bias known) */
-	uint32_t blocked_at_stop;	   /* threads off-CPU inside a poll at the end */
+	unsigned long *site_offsets;	   /* every probe site's file offset (the plan's) */
+	uint32_t nr_sites;
+	bool sites_filled;	  /* probe_addrs holds their run-time addresses */
+	uint32_t blocked_at_stop; /* threads off-CPU inside a poll at the end */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
 	uint64_t probes_attached, probes_failed;
@@ -119,6 +122,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	skel->rodata->waker_raw_off = t->m->waker_layout.waker_raw;
 	skel->rodata->raw_data_off = t->m->waker_layout.raw_data;
 	skel->rodata->wakes_enabled = plan->nr_wakes > 0;
+	skel->rodata->roots_known = plan->roots_known;
 	/* blocking: a tp_btf program, which makes libbpf read the kernel's BTF; not
 	 * loaded at all when it is off (then the load reads no BTF) */
 	if (o->blocking && !t->blocking_off[0] && access("/sys/kernel/btf/vmlinux", R_OK))
@@ -134,6 +138,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	if ((r = bpf_map__set_max_entries(skel->maps.wake_types,
 					  t->nr_wake_types ? t->nr_wake_types : 1)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.probe_addrs, plan->nr ? plan->nr : 1)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
@@ -208,6 +213,15 @@ int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct m
 
 	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
 	t->m = m;
+	free(t->site_offsets);
+	t->nr_sites = 0;
+	t->site_offsets = malloc((plan->nr ? plan->nr : 1) * sizeof(*t->site_offsets));
+	if (!t->site_offsets) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(t->site_offsets, plan->offsets, plan->nr * sizeof(*t->site_offsets));
+	t->nr_sites = plan->nr;
 	free(t->traced);
 	t->traced = calloc(m->nr_futures ? m->nr_futures : 1, 1);
 	for (uint32_t i = 0; t->traced && i < plan->nr; i++)
@@ -367,61 +381,21 @@ static void attach_blocking(struct tracer *t)
 			 "attaching tp_btf/sched_switch failed: %s", strerror(errno));
 }
 
-/*
- * How far inside a task's root future its first traced future lies: while the root
- * is not traced (a runtime's wrapper: async-executor's spawn block, async-std's
- * SupportTaskLocals), its one await, through the model's edge steps (no pointer on
- * the way). UINT32_MAX: not found (the wake is then not linked to a poll).
- */
-static uint32_t descend(const struct tracer *t, int32_t f, int32_t *traced)
+/* probe_addrs: every site at its run-time address (on_switch: inside a probe?) */
+static int fill_probe_addrs(struct tracer *t)
 {
-	const struct model *m = t->m;
-	uint64_t off = 0;
+	uint64_t *addrs = calloc(t->nr_sites ? t->nr_sites : 1, sizeof(*addrs));
+	int fd = bpf_map__fd(t->skel->maps.probe_addrs), r = 0;
+	__u8 one = 1;
 
-	for (int depth = 0; depth < 8 && f >= 0 && (uint32_t)f < m->nr_futures; depth++) {
-		const struct future *fu = &m->futures[f];
-		const struct future_state *st = NULL;
-		const struct await_edge *e = NULL;
-		uint32_t suspends = 0;
-
-		if (t->traced && t->traced[f]) {
-			*traced = f;
-			return off <= UINT32_MAX ? (uint32_t)off : UINT32_MAX;
-		}
-		for (uint32_t k = 0; k < fu->nr_states; k++)
-			if (fu->states[k].kind == STATE_SUSPEND) {
-				st = &fu->states[k];
-				suspends++;
-			}
-		if (suspends != 1 || st->awaitee_offset == FUTURE_NO_OFFSET)
-			return UINT32_MAX;
-		/* the edge of that await to a traced future, else to a compiler future (a
-		 * wrapper's inner one rather than the wrapper) */
-		for (uint32_t i = 0; i < m->nr_edges; i++) {
-			const struct await_edge *c = &m->edges[i];
-
-			if (c->from != f || c->await_index != st->suspend_index || c->to < 0 ||
-			    !c->steps_known)
-				continue;
-			int score = (t->traced && t->traced[c->to]) * 4 +
-				    m->futures[c->to].has_state * 2 + (c->via != NULL);
-			int best = !e ? -1
-				      : (t->traced && t->traced[e->to]) * 4 +
-					    m->futures[e->to].has_state * 2 + (e->via != NULL);
-			if (score > best)
-				e = c;
-		}
-		if (!e)
-			return UINT32_MAX;
-		off += st->awaitee_offset;
-		for (uint8_t k = 0; k < e->nr_steps; k++) {
-			if (e->steps[k].deref)
-				return UINT32_MAX;
-			off += e->steps[k].offset;
-		}
-		f = e->to;
-	}
-	return UINT32_MAX;
+	if (!addrs)
+		return -ENOMEM;
+	r = proc__exe_offsets_to_addrs(t->o.pid, t->site_offsets, addrs, t->nr_sites);
+	for (uint32_t i = 0; !r && i < t->nr_sites; i++)
+		if (addrs[i] && bpf_map_update_elem(fd, &addrs[i], &one, BPF_ANY))
+			r = -errno;
+	free(addrs);
+	return r;
 }
 
 int tracer__fill_wake_types(struct tracer *t)
@@ -429,15 +403,24 @@ int tracer__fill_wake_types(struct tracer *t)
 	struct stat exe, held;
 	char path[64];
 	uint64_t bias;
-	int fd;
+	int fd, r;
 
-	if (t->wakes_filled || !t->nr_wake_types || !t->skel)
+	if ((t->wakes_filled || !t->nr_wake_types) && t->sites_filled)
+		return 0;
+	if (!t->skel)
 		return 0;
 	/* launch mode: until the command has exec'd, /proc/PID/exe is not the target */
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->o.pid);
 	if (stat(path, &exe) || stat(t->o.path, &held) || exe.st_dev != held.st_dev ||
 	    exe.st_ino != held.st_ino || proc__load_bias(t->o.pid, t->m->pie, &bias))
 		return -EAGAIN;
+	if (!t->sites_filled) {
+		if ((r = fill_probe_addrs(t)))
+			return r;
+		t->sites_filled = true;
+	}
+	if (t->wakes_filled || !t->nr_wake_types)
+		return 0;
 	fd = bpf_map__fd(t->skel->maps.wake_types);
 	for (uint32_t i = 0; i < t->m->nr_task_types; i++) {
 		const struct task_type *tt = &t->m->task_types[i];
@@ -451,7 +434,7 @@ int tracer__fill_wake_types(struct tracer *t)
 		v.boxed = tt->boxed;
 		int32_t traced = -1;
 
-		v.descend = descend(t, tt->future, &traced);
+		v.descend = trace_plan__task_descend(t->m, t->traced, tt->future, &traced);
 		if (v.descend == UINT32_MAX || traced < 0)
 			continue; /* no traced future inside: its wakes stay unlinked */
 		v.poll = t->m->futures[traced].poll >= 0 ? (__u32)t->m->futures[traced].poll : ~0u;
@@ -602,9 +585,9 @@ static uint32_t dump_thread(const struct thread_stack *st, struct poll_stats *st
 		    .end_ns = now > f->start_ns ? now : f->start_ns,
 		    .self = f->self,
 		    .parent_self = i > 1 ? st->frames[i - 2].self : 0,
-		    .task_self = st->frames[0].self,
+		    .task_self = f->task_depth < i ? st->frames[f->task_depth].self : 0,
 		    .parent_poll = i > 1 ? st->frames[i - 2].poll : ~0u,
-		    .task_poll = st->frames[0].poll,
+		    .task_poll = f->task_depth < i ? st->frames[f->task_depth].poll : ~0u,
 		    .depth = (__u16)(i - 1),
 		    .result = RESULT_OPEN,
 		    .await_index = -1,
@@ -752,10 +735,10 @@ out:
 
 void tracer__free(struct tracer *t)
 {
-	if (t)
-		free(t->traced);
 	if (!t)
 		return;
+	free(t->traced);
+	free(t->site_offsets);
 	tracer__detach(t);
 	trace_bpf__destroy(t->skel);
 	free(t);

@@ -86,12 +86,30 @@ static void fill_common(struct poll_spec *spec, const struct model *m, uint32_t 
 	}
 }
 
+/* What a hit of this probe costs, by its kind and how its instruction is run. */
+static enum hit_class hit_class_of(const struct poll_spec *spec)
+{
+	bool stepped = (spec->flags & SPEC_SINGLE_STEPPED) != 0;
+
+	if (spec->kind & PROBE_WAKE)
+		return stepped ? HIT_WAKE_STEPPED : HIT_WAKE_EMULATED;
+	if (spec->kind & PROBE_DROP)
+		return stepped ? HIT_DROP_STEPPED : HIT_DROP_EMULATED;
+	if (spec->kind & PROBE_ENTRY)
+		return stepped ? HIT_ENTRY_STEPPED : HIT_ENTRY_EMULATED;
+	if (spec->flags & SPEC_EXIT_RETURNED)
+		return HIT_EXIT_RETURN;
+	return stepped ? HIT_EXIT_STEPPED : HIT_EXIT_EMULATED;
+}
+
 static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
 		    bool ret)
 {
 	if (plan->nr == plan->cap && plan_grow(plan))
 		return -ENOMEM;
 	plan->specs[plan->nr] = *spec;
+	plan->specs[plan->nr].flags = (spec->flags & ~SPEC_HIT_CLASS_MASK) |
+				      (uint32_t)hit_class_of(spec) << SPEC_HIT_CLASS_SHIFT;
 	plan->offsets[plan->nr] = (unsigned long)offset;
 	plan->cookies[plan->nr] = plan->nr;
 	plan->returns[plan->nr] = ret;
@@ -152,13 +170,31 @@ static const struct exit_site *mode_exits(const struct poll_fn *pf, enum plan_ex
 	return pf->fast_exits;
 }
 
-/* One uretprobe at the function's start: it fires after the `ret`. */
+/*
+ * One uretprobe at the function's start: it fires after the `ret`. The kernel puts
+ * a breakpoint on the function's first instruction for it, which traps on every
+ * call whatever else is probed: the entry probe goes there too (one trap, not two),
+ * self in its ABI register, and costs what that instruction costs (a `sub rsp` is
+ * single-stepped: the "cheap" return probe is then no cheaper than a `ret` probe).
+ */
 static int plan_uretprobe(struct trace_plan *plan, const struct model *m, uint32_t poll,
 			  struct poll_spec *entry, uint64_t entry_offset)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 	struct poll_spec exit;
 
+	if (entry_offset != pf->file_offset) {
+		entry_offset = pf->file_offset;
+		entry->sp_delta = 0;
+		entry->self_kind = pf->self_known ? SPEC_SELF_REG : SPEC_SELF_UNKNOWN;
+		entry->self_reg = pf->self_arg_reg;
+		entry->ctx_reg = pf->self_arg_reg == 5	 ? 4 + 1 /* rsi */
+				 : pf->self_arg_reg == 4 ? 1 + 1 /* rdx */
+							 : 0;
+		entry->flags &= ~SPEC_SINGLE_STEPPED;
+		if (!pf->entry.first_emulated)
+			entry->flags |= SPEC_SINGLE_STEPPED;
+	}
 	fill_common(&exit, m, poll);
 	exit.kind = PROBE_EXIT;
 	exit.flags |= SPEC_EXIT_RETURNED;
@@ -223,7 +259,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		if (plan_uretprobe(plan, m, poll, &entry, entry_offset))
 			return -ENOMEM;
 		plan->nr_leaf_returns += mode == PLAN_EXITS_EMULATED;
-		plan->nr_emulated_entries += pf->entry.valid && pf->entry.emulated;
+		plan->nr_emulated_entries +=
+		    !(plan->specs[plan->nr - 1].flags & SPEC_SINGLE_STEPPED);
 		return 0;
 	}
 	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */
@@ -291,6 +328,31 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 }
 
 /*
+ * A wake or drop probe reads its argument from rdi: on the function's first
+ * instruction, or on the first instruction of its entry block that the kernel
+ * emulates where the analyzer tracked the argument (in a register or a stack slot),
+ * as poll entries are placed. Where the function's code was not analysed, the first
+ * instruction, counted as single-stepped unless the analyzer said it is emulated.
+ */
+static void cheap_site(const struct entry_site *e, struct poll_spec *spec, uint64_t *offset)
+{
+	if (e->valid && e->emulated && e->file_offset && e->sp_delta <= 0 &&
+	    (e->self_kind == SELF_LOC_REG || e->self_kind == SELF_LOC_STACK)) {
+		*offset = e->file_offset;
+		if (e->self_kind == SELF_LOC_REG) {
+			spec->self_kind = SPEC_SELF_REG;
+			spec->self_reg = e->self_reg;
+		} else {
+			spec->self_kind = SPEC_SELF_STACK;
+			spec->self_sp_offset = e->self_sp_offset;
+		}
+		return;
+	}
+	if (!e->first_emulated)
+		spec->flags |= SPEC_SINGLE_STEPPED;
+}
+
+/*
  * Cancellation: a probe on drop_in_place::<F> of every selected future that has an
  * out-of-line one (a release build inlines many: those drops are not seen). The
  * spec carries the future's __state layout; self arrives in rdi (*mut F).
@@ -300,6 +362,7 @@ static int plan_drops(struct trace_plan *plan, const struct model *m, const stru
 	for (uint32_t f = 0; f < m->nr_futures && f < s->nr; f++) {
 		const struct future *fu = &m->futures[f];
 		struct poll_spec spec;
+		uint64_t offset;
 
 		if (!s->futures[f] || !fu->drop_file_offset)
 			continue;
@@ -314,6 +377,8 @@ static int plan_drops(struct trace_plan *plan, const struct model *m, const stru
 		spec.self_kind = SPEC_SELF_REG;
 		spec.self_reg = 5; /* rdi */
 		spec.exit_cond = SPEC_COND_ALWAYS;
+		offset = fu->drop_file_offset;
+		cheap_site(&fu->drop_entry, &spec, &offset);
 		if (fu->has_state && !(spec.flags & SPEC_HAS_STATE) &&
 		    (fu->state_size == 1 || fu->state_size == 2 || fu->state_size == 4 ||
 		     fu->state_size == 8)) {
@@ -321,22 +386,176 @@ static int plan_drops(struct trace_plan *plan, const struct model *m, const stru
 			spec.state_offset = (__u32)fu->state_offset;
 			spec.state_size = (__u8)fu->state_size;
 		}
-		if (plan_add(plan, &spec, fu->drop_file_offset, false))
+		if (plan_add(plan, &spec, offset, false))
 			return -ENOMEM;
 		plan->nr_drops++;
+		plan->nr_emulated_drops += !(spec.flags & SPEC_SINGLE_STEPPED);
 	}
 	return 0;
 }
 
-/* Wake-ups: a probe on every wake function of the runtimes the model knows. */
+/*
+ * How far inside a task's root future its first traced future lies: while the root
+ * is not traced (a runtime's wrapper: async-executor's spawn block, async-std's
+ * SupportTaskLocals), its one await, through the model's edge steps (no pointer on
+ * the way). UINT32_MAX: not found (the wake is then not linked to a poll).
+ */
+uint32_t trace_plan__task_descend(const struct model *m, const uint8_t *traced_futures, int32_t f,
+				  int32_t *traced)
+{
+	uint64_t off = 0;
+
+	for (int depth = 0; depth < 8 && f >= 0 && (uint32_t)f < m->nr_futures; depth++) {
+		const struct future *fu = &m->futures[f];
+		const struct future_state *st = NULL;
+		const struct await_edge *e = NULL;
+		uint32_t suspends = 0;
+
+		if (traced_futures && traced_futures[f]) {
+			*traced = f;
+			return off <= UINT32_MAX ? (uint32_t)off : UINT32_MAX;
+		}
+		for (uint32_t k = 0; k < fu->nr_states; k++)
+			if (fu->states[k].kind == STATE_SUSPEND) {
+				st = &fu->states[k];
+				suspends++;
+			}
+		if (suspends != 1 || st->awaitee_offset == FUTURE_NO_OFFSET)
+			return UINT32_MAX;
+		/* the edge of that await to a traced future, else to a compiler future (a
+		 * wrapper's inner one rather than the wrapper) */
+		for (uint32_t i = 0; i < m->nr_edges; i++) {
+			const struct await_edge *c = &m->edges[i];
+
+			if (c->from != f || c->await_index != st->suspend_index || c->to < 0 ||
+			    !c->steps_known)
+				continue;
+			int score = (traced_futures && traced_futures[c->to]) * 4 +
+				    m->futures[c->to].has_state * 2 + (c->via != NULL);
+			int best = !e ? -1
+				      : (traced_futures && traced_futures[e->to]) * 4 +
+					    m->futures[e->to].has_state * 2 + (e->via != NULL);
+			if (score > best)
+				e = c;
+		}
+		if (!e)
+			return UINT32_MAX;
+		off += st->awaitee_offset;
+		for (uint8_t k = 0; k < e->nr_steps; k++) {
+			if (e->steps[k].deref)
+				return UINT32_MAX;
+			off += e->steps[k].offset;
+		}
+		f = e->to;
+	}
+	return UINT32_MAX;
+}
+
+/*
+ * Can a wake of this runtime's tasks be linked to a traced poll? A task type of it
+ * whose future the BPF side can find from the header (tracer__fill_wake_types) and
+ * that is, or leads to, a traced future; std's Wake: a traced poll that reads the
+ * waker of its Context at entry. Else its wake probes would fire on every wake for
+ * nothing the outputs can show: they are not attached.
+ */
+static bool wakes_attributable(const struct trace_plan *plan, const struct model *m,
+			       const uint8_t *traced, uint8_t runtime)
+{
+	if (runtime == TASK_RT_STD_WAKE) {
+		for (uint32_t i = 0; m->waker_layout.known && i < plan->nr; i++)
+			if ((plan->specs[i].kind & PROBE_ENTRY) && plan->specs[i].ctx_reg)
+				return true;
+		return false;
+	}
+	for (uint32_t i = 0; traced && i < m->nr_task_types; i++) {
+		const struct task_type *tt = &m->task_types[i];
+		int32_t found = -1;
+
+		if (tt->runtime != runtime || !tt->vtable ||
+		    tt->future_offset == FUTURE_NO_OFFSET || tt->future_offset > UINT32_MAX)
+			continue;
+		if (trace_plan__task_descend(m, traced, tt->future, &found) != UINT32_MAX &&
+		    found >= 0)
+			return true;
+	}
+	return false;
+}
+
+/* The futures the plan probes the polls of (traced[m->nr_futures]; malloc'd). */
+static uint8_t *traced_futures(const struct trace_plan *plan, const struct model *m)
+{
+	uint8_t *traced = calloc(m->nr_futures ? m->nr_futures : 1, 1);
+
+	for (uint32_t i = 0; traced && i < plan->nr; i++)
+		if ((plan->specs[i].kind & PROBE_ENTRY) && plan->specs[i].future < m->nr_futures)
+			traced[plan->specs[i].future] = 1;
+	return traced;
+}
+
+bool trace_plan__task_roots(const struct trace_plan *plan, const struct model *m, uint8_t *roots,
+			    bool *oom)
+{
+	uint8_t *traced, *root_future;
+	bool any = false;
+
+	*oom = false;
+	memset(roots, 0, m->nr_polls);
+	for (uint32_t f = 0; f < m->nr_futures; f++)
+		any |= m->futures[f].block_on_root;
+	if (!any && !m->nr_task_types)
+		return false;
+	traced = traced_futures(plan, m);
+	root_future = calloc(m->nr_futures ? m->nr_futures : 1, 1);
+	if (!traced || !root_future) {
+		free(traced);
+		free(root_future);
+		*oom = true;
+		return false;
+	}
+	for (uint32_t f = 0; f < m->nr_futures; f++)
+		root_future[f] = m->futures[f].block_on_root;
+	for (uint32_t i = 0; i < m->nr_task_types; i++) {
+		const struct task_type *tt = &m->task_types[i];
+		int32_t found = -1;
+
+		if (tt->future >= 0 && (uint32_t)tt->future < m->nr_futures)
+			root_future[tt->future] = 1;
+		if (trace_plan__task_descend(m, traced, tt->future, &found) != UINT32_MAX &&
+		    found >= 0)
+			root_future[found] = 1;
+	}
+	for (uint32_t p = 0; p < m->nr_polls; p++)
+		roots[p] = m->polls[p].future >= 0 &&
+			   (uint32_t)m->polls[p].future < m->nr_futures &&
+			   root_future[m->polls[p].future];
+	free(traced);
+	free(root_future);
+	return true;
+}
+
+/* Wake-ups: a probe on every wake function of the runtimes the model knows, when its
+ * wakes can be linked to a traced task. */
 static int plan_wakes(struct trace_plan *plan, const struct model *m)
 {
+	uint8_t *traced = traced_futures(plan, m);
+	bool ok[TASK_RT_MAX];
+
+	if (!traced)
+		return -ENOMEM;
+	for (uint8_t rt = 0; rt < TASK_RT_MAX; rt++)
+		ok[rt] = wakes_attributable(plan, m, traced, rt);
+	free(traced);
 	for (uint32_t i = 0; i < m->nr_wake_fns; i++) {
 		const struct wake_fn *f = &m->wake_fns[i];
 		struct poll_spec spec = {0};
+		uint64_t offset;
 
 		if (!f->file_offset || f->runtime >= TASK_RT_MAX || !m->runtimes[f->runtime].known)
 			continue;
+		if (!ok[f->runtime]) {
+			plan->nr_wakes_unattributable++;
+			continue;
+		}
 		spec.kind = PROBE_WAKE;
 		spec.poll = ~0u;
 		spec.future = f->runtime;
@@ -344,9 +563,12 @@ static int plan_wakes(struct trace_plan *plan, const struct model *m)
 		spec.self_kind = SPEC_SELF_REG;
 		spec.self_reg = 5; /* rdi: the header */
 		spec.exit_cond = SPEC_COND_ALWAYS;
-		if (plan_add(plan, &spec, f->file_offset, false))
+		offset = f->file_offset;
+		cheap_site(&f->entry, &spec, &offset);
+		if (plan_add(plan, &spec, offset, false))
 			return -ENOMEM;
 		plan->nr_wakes++;
+		plan->nr_emulated_wakes += !(spec.flags & SPEC_SINGLE_STEPPED);
 	}
 	return 0;
 }
@@ -372,8 +594,16 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 			return -ENOMEM;
 		}
 	}
-	if (plan->nr && (((extras & PLAN_DROPS) && plan_drops(plan, m, s)) ||
-			 ((extras & PLAN_WAKES) && plan_wakes(plan, m)))) {
+	/* a task is a runtime's task: the entries of its root futures say so */
+	bool oom = !(plan->task_roots = calloc(m->nr_polls ? m->nr_polls : 1, 1));
+	if (!oom)
+		plan->roots_known = trace_plan__task_roots(plan, m, plan->task_roots, &oom);
+	for (uint32_t i = 0; plan->roots_known && i < plan->nr; i++)
+		if ((plan->specs[i].kind & PROBE_ENTRY) && plan->specs[i].poll < m->nr_polls &&
+		    plan->task_roots[plan->specs[i].poll])
+			plan->specs[i].flags |= SPEC_TASK_ROOT;
+	if (oom || (plan->nr && (((extras & PLAN_DROPS) && plan_drops(plan, m, s)) ||
+				 ((extras & PLAN_WAKES) && plan_wakes(plan, m))))) {
 		snprintf(err, errlen, "out of memory building the probe plan");
 		return -ENOMEM;
 	}
@@ -394,6 +624,7 @@ void trace_plan__free(struct trace_plan *plan)
 	free(plan->cookies);
 	free(plan->returns);
 	free(plan->problems);
+	free(plan->task_roots);
 	memset(plan, 0, sizeof(*plan));
 }
 

@@ -54,7 +54,11 @@ struct trace_plan {
 	uint32_t nr_no_entry;	       /* selected polls without a usable entry: skipped */
 	uint32_t nr_drops;	       /* drop_in_place::<F> probes (cancellation) */
 	uint32_t nr_wakes;	       /* wake function probes (wake-ups) */
-	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
+	uint32_t nr_emulated_drops, nr_emulated_wakes; /* of them, on emulated instructions */
+	uint32_t nr_wakes_unattributable; /* wake functions not probed: no traced task */
+	bool roots_known;		  /* task roots (trace_plan__task_roots) were found */
+	uint8_t *task_roots;		  /* by model poll: its entries are SPEC_TASK_ROOT */
+	struct plan_problem *problems;	  /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
 
@@ -86,5 +90,24 @@ const char *plan_problem__describe(uint32_t kind);
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
 		      enum plan_exits mode, unsigned extras, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
+
+/*
+ * How far inside a task's root future f its first traced future lies (traced[] by
+ * model future): while the root is not traced (a runtime's wrapper: async-executor's
+ * spawn block, async-std's SupportTaskLocals), its one await, through the model's
+ * edge steps (no pointer on the way). UINT32_MAX: not found; else *traced is set.
+ */
+/*
+ * Which poll fns' depth-0 polls are a task's root (roots[m->nr_polls]): the futures of
+ * the runtimes' task types (or the first traced one inside a runtime's wrapper) and
+ * the futures a block_on polls. false (roots all 0) when the model knows no task
+ * type and no block_on: a hand-written executor, whose tasks are then its outermost
+ * traced frames. -ENOMEM is false too, with *oom set.
+ */
+bool trace_plan__task_roots(const struct trace_plan *plan, const struct model *m, uint8_t *roots,
+			    bool *oom);
+
+uint32_t trace_plan__task_descend(const struct model *m, const uint8_t *traced, int32_t f,
+				  int32_t *traced_out);
 
 #endif

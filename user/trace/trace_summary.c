@@ -18,7 +18,7 @@ int trace_summary__init(struct trace_summary *s, const struct model *m)
 	memset(s, 0, sizeof(*s));
 	s->m = m;
 	instance_table__init(&s->instances, TRACE_SUMMARY_MAX_INSTANCES);
-	task_table__init(&s->tasks, TRACE_SUMMARY_MAX_TASKS);
+	task_table__init(&s->tasks, TRACE_SUMMARY_MAX_TASKS, TRACE_SUMMARY_KEEP_TASKS);
 	s->polls = calloc(m->nr_polls ? m->nr_polls : 1, sizeof(*s->polls));
 	u64_map__init(&s->block_acc);
 	u64_map__init(&s->pending_wakes);
@@ -36,6 +36,18 @@ void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, ui
 {
 	s->instances.max = max_instances;
 	s->tasks.max = max_tasks;
+}
+
+int trace_summary__set_task_roots(struct trace_summary *s, const uint8_t *roots)
+{
+	uint32_t n = s->m->nr_polls ? s->m->nr_polls : 1;
+
+	free(s->task_roots);
+	if (!(s->task_roots = malloc(n)))
+		return -ENOMEM;
+	memcpy(s->task_roots, roots, s->m->nr_polls);
+	task_table__set_roots(&s->tasks, s->task_roots, s->m->nr_polls);
+	return 0;
 }
 
 /* p's instance and task; their news into the poll fn's counts. */
@@ -366,5 +378,6 @@ void trace_summary__free(struct trace_summary *s)
 	s->bpf = NULL;
 	instance_table__free(&s->instances);
 	task_table__free(&s->tasks);
+	free(s->task_roots);
 	summary_block__free(s);
 }

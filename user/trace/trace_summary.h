@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "asyncbpf.h"
+#include "trace/trace_cost.h"
 #include "lib/hashmap.h"
 #include "model/model.h"
 #include "model/trace_event.h"
@@ -29,7 +30,8 @@
 
 /* Default caps: memory stays bounded on a long run; what is past them is counted. */
 #define TRACE_SUMMARY_MAX_INSTANCES 1000000u /* live future instances tracked */
-#define TRACE_SUMMARY_MAX_TASKS	    100000u  /* tasks kept (live and finished) */
+#define TRACE_SUMMARY_MAX_TASKS	    100000u  /* live tasks tracked at once */
+#define TRACE_SUMMARY_KEEP_TASKS    100u     /* tasks listed in the JSON: the busiest */
 #define TRACE_SUMMARY_TEXT_PENDING  20u	     /* pending groups in the text summary */
 #define TRACE_SUMMARY_TEXT_TASKS    10u	     /* tasks in the text summary */
 
@@ -46,6 +48,7 @@ struct syscall_time {
 struct block_summary {
 	uint64_t blocked, blocked_ns, blocked_max_ns; /* voluntary: it waited in the kernel */
 	uint64_t preempted, preempted_ns;	      /* involuntary: runnable, another ran */
+	uint64_t tracer, tracer_ns; /* inside the tracer's probe handling: not the poll's */
 	struct syscall_time by_syscall[SUMMARY_SYSCALLS];
 	uint32_t nr_syscalls;
 	uint64_t other_count, other_ns; /* syscalls past SUMMARY_SYSCALLS */
@@ -110,6 +113,7 @@ struct trace_summary {
 	uint64_t records, bad_records, first_ns, last_ns;
 	struct instance_table instances;
 	struct task_table tasks;
+	uint8_t *task_roots;	/* by poll fn, NULL: every outermost frame is a task */
 	struct poll_stats *bpf; /* per poll fn, after the run (NULL until set) */
 	uint32_t nr_bpf;
 	bool oom; /* something could not be stored: the numbers concerned are partial */
@@ -118,11 +122,12 @@ struct trace_summary {
 	uint64_t probe_adjusted;      /* polls with traced children: their duration adjusted */
 	uint64_t probe_overcorrected; /* of them, estimate >= duration: counted as 0 */
 	/* blocking (trace_summary_block.c) */
-	const char *blocking_off;    /* NULL: watched; else why not */
-	uint64_t block_threshold_ns; /* BLOCKING past this in one poll */
-	uint64_t blocks;	     /* block records */
-	uint64_t blocked_at_stop;    /* threads off-CPU inside a poll at the end: not counted */
-	struct u64_map block_acc;    /* tid -> index in accs: the poll blocking now */
+	const char *blocking_off;		  /* NULL: watched; else why not */
+	uint64_t block_threshold_ns;		  /* BLOCKING past this in one poll */
+	uint64_t blocks;			  /* block records */
+	uint64_t tracer_offcpu, tracer_offcpu_ns; /* of them, inside the tracer's probes */
+	uint64_t blocked_at_stop; /* threads off-CPU inside a poll at the end: not counted */
+	struct u64_map block_acc; /* tid -> index in accs: the poll blocking now */
 	struct block_acc *accs;
 	uint32_t nr_accs, cap_accs;
 	/* wake-ups (trace_summary_wake.c) */
@@ -142,11 +147,19 @@ struct trace_run_totals {
 	struct trace_totals totals;
 	uint64_t unprobeable_exits, unmatched_exits, stack_overflow, no_storage, bpf_records;
 	uint64_t hits;
+	struct tracer_cost cost; /* the tracer's own (trace_cost.h) */
+	/* the kernel's context-switch counts of the target's threads over the run (those
+	 * alive at its end), -1 unknown: what the blocking counts are bounded by */
+	int64_t kernel_voluntary, kernel_involuntary;
 };
 
 int trace_summary__init(struct trace_summary *s, const struct model *m);
 /* Caps (tests use small ones); call right after init. */
 void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks);
+/* Which poll fns are task roots (roots[m->nr_polls], copied): tasks are theirs only.
+ * Without it (a runtime the analyzer does not know) the outermost frame is the task.
+ * 0 or -ENOMEM. */
+int trace_summary__set_task_roots(struct trace_summary *s, const uint8_t *roots);
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
 /* Blocking: whether it is watched (NULL) or why not, and the BLOCKING threshold. */
 void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint64_t threshold_ns);

@@ -3,7 +3,8 @@
  * The summary's blocking part (docs/tracing.md, "Blocking"): every off-CPU interval
  * of a target thread inside a traced poll, blamed on the innermost open poll; per
  * poll fn the voluntary (blocked) and involuntary (preempted) time, by syscall; per
- * poll the voluntary time it blocked its thread, for the BLOCKING warnings.
+ * poll the voluntary time it blocked its thread, for the BLOCKING warnings. Time
+ * off-CPU inside the tracer's own probe handling is counted apart, as the tracer's.
  *
  * A thread's records arrive in its own time order (one ring buffer, reserved as they
  * happen): the blocks of a poll come before that poll's record, so one accumulator
@@ -79,7 +80,14 @@ void trace_summary__add_block(struct trace_summary *s, const struct trace_block 
 		return;
 	}
 	bs = &s->polls[b->poll].block;
-	if (b->preempted) {
+	if (b->kind == OFFCPU_TRACER) { /* the tracer's cost, said apart, never the poll's */
+		bs->tracer++;
+		bs->tracer_ns += ns;
+		s->tracer_offcpu++;
+		s->tracer_offcpu_ns += ns;
+		return;
+	}
+	if (b->kind == OFFCPU_PREEMPTED) {
 		bs->preempted++;
 		bs->preempted_ns += ns;
 		return;

@@ -62,6 +62,8 @@ static void add_blocking_row(const struct trace_summary *s, uint32_t poll, cJSON
 	add_u64(bo, "blocked_max_ns", b->blocked_max_ns);
 	add_u64(bo, "preempted", b->preempted);
 	add_u64(bo, "preempted_ns", b->preempted_ns);
+	add_u64(bo, "tracer", b->tracer);
+	add_u64(bo, "tracer_ns", b->tracer_ns);
 	add_u64(bo, "offcpu_ns", b->offcpu_ns);
 	add_u64(bo, "cpu_ns", ps->busy_ns > b->offcpu_ns ? ps->busy_ns - b->offcpu_ns : 0);
 	add_u64(bo, "polls_over_threshold", b->over);
@@ -101,6 +103,55 @@ static void add_blocking(const struct trace_summary *s, cJSON *root)
 	add_u64(bo, "threshold_ns", s->block_threshold_ns);
 	add_u64(bo, "records", s->blocks);
 	add_u64(bo, "blocked_at_stop", s->blocked_at_stop);
+	add_u64(bo, "tracer", s->tracer_offcpu);
+	add_u64(bo, "tracer_ns", s->tracer_offcpu_ns);
+}
+
+/* totals.tracer_cost: the tracer's own, by hit class (trace_cost.h) */
+static void add_tracer_cost(cJSON *tot, const struct trace_run_totals *t)
+{
+	const struct tracer_cost *c = &t->cost;
+	cJSON *o = cJSON_AddObjectToObject(tot, "tracer_cost"), *hits;
+	double share = tracer_cost__share(c);
+
+	if (!o)
+		return;
+	cJSON_AddBoolToObject(o, "known", c->hits_known && c->per_hit.measured);
+	if ((hits = cJSON_AddArrayToObject(o, "hits")))
+		for (unsigned k = 0; k < HIT_CLASS_COUNT; k++) {
+			cJSON *x = add_object(hits);
+
+			if (!x)
+				break;
+			cJSON_AddStringToObject(x, "probes", hit_class__probe((enum hit_class)k));
+			cJSON_AddStringToObject(x, "how", hit_class__how((enum hit_class)k));
+			add_u64(x, "hits", c->hits[k]);
+			add_u64(x, "ns_per_hit", tracer_cost__per_hit(c, (enum hit_class)k));
+			add_u64(x, "ns", tracer_cost__class_ns(c, (enum hit_class)k));
+		}
+	add_u64(o, "cpu_ns", tracer_cost__total_ns(c));
+	add_u64(o, "stall_ns", tracer_cost__stall_ns(c));
+	if (c->target_cpu_ns >= 0)
+		add_u64(o, "target_cpu_ns", (uint64_t)c->target_cpu_ns);
+	else
+		cJSON_AddNullToObject(o, "target_cpu_ns");
+	if (share >= 0)
+		cJSON_AddNumberToObject(o, "share_percent", share);
+	else
+		cJSON_AddNullToObject(o, "share_percent");
+	add_u64(o, "offcpu", c->offcpu);
+	add_u64(o, "offcpu_ns", c->offcpu_ns);
+	cJSON *ks = cJSON_AddObjectToObject(tot, "kernel_switches");
+	if (ks) { /* the kernel's counts over the run, of the threads alive at its end */
+		if (t->kernel_voluntary >= 0)
+			add_u64(ks, "voluntary", (uint64_t)t->kernel_voluntary);
+		else
+			cJSON_AddNullToObject(ks, "voluntary");
+		if (t->kernel_involuntary >= 0)
+			add_u64(ks, "involuntary", (uint64_t)t->kernel_involuntary);
+		else
+			cJSON_AddNullToObject(ks, "involuntary");
+	}
 }
 
 static void add_cancel_row(const struct trace_summary *s, uint32_t poll, cJSON *o)
@@ -324,20 +375,51 @@ static int add_tasks(cJSON *root, const struct trace_summary *s)
 {
 	const struct task_table *t = &s->tasks;
 	cJSON *o = cJSON_AddObjectToObject(root, "tasks"), *arr;
-	uint32_t *order = task_table__by_busy(t), done = 0;
+	uint32_t nr_types = 0, nr_list = 0;
+	struct task_type_row *types = task_table__types(t, &nr_types);
+	struct task_summary *list = task_table__list(t, &nr_list);
+	char name[1024];
 
-	if (!order)
+	if (t->count && (!types || !list)) {
+		free(types);
+		free(list);
 		return -ENOMEM;
-	for (uint32_t i = 0; i < t->nr; i++)
-		done += t->tasks[i].completed;
-	add_u64(o, "count", t->nr);
-	add_u64(o, "completed", done);
+	}
+	add_u64(o, "count", t->count);
+	add_u64(o, "completed", t->completed);
+	add_u64(o, "busy_ns", task_table__busy_ns(t));
+	add_u64(o, "idle_ns", task_table__idle_ns(t));
+	cJSON_AddBoolToObject(o, "by_runtime", t->roots != NULL);
+	add_u64(o, "outside_polls", t->outside_polls);
+	add_u64(o, "outside_ns", t->outside_ns);
 	add_u64(o, "untracked_polls", t->untracked_polls);
 	add_u64(o, "untracked_tasks", t->untracked_tasks);
+	arr = cJSON_AddArrayToObject(o, "by_root");
+	for (uint32_t i = 0; arr && i < nr_types; i++) {
+		cJSON *x = add_object(arr);
+
+		if (!x)
+			break;
+		if (types[i].poll < s->m->nr_polls)
+			summary__poll_name(s->m, types[i].poll, name, sizeof(name));
+		else
+			snprintf(name, sizeof(name), "(poll %u)", types[i].poll);
+		cJSON_AddStringToObject(x, "name", name);
+		add_u64(x, "poll", types[i].poll);
+		add_u64(x, "tasks", types[i].tasks);
+		add_u64(x, "completed", types[i].completed);
+		add_u64(x, "polls", types[i].own_polls);
+		add_u64(x, "all_polls", types[i].all_polls);
+		add_u64(x, "busy_ns", types[i].busy_ns);
+		add_u64(x, "idle_ns", types[i].idle_ns);
+		add_u64(x, "max_busy_ns", types[i].max_busy_ns);
+	}
+	add_u64(o, "listed", nr_list);
 	arr = cJSON_AddArrayToObject(o, "list");
-	for (uint32_t i = 0; arr && i < t->nr; i++)
-		add_task(arr, s, &t->tasks[order[i]]);
-	free(order);
+	for (uint32_t i = 0; arr && i < nr_list; i++)
+		add_task(arr, s, &list[i]);
+	free(types);
+	free(list);
 	return 0;
 }
 
@@ -370,6 +452,7 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 	add_u64(tot, "max_live_instances", s->instances.max);
 	add_u64(tot, "untracked_task_polls", s->tasks.untracked_polls);
 	add_u64(tot, "max_tasks", s->tasks.max);
+	add_u64(tot, "kept_tasks", s->tasks.keep);
 	cJSON_AddBoolToObject(tot, "out_of_memory", s->oom);
 	cJSON *pc = cJSON_AddObjectToObject(tot, "probe_cost");
 	if (pc) {
@@ -382,6 +465,7 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 		add_u64(pc, "overcorrected_polls", s->probe_overcorrected);
 	}
 	add_u64(tot, "duration_ns", t->totals.duration_ns);
+	add_tracer_cost(tot, t);
 }
 
 int trace_summary__write_json(struct trace_summary *s, const struct trace_run_totals *t, FILE *out)

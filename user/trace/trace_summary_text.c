@@ -12,6 +12,17 @@
 #include "lib/text.h"
 #include "trace/trace_summary.h"
 
+/* Names in the text tables: the future's, its generic arguments shortened to fit. */
+#define TEXT_NAME_MAX 100
+
+static void text_name(const struct model *m, uint32_t poll, char *buf, size_t len)
+{
+	char full[4096];
+
+	summary__poll_label(m, poll, full, sizeof(full));
+	rust__abbreviate(full, buf, len, TEXT_NAME_MAX);
+}
+
 /* Width 10 either way: "≈" is one column but three bytes. */
 static void print_us(FILE *out, uint64_t ns, bool approximate)
 {
@@ -26,7 +37,7 @@ static void print_row(const struct trace_summary *s, const struct summary_row *r
 	const struct poll_summary *ps = &s->polls[r->poll];
 	char name[256];
 
-	summary__poll_label(s->m, r->poll, name, sizeof(name));
+	text_name(s->m, r->poll, name, sizeof(name));
 	fprintf(out,
 		"%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
 		" %8" PRIu64 " %10.3f",
@@ -72,7 +83,7 @@ static void print_group(const struct trace_summary *s, const struct pending_grou
 	uint32_t line = 0;
 	const char *file;
 
-	summary__poll_label(s->m, g->poll, name, sizeof(name));
+	text_name(s->m, g->poll, name, sizeof(name));
 	fprintf(out, "  %8" PRIu64 " \u00d7 %s ", g->count, name);
 	file = summary__await_site(s->m, g->poll, g->await_index, &line);
 	if (g->result == POLL_OPEN) {
@@ -126,7 +137,7 @@ static void print_task(const struct trace_summary *s, const struct task_summary 
 	char name[256];
 
 	if (t->poll < s->m->nr_polls)
-		summary__poll_label(s->m, t->poll, name, sizeof(name));
+		text_name(s->m, t->poll, name, sizeof(name));
 	else
 		snprintf(name, sizeof(name), "(poll %u)", t->poll);
 	fprintf(out, "%8" PRIu64 " %10" PRIu64 " %10.3f %10.3f %10.3f  %-4s  %s @ 0x%" PRIx64 "\n",
@@ -139,31 +150,56 @@ static void print_task(const struct trace_summary *s, const struct task_summary 
 static void print_tasks(struct trace_summary *s, FILE *out)
 {
 	const struct task_table *t = &s->tasks;
-	uint32_t *order = task_table__by_busy(t), shown, done = 0;
-	uint64_t busy = 0, idle = 0;
+	uint32_t nr_types = 0, nr_list = 0, shown;
+	struct task_type_row *types = task_table__types(t, &nr_types);
+	struct task_summary *list = task_table__list(t, &nr_list);
+	char name[256];
 
-	if (!order) {
+	if ((!types && t->count) || (!list && t->count)) {
 		s->oom = true;
-		return;
+		goto out;
 	}
-	for (uint32_t i = 0; i < t->nr; i++) {
-		done += t->tasks[i].completed;
-		busy += t->tasks[i].busy_ns;
-		idle += task_summary__idle(&t->tasks[i]);
+	fprintf(out, "\ntasks: %" PRIu64 " (%" PRIu64 " completed), busy %.3f ms, idle %.3f ms%s\n",
+		t->count, t->completed, (double)task_table__busy_ns(t) / 1e6,
+		(double)task_table__idle_ns(t) / 1e6,
+		t->roots ? ""
+			 : " (no runtime task type known: a task is an outermost traced frame)");
+	if (t->outside_polls)
+		fprintf(out,
+			"  and %" PRIu64 " polls of futures within tasks whose root future is not "
+			"traced (%.3f ms busy at their outermost traced frame)\n",
+			t->outside_polls, (double)t->outside_ns / 1e6);
+	if (nr_types > 1) {
+		fprintf(out, "%8s %9s %10s %10s %10s %10s  %s\n", "TASKS", "COMPLETED", "POLLS",
+			"BUSY_MS", "IDLE_MS", "MAX_MS", "BY ROOT FUTURE");
+		for (uint32_t i = 0; i < nr_types && i < TRACE_SUMMARY_TEXT_TASKS; i++) {
+			const struct task_type_row *r = &types[i];
+
+			if (r->poll < s->m->nr_polls)
+				text_name(s->m, r->poll, name, sizeof(name));
+			else
+				snprintf(name, sizeof(name), "(poll %u)", r->poll);
+			fprintf(out,
+				"%8" PRIu64 " %9" PRIu64 " %10" PRIu64
+				" %10.3f %10.3f %10.3f  %s\n",
+				r->tasks, r->completed, r->own_polls, (double)r->busy_ns / 1e6,
+				(double)r->idle_ns / 1e6, (double)r->max_busy_ns / 1e6, name);
+		}
+		if (nr_types > TRACE_SUMMARY_TEXT_TASKS)
+			fprintf(out, "  ... and %u more root futures\n",
+				nr_types - TRACE_SUMMARY_TEXT_TASKS);
 	}
-	fprintf(out, "\ntasks: %u (%u completed), busy %.3f ms, idle %.3f ms", t->nr, done,
-		(double)busy / 1e6, (double)idle / 1e6);
-	shown = t->nr < TRACE_SUMMARY_TEXT_TASKS ? t->nr : TRACE_SUMMARY_TEXT_TASKS;
+	shown = nr_list < TRACE_SUMMARY_TEXT_TASKS ? nr_list : TRACE_SUMMARY_TEXT_TASKS;
 	if (shown) {
-		fprintf(out, "; the busiest %u:\n", shown);
+		fprintf(out, "the busiest %u:\n", shown);
 		fprintf(out, "%8s %10s %10s %10s %10s  %-4s  %s\n", "POLLS", "ALL_POLLS", "BUSY_MS",
 			"IDLE_MS", "SPAN_MS", "DONE", "TASK");
-	} else {
-		fputc('\n', out);
 	}
 	for (uint32_t i = 0; i < shown; i++)
-		print_task(s, &t->tasks[order[i]], out);
-	free(order);
+		print_task(s, &list[i], out);
+out:
+	free(types);
+	free(list);
 }
 
 static void print_warnings(const struct trace_summary *s, const struct trace_run_totals *t,
@@ -201,8 +237,9 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 			s->instances.untracked_polls, s->instances.max);
 	if (s->tasks.untracked_polls)
 		fprintf(out,
-			"WARNING: %" PRIu64 " polls of tasks past the cap of %u tasks (%" PRIu64
-			" such tasks ended): not in the task list\n",
+			"WARNING: %" PRIu64
+			" polls of tasks past the cap of %u live tasks (%" PRIu64
+			" such tasks ended): not in the task counts\n",
 			s->tasks.untracked_polls, s->tasks.max, s->tasks.untracked_tasks);
 	if (s->bad_records)
 		fprintf(out, "WARNING: %" PRIu64 " malformed records ignored\n", s->bad_records);
@@ -211,7 +248,7 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 
 		if (!s->m->polls[p].nr_folded || !s->polls[p].polls)
 			continue;
-		summary__poll_label(s->m, p, name, sizeof(name));
+		text_name(s->m, p, name, sizeof(name));
 		summary__folded_names(s->m, p, folded, sizeof(folded));
 		fprintf(
 		    out,
@@ -302,7 +339,7 @@ static void print_blocking(const struct trace_summary *s, FILE *out)
 		const struct poll_summary *ps = &s->polls[p];
 
 		if (!b->blocked && !b->preempted)
-			continue;
+			continue; /* the tracer's own off-CPU time is said with its cost */
 		if (!header) {
 			fprintf(out, "\noff-CPU inside polls (blamed on the innermost traced poll; "
 				     "cpu = poll time less off-CPU):\n");
@@ -310,7 +347,7 @@ static void print_blocking(const struct trace_summary *s, FILE *out)
 				"total ms", "max ms", "preempt ms", "cpu %", "by syscall");
 			header = true;
 		}
-		summary__poll_name(s->m, p, name, sizeof(name));
+		text_name(s->m, p, name, sizeof(name));
 		syscalls_text(b, calls, sizeof(calls));
 		fprintf(out, "  %-40s %8" PRIu64 " %10.1f %10.1f %10.1f %7.1f%%  %s\n", name,
 			b->blocked, (double)b->blocked_ns / 1e6, (double)b->blocked_max_ns / 1e6,
@@ -339,7 +376,7 @@ static void print_blocking(const struct trace_summary *s, FILE *out)
 			continue;
 		if (!warned++)
 			fputs("\n", out);
-		summary__poll_name(s->m, p, name, sizeof(name));
+		text_name(s->m, p, name, sizeof(name));
 		if (b->worst_await >= 0)
 			file = summary__await_site(s->m, p, b->worst_await, &line);
 		fprintf(out,
@@ -371,7 +408,7 @@ static void waker_name(const struct trace_summary *s, uint32_t poll, char *buf, 
 	if (poll == TRACE_NO_INDEX || poll >= s->m->nr_polls)
 		snprintf(buf, len, "not in a traced poll");
 	else
-		summary__poll_name(s->m, poll, buf, len);
+		text_name(s->m, poll, buf, len);
 }
 
 static void print_wakes(struct trace_summary *s, FILE *out)
@@ -399,7 +436,7 @@ static void print_wakes(struct trace_summary *s, FILE *out)
 		}
 		if (n)
 			qsort(w->delays.v, n, sizeof(uint64_t), cmp_u64);
-		summary__poll_name(s->m, p, name, sizeof(name));
+		text_name(s->m, p, name, sizeof(name));
 		fprintf(out, "  %-36s %7" PRIu64 " %6" PRIu64 " %10.1f %10.1f %10.1f  ", name,
 			w->wakes, w->self_wakes,
 			(double)summary__percentile(w->delays.v, n, 50) / 1e3,
@@ -445,7 +482,7 @@ static void print_cancel(const struct trace_summary *s, FILE *out)
 			fprintf(out, "  %-40s %9s %7s  %s\n", "future", "cancelled", "drops", "at");
 			header = true;
 		}
-		summary__poll_name(s->m, p, name, sizeof(name));
+		text_name(s->m, p, name, sizeof(name));
 		fprintf(out, "  %-40s %9" PRIu64 " %7" PRIu64 "  ", name, c->cancelled, c->drops);
 		for (uint32_t i = 0; i < c->nr_at; i++) {
 			uint32_t line = 0;
@@ -499,5 +536,6 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 			"emulated instructions or return probes\n",
 			stepped, exits, 100.0 * (double)stepped / (double)exits);
 	print_probe_cost(s, out);
+	tracer_cost__print(&t->cost, out);
 	print_warnings(s, t, out);
 }

@@ -107,7 +107,7 @@ uint64_t summary_wake__poll(struct trace_summary *s, const struct trace_poll *p,
 	struct wake_summary *ws;
 	uint32_t used = 0;
 
-	if (p->depth)
+	if (!trace_poll__is_task_root(p))
 		return 0;
 	/* the task by its future (runtimes), else by its waker's data (std's Wake) */
 	if (!(pw = queue_of(s, p->self, p->start_ns)) &&

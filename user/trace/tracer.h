@@ -79,7 +79,8 @@ int tracer__resolve_woken(struct tracer *t, uint8_t runtime, uint64_t header, ui
  * stopped (that interval never ended: not counted, said so). */
 uint32_t tracer__blocked_at_stop(const struct tracer *t);
 /*
- * Tell the BPF side where each task type's future lies behind its header (wake-ups):
+ * Tell the BPF side where each task type's future lies behind its header (wake-ups)
+ * and where every probe site is (on_switch: a thread stopped in a probe):
  * the vtables at their runtime address, so once the target's executable is mapped.
  * 0 (done, or nothing to do), -EAGAIN (not yet: call again), or -errno.
  */
