@@ -9,8 +9,10 @@
  * unwinder__rules() learned from its unwind (the BPF side's own step function,
  * bpf/unwind_step.h) must find exactly the frames libdw found.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -285,6 +287,44 @@ static void test_rules(struct unwinder *u)
 	CHECK_EQ_U64(again.reason, UNWIND_STACK_SHORT);
 }
 
+/*
+ * Samples are symbolized after sampling, when the target may be gone: a re-read of
+ * its mappings that fails then must not take away the modules the walks need. A
+ * forked child has this process's mappings; walk our sample against it, kill it,
+ * re-read (it fails), and the walk still symbolizes.
+ */
+static void test_refresh_keeps_modules(void)
+{
+	static struct unwind_result r, again;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	char err[256] = "";
+	struct unwinder *u;
+	uint32_t n;
+	int e = 0;
+	pid_t child = fork();
+
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(child > 0);
+	u = unwinder__new(child, &e, err, sizeof(err));
+	CHECK(u != NULL);
+	if (u) {
+		CHECK(unwinder__unwind(u, &sample.rec, sample.stack, &r) > 0);
+		n = unwinder__walked(u, pcs, UNWIND_MAX_FRAMES);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		CHECK(unwinder__refresh(u) < 0);
+		CHECK_EQ_U64(unwinder__symbolize(u, pcs, n, UNWIND_COMPLETE, &again), r.nframes);
+		CHECK(again.nframes && !strcmp(again.frames[0]->name, "capture"));
+		unwinder__free(u);
+	} else {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+}
+
 int main(void)
 {
 	char err[256] = "";
@@ -299,6 +339,7 @@ int main(void)
 	test_own_stack(u);
 	test_failures(u);
 	test_rules(u);
+	test_refresh_keeps_modules();
 	CHECK(strcmp(unwind_reason__name(UNWIND_STACK_SHORT), "?") != 0);
 	unwinder__free(u);
 

@@ -161,11 +161,19 @@ static const Dwfl_Callbacks proc_callbacks = {
     .find_debuginfo = target__find_debuginfo,
 };
 
-static int report(struct unwinder *u, char *err, size_t errlen)
+/*
+ * Report the target's mappings. A re-read (`add`) keeps the modules reported before
+ * (dwfl_report_begin_add): the walks kept for symbolization after sampling still
+ * need them when the re-read fails (the target gone) or no longer lists them.
+ */
+static int report(struct unwinder *u, bool add, char *err, size_t errlen)
 {
 	int r;
 
-	dwfl_report_begin(u->dwfl);
+	if (add)
+		dwfl_report_begin_add(u->dwfl);
+	else
+		dwfl_report_begin(u->dwfl);
 	r = dwfl_linux_proc_report(u->dwfl, u->pid);
 	if (r) {
 		int e = r > 0 ? r : EINVAL;
@@ -206,7 +214,7 @@ struct unwinder *unwinder__new(pid_t pid, int *errp, char *err, size_t errlen)
 		unwinder__free(u);
 		return NULL;
 	}
-	r = report(u, err, errlen);
+	r = report(u, false, err, errlen);
 	if (r) {
 		*errp = r;
 		unwinder__free(u);
@@ -225,10 +233,9 @@ struct unwinder *unwinder__new(pid_t pid, int *errp, char *err, size_t errlen)
 
 int unwinder__refresh(struct unwinder *u)
 {
-	/* dwfl_report_begin keeps the modules reported again at the same place */
 	u->refreshes++;
 	u64_map__clear(&u->cache);
-	return report(u, NULL, 0);
+	return report(u, true, NULL, 0);
 }
 
 void unwinder__stats(const struct unwinder *u, uint64_t *cached_pcs, uint64_t *refreshes)

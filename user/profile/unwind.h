@@ -60,8 +60,9 @@ struct unwinder;
  * (errno-style code in *errp: -ESRCH, -EACCES, -ENOMEM, -EINVAL).
  */
 struct unwinder *unwinder__new(pid_t pid, int *errp, char *err, size_t errlen);
-/* Re-read the mappings (a dlopen, an exec). 0 or -errno. Keeps the symbol cache of
- * modules that did not move. */
+/* Re-read the mappings (a dlopen, an exec). 0 or -errno. Keeps the modules reported
+ * before (a failed re-read, the target gone, takes none away); clears the per-pc
+ * symbol cache. */
 int unwinder__refresh(struct unwinder *u);
 /*
  * Unwind one sample: rec's registers, `stack` holding rec->stack_size bytes copied
