@@ -21,9 +21,10 @@ enum record_type {
 	RECORD_DROP = 4,	    /* struct drop_record: a traced future dropped */
 	RECORD_WAKE = 5,	    /* struct wake_record: a runtime task woken */
 	RECORD_PROFILE_SAMPLE = 16, /* struct profile_sample, on-CPU, from profile.bpf.c */
-	RECORD_PROFILE_OFFCPU = 17, /* struct profile_sample: a target thread blocked here */
-	RECORD_PROFILE_WAKE = 18,   /* struct profile_sample without stack: it ran again;
-				       weight = ns blocked */
+	/* struct profile_sample on the off-CPU ring buffer: a target thread blocked where
+	 * the kernel could not unwind (a pc without an unwind rule yet); weight = the
+	 * key its time is summed under (OFFCPU_KEY_LEARN | an id) */
+	RECORD_PROFILE_OFFCPU = 17,
 };
 
 /*
@@ -387,12 +388,16 @@ enum trace_counter {
 #define PROFILE_REG_BP	6
 #define PROFILE_REG_IP	16
 
-#define PROFILE_STACK_DEFAULT (32u << 10) /* debug tokio servers need ~16K (docs/profile.md) */
-#define PROFILE_STACK_MAX     (64u << 10)
+/* at most; a sample copies its stack's depth when less. Debug hyper servers go 61K
+ * deep (docs/profile.md, "Stack copy size") */
+#define PROFILE_STACK_DEFAULT (128u << 10)
+#define PROFILE_STACK_MAX     (256u << 10)
 
-/* Why a sample carries no usable user state (flags). */
+/* What a sample's stack copy holds (flags). */
 #define PROFILE_F_KERNEL_THREAD 1u /* no user registers at all */
 #define PROFILE_F_STACK_FAULT	2u /* the stack copy stopped at an unreadable page */
+#define PROFILE_F_STACK_TOP	4u /* the copy reached the top of the thread's stack */
+#define PROFILE_F_STACK_CAPPED	8u /* the copy stopped at --stack-size, short of the top */
 
 struct profile_sample {
 	__u32 type; /* RECORD_PROFILE_SAMPLE or RECORD_PROFILE_OFFCPU */
@@ -403,8 +408,59 @@ struct profile_sample {
 	__u64 weight;	  /* on-CPU: 1; off-CPU: ns blocked */
 	__u32 flags;	  /* PROFILE_F_* */
 	__u32 stack_size; /* bytes of stack[] copied from regs[PROFILE_REG_SP] upwards */
+	/* bytes from regs[PROFILE_REG_SP] to the end of the stack's mapping (the top of
+	 * the thread's stack), 0 when unknown; saturates at UINT32_MAX */
+	__u32 stack_depth;
+	__u32 reserved;
 	__u64 regs[PROFILE_NR_REGS];
 	/* stack_size bytes of stack follow the header */
+};
+
+/*
+ * Off-CPU time is summed in the kernel (profile.bpf.c): when a target thread blocks,
+ * the program walks its user stack with unwind rules user space learned from the
+ * DWARF CFI of earlier unwinds (one rule per pc, in unwind_rules), hashes the pcs
+ * into a key, keeps the pcs once (offcpu_stacks) and adds the blocked time to the
+ * key's sums (offcpu_times) when the thread runs again. A pc without a rule sends
+ * the thread's stack to user space once (RECORD_PROFILE_OFFCPU), which unwinds it
+ * with libdw, sums that block under its own key and adds the rules it used.
+ */
+#define OFFCPU_MAX_FRAMES     128
+#define OFFCPU_KEY_INITIAL    (1ull << 63) /* unwind_rules key: pc of the innermost frame */
+#define OFFCPU_KEY_LEARN      (1ull << 63) /* offcpu_times key: a block user space unwound */
+#define OFFCPU_KEY_LOST	      0ull	   /* pending: the block's stack was lost */
+#define UNWIND_RULE_CFA_SP    7		   /* DWARF register numbers (x86-64) */
+#define UNWIND_RULE_CFA_BP    6
+#define UNWIND_RULE_BP_SAME   0 /* the caller's rbp is this frame's */
+#define UNWIND_RULE_BP_AT_CFA 1 /* saved at CFA + bp_offset */
+#define UNWIND_RULE_END	      1 /* flags: the outermost frame, the stack is whole */
+#define UNWIND_RULE_CUT	      2 /* flags: the unwind that taught this stopped here early */
+
+/* How to find the caller's frame from a frame at a pc: the x86-64 CFI rules we use. */
+struct unwind_rule {
+	__s32 cfa_offset; /* CFA = cfa_reg + cfa_offset; the return address at CFA - 8 */
+	__u8 cfa_reg;	  /* UNWIND_RULE_CFA_SP or _BP */
+	__u8 bp_rule;	  /* UNWIND_RULE_BP_* */
+	__u8 flags;	  /* UNWIND_RULE_END, UNWIND_RULE_CUT */
+	__u8 pad;
+	__s32 bp_offset;
+	__u32 pad2;
+};
+
+#define OFFCPU_STACK_CUT 1u /* flags: the walk stopped early (a CUT rule, too deep) */
+
+/* offcpu_stacks value: the pcs of one off-CPU stack, innermost first (return addresses
+ * as found: the call is at pc - 1 from pcs[1] on). */
+struct offcpu_stack {
+	__u32 nr;
+	__u32 flags;
+	__u64 pcs[OFFCPU_MAX_FRAMES];
+};
+
+/* offcpu_times value: blocks with this key, and their time off-CPU. */
+struct offcpu_time {
+	__u64 count;
+	__u64 ns;
 };
 
 /* Per-CPU counters (profile_counters map). */
@@ -414,7 +470,12 @@ enum profile_counter {
 	PCOUNTER_DROPPED,	 /* ring buffer full */
 	PCOUNTER_NO_REGS,	 /* no user registers (kernel thread) */
 	PCOUNTER_STACK_FAULT,	 /* the stack copy was cut short by a fault */
-	PCOUNTER_OFFCPU_DROPPED, /* off-CPU: switch-out state table full */
+	PCOUNTER_NO_TOP,	 /* the top of the thread's stack could not be found */
+	PCOUNTER_OFFCPU_BLOCKS,	 /* off-CPU: target threads that blocked */
+	PCOUNTER_OFFCPU_LEARN,	 /* ... whose stack went to user space (a pc without a rule) */
+	PCOUNTER_OFFCPU_LOST,	 /* ... lost: a map or the off-CPU ring buffer was full */
+	PCOUNTER_OFFCPU_LOST_NS, /* time blocked of the lost ones, when it was measured */
+	PCOUNTER_OFFCPU_UNENDED, /* ... whose switch-in was not seen: lost, time unknown */
 	PCOUNTER_COUNT,
 };
 
@@ -435,8 +496,11 @@ _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
 	       "struct poll_stats: only __u64 members (user space sums them word by word)");
 _Static_assert(sizeof(struct poll_stats) == 176 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
-_Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
+_Static_assert(sizeof(struct profile_sample) == 48 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");
+_Static_assert(sizeof(struct unwind_rule) == 16, "struct unwind_rule changed");
+_Static_assert(sizeof(struct offcpu_stack) == 8 + 8 * OFFCPU_MAX_FRAMES,
+	       "struct offcpu_stack changed");
 _Static_assert(RESULT_READY == 0 && RESULT_PENDING == 1 && RESULT_PANICKED == 2 &&
 		   RESULT_UNKNOWN == 3 && RESULT_TRUNCATED == 4 && RESULT_OPEN == 5,
 	       "enum record_result renumbered (user space maps it onto enum poll_result)");

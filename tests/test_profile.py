@@ -36,7 +36,7 @@ def sampling():
     util.require_file(util.ASYNCBPF, "the sanitizer build", "run 'make san'")
     proc = util.run_asyncbpf("check", "--json")
     report = {f["name"]: f for f in json.loads(proc.stdout)["features"]}
-    for name in ("perf_event", "ringbuf"):
+    for name in ("perf_event", "ringbuf", "task_storage"):  # check_parts.c: "profile: samples"
         if report[name]["status"] != "ok":
             pytest.skip(f"{name} unavailable, asyncbpf profile cannot sample: {report[name]['detail']}")
     return report
@@ -380,3 +380,100 @@ def test_exec_stops_profiling(sampling, tmp_path):
     assert "executed another program: profiling stopped" in proc.stderr, util.describe(proc)
     assert '"mode":"hot"' in proc.stdout, util.describe(proc)
     assert (tmp_path / "x.folded").exists()
+
+
+def summary_counts(report):
+    """The numbers of the summary line (docs/profile.md, Outputs)."""
+    m = re.search(r": (\d+) samples, (\d+) dropped \(ring buffer full\), (\d+) failed to unwind, (\d+) unwound "
+                  r"partially.*, (\d+) cut short by the (\d+) KiB stack copy", report)
+    assert m, report[-3000:]
+    return dict(zip(("samples", "dropped", "failed", "partial", "cut_short", "copy_kib"), map(int, m.groups())))
+
+
+def offcpu_counts(report):
+    m = re.search(r"off-CPU: (\d+) blocks: (\d+) summed in the kernel per stack \(([\d.]+) ms blocked\), (\d+) lost "
+                  r"\(([\d.]+) ms; .*\), (\d+) still blocked at the end .*; (\d+) stacks sent to user space to unwind "
+                  r"first, (\d+) unwind rules learned", report)
+    assert m, report[-3000:]
+    keys = ("blocks", "summed", "summed_ms", "lost", "lost_ms", "still", "sent", "rules")
+    return {k: float(v) if "." in v else int(v) for k, v in zip(keys, m.groups())}
+
+
+@needs_root
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_cut_short_samples_are_counted_and_shown(sampling, tmp_path, profile):
+    """A copy smaller than the stack: every sample whose unwind ran past it is counted
+    (summary) and shown under [stack cut short] (not [not in a poll], not [runtime]
+    without its task's root), as many in the folded stacks, the SVG's subtitle, pprof's comments and the
+    Perfetto totals. hot_leaf is where the fixture spins (its source), so the frames
+    found below the cut are mostly hot_leaf's. The same program with the default copy
+    has none cut short."""
+    hot_chain_from_source("handwritten")
+    out = {k: tmp_path / f"c.{k}" for k in ("folded", "svg", "pb", "pftrace")}
+    proc = util.run_asyncbpf("profile", "-F", "499", "--stack-size", "1K", "--folded", out["folded"], "-o",
+                             out["svg"], "--pprof", out["pb"], "--perfetto", out["pftrace"], "--",
+                             *hot_command(profile, "handwritten", 1500), timeout=180)
+    assert proc.returncode == 0, util.describe(proc)
+    n = summary_counts(proc.stderr)
+    stacks = parse_folded(out["folded"])
+    cut = [(f, w) for f, w in stacks if f[0] == "[stack cut short]"]
+    assert n["copy_kib"] == 1 and n["cut_short"] > 0, util.describe(proc)
+    assert sum(w for _, w in cut) == n["cut_short"], (cut[:3], n)
+    # the rest are whole: outside any poll (the exit path), or under the task's root
+    for f, _ in stacks:
+        if f[0] == "[not in a poll]":
+            assert not any(is_fn(x, "handwritten", fn) for x in f for fn in HOT_CHAIN), f
+        elif f[0] == "[runtime]":
+            assert len(f) > 1 and is_fn(f[1], "handwritten", "hot_task"), f
+    in_leaf = sum(w for f, w in cut if any(is_fn(x, "handwritten", "hot_leaf") for x in f))
+    assert in_leaf >= 0.8 * n["cut_short"], describe_stacks(cut)
+    m = re.search(r"([\d.]+)% of the samples were cut short.*the deepest stack seen was (\d+) KiB: --stack-size (\d+)K",
+                  proc.stderr)
+    assert m and int(m.group(2)) > 1 and int(m.group(3)) >= int(m.group(2)), proc.stderr[-2000:]
+    svg = out["svg"].read_text(encoding="utf-8")
+    assert f"{n['cut_short']} cut short by the 1 KiB stack copy" in svg
+    if out["pb"].exists():
+        assert f"cut short: {n['cut_short']} samples (the 1024-byte".encode() in out["pb"].read_bytes()
+    if out["pftrace"].exists():
+        assert f"{n['cut_short']} cut short".encode() in out["pftrace"].read_bytes()
+
+    whole = util.run_asyncbpf("profile", "-F", "499", "--folded", tmp_path / "w.folded", "-o", tmp_path / "w.svg",
+                              "--", *hot_command(profile, "handwritten", 500), timeout=180)
+    assert whole.returncode == 0, util.describe(whole)
+    assert summary_counts(whole.stderr)["cut_short"] == 0, util.describe(whole)
+    assert not any(f[0] == "[stack cut short]" for f, _ in parse_folded(tmp_path / "w.folded"))
+
+
+@needs_root
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_off_cpu_is_summed_in_the_kernel(sampling, tmp_path, profile):
+    """`handwritten switch N`: each poll of Switcher writes a byte to an echo thread
+    and blocks in `read` until it comes back (its source), so the main thread blocks
+    at one place, thousands of times. The kernel sums them: only a few stacks go to
+    user space, every block is summed, lost or still going at the end, and the blocks
+    the kernel walked land in the very stack libdw found for the first ones (one
+    off-CPU stack through Switcher, not two). Its time is within the run the fixture
+    measured itself."""
+    if sampling["tp_btf"]["status"] != "ok":
+        pytest.skip(f"tp_btf unavailable, no off-CPU profiling: {sampling['tp_btf']['detail']}")
+    src = source_of("handwritten")
+    assert "impl Future for Switcher" in src and "self.rx.read_exact(&mut b)" in src
+    binary = util.fixture_binary(profile, "handwritten")
+    off = tmp_path / "off.folded"
+    proc = util.run_asyncbpf("profile", "--off-cpu", "--folded", tmp_path / "on.folded", "--folded-offcpu", off,
+                             "-o", tmp_path / "o.svg", "--", binary, "switch", "20000", timeout=180)
+    assert proc.returncode == 0, util.describe(proc)
+    run = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    assert run["mode"] == "switch" and run["polls"] == 20000, proc.stdout
+    n = offcpu_counts(proc.stderr)
+    assert n["blocks"] == n["summed"] + n["lost"] + n["still"], n
+    assert n["lost"] <= 0.01 * n["blocks"], n
+    assert n["blocks"] >= 1000 and n["sent"] <= 0.1 * n["blocks"] and n["rules"] > 0, n
+    stacks = parse_folded(off)
+    switcher = [(f, w) for f, w in stacks if any(x == "handwritten::Switcher" for x in f)]
+    assert len(switcher) == 1, describe_stacks(stacks)
+    frames, ns = switcher[0]
+    assert frames[0] == "[runtime]" and frames[1] == "handwritten::Switcher", frames
+    assert any("read" in x for x in frames[2:]), frames
+    assert 0 < ns <= run["elapsed_ns"], (ns, run)
+    assert abs(sum(w for _, w in stacks) / 1e6 - n["summed_ms"]) < 0.01 + 1e-6 * n["summed_ms"], n

@@ -154,6 +154,7 @@ def test_svg_structure(svg_file):
     assert re.findall(r"https?://[^\"'\s]*", text) == ["http://www.w3.org/2000/svg"]
     subtitle = root.find("s:text[@class='subtitle']", ns).text
     assert "7 dropped" in subtitle and "3 unwind failed" in subtitle and "101 on-CPU samples" in subtitle
+    assert "5 cut short by the 128 KiB stack copy" in subtitle and "2 off-CPU blocks lost (1.500 ms)" in subtitle
     assert root.find("s:text[@class='title']", ns).text == "demo <profile> & co"
     # on-CPU and off-CPU: two graphs, labelled, never mixed
     assert [h.split(":")[0] for h, _ in graphs] == ["On-CPU", "Off-CPU"]
@@ -297,6 +298,9 @@ def test_pprof_typed_decode(pprof_file):
     assert int(field(prof, "duration_nanos")) == 2000000000
     comments = [s(c) for c in fields(prof, "comment")]
     assert any("dropped samples: 7" in c for c in comments) and any("unwind failed: 3" in c for c in comments)
+    # the model's samples cut short by its 128 KiB stack copy, its off-CPU blocks lost
+    assert any(c.startswith("cut short: 5 samples (the 131072-byte stack copy") for c in comments), comments
+    assert "off-CPU blocks lost: 2 (1500000 ns)" in comments, comments
 
     functions = {field(f, "id"): f for f in fields(prof, "function")}
     locations = {field(loc, "id"): loc for loc in fields(prof, "location")}
@@ -415,7 +419,7 @@ def test_perfetto_samples(tmp_path):
     assert got == want
     assert len(state["callstacks"]) == len({stack for _, _, stack in SAMPLES}), "callstacks not deduplicated"
     last = state["instants"][-1][1]
-    assert unquote(field(last, "name")) == "asyncbpf profile: 7 samples DROPPED, 3 unwind failed"
+    assert unquote(field(last, "name")) == "asyncbpf profile: 7 samples DROPPED, 3 unwind failed, 5 cut short, 2 off-CPU blocks lost"
 
 
 def test_perfetto_aggregate(tmp_path):

@@ -16,7 +16,9 @@
  * handler' is another frame (pc 0x1010, line 12) named like handler: merged with it
  * in the flame graph, the same pprof Function but another Location. fetch is inlined
  * into handler (same pc 0x1000), not into handler' (another pc).
- * On-CPU total 101 samples; off-CPU 6 samples, 5,000,000 ns.
+ * On-CPU total 101 samples; off-CPU 6 samples, 5,000,000 ns. Lost and cut short
+ * (metadata only): 7 dropped, 3 unwind failed, 5 cut short by a 128 KiB stack copy,
+ * 2 off-CPU blocks lost (1.5 ms).
  */
 #ifndef ASYNCBPF_TEST_PROFILE_MODEL_H
 #define ASYNCBPF_TEST_PROFILE_MODEL_H
@@ -151,6 +153,10 @@ static inline void profile_model__build(struct profile_model *m)
 	    .period_ns = 1000000,
 	    .dropped = 7,
 	    .unwind_failed = 3,
+	    .cut_short = 5,
+	    .stack_size = 128 << 10,
+	    .offcpu_lost = 2,
+	    .offcpu_lost_ns = 1500000,
 	};
 }
 

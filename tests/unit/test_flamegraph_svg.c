@@ -89,6 +89,8 @@ static void test_profile(void)
 	CHECK(strstr(svg, "On-CPU: 101 samples") != NULL);
 	CHECK(strstr(svg, "Off-CPU: time blocked, 5.000 ms in 6 switches") != NULL);
 	CHECK(strstr(svg, "7 dropped") && strstr(svg, "3 unwind failed"));
+	CHECK(strstr(svg, "5 cut short by the 128 KiB stack copy"));
+	CHECK(strstr(svg, "2 off-CPU blocks lost (1.500 ms)"));
 	CHECK(strstr(svg, " 0 frames omitted") != NULL);
 
 	/* on-CPU graph (the first): handler and handler' merge; widths by weight */

@@ -42,7 +42,7 @@ struct instant {
 	uint64_t ts, track;
 	char name[256];
 	char stack[512];
-	uint64_t samples;
+	uint64_t samples, off_cpu_ns;
 };
 
 struct trace {
@@ -266,6 +266,8 @@ static void decode_packet(struct trace *t, const struct pb_field *pf)
 					copy_string(in->stack, sizeof(in->stack), &string);
 				if (!strcmp(aname, "samples"))
 					in->samples = uint_value;
+				if (!strcmp(aname, "off_cpu_ns"))
+					in->off_cpu_ns = uint_value;
 			}
 		}
 		bool declared = false;
@@ -378,7 +380,8 @@ static void test_samples(void)
 
 	/* the totals: last, on the process track */
 	CHECK_EQ_U64(t.ninstants, 1);
-	CHECK_STR(t.instants[0].name, "asyncbpf profile: 7 samples DROPPED, 3 unwind failed");
+	CHECK_STR(t.instants[0].name, "asyncbpf profile: 7 samples DROPPED, 3 unwind failed, 5 cut "
+				      "short, 2 off-CPU blocks lost");
 	CHECK(t.instants[0].ts >= 2200000000ULL);
 
 	trace_free(&t);
@@ -416,6 +419,46 @@ static void test_aggregate(void)
 	CHECK(!t.bad && !t.used_before_defined);
 	CHECK_EQ_U64(t.ninstants, 1);
 	CHECK_STR(t.instants[0].name, "asyncbpf profile totals");
+	trace_free(&t);
+	free(buf);
+	profile_model__free(&m);
+}
+
+/*
+ * Off-CPU stacks summed in the kernel have no samples of their own: the on-CPU
+ * samples are written as such, the off-CPU stacks as instant events with their
+ * blocks and time, before the totals.
+ */
+static void test_offcpu_summed(void)
+{
+	struct profile_model m;
+	struct psample on[12];
+	struct trace t;
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+
+	profile_model__build(&m);
+	for (size_t i = 0; i < m.p.nsamples; i++)
+		if (!m.stacks[m.samples[i].stack].offcpu)
+			on[n++] = m.samples[i];
+	m.p.samples = on;
+	m.p.nsamples = n;
+	CHECK_EQ_I64(profile_model__write_mem(perfetto_profile__write, &m.p, &buf, &len), 0);
+	decode(&t, buf, len);
+	CHECK(!t.bad && !t.used_before_defined);
+	CHECK_EQ_U64(t.nsamples, n);
+	CHECK_EQ_U64(n, 9);
+	CHECK_EQ_U64(t.ninstants, 3); /* S4, S5, the totals */
+	CHECK_STR(t.instants[0].name, "demo::fetch");
+	CHECK_STR(t.instants[0].stack, "[runtime]\ndemo::handler\ndemo::fetch");
+	CHECK_EQ_U64(t.instants[0].samples, 4);
+	CHECK_EQ_U64(t.instants[0].off_cpu_ns, 4000000);
+	CHECK_STR(t.instants[1].name, "tokio::runtime::park");
+	CHECK_EQ_U64(t.instants[1].samples, 2);
+	CHECK_EQ_U64(t.instants[1].off_cpu_ns, 1000000);
+	CHECK_STR(t.instants[2].name,
+		  "asyncbpf profile: 7 samples DROPPED, 3 unwind failed, 5 cut short, 2 off-CPU "
+		  "blocks lost");
 	trace_free(&t);
 	free(buf);
 	profile_model__free(&m);
@@ -484,6 +527,7 @@ int main(int argc, char **argv)
 	}
 	test_samples();
 	test_aggregate();
+	test_offcpu_summed();
 	test_fork_and_bad_index();
 	test_write_error();
 	TEST_MAIN_END();

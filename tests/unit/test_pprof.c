@@ -366,12 +366,16 @@ static void test_profile(void)
 	      !strcmp(str(&d, d.mappings[inl->mapping_id - 1].filename), PM_DEMO_BIN));
 
 	/* drops and unwind failures in the comments */
-	bool dropped = false, unwind = false;
+	bool dropped = false, unwind = false, cut = false, lost = false;
 	for (size_t i = 0; i < d.ncomments; i++) {
 		dropped |= strstr(str(&d, d.comments[i]), "dropped samples: 7") != NULL;
 		unwind |= strstr(str(&d, d.comments[i]), "unwind failed: 3") != NULL;
+		cut |=
+		    strstr(str(&d, d.comments[i]), "cut short: 5 samples (the 131072-byte") != NULL;
+		lost |=
+		    strstr(str(&d, d.comments[i]), "off-CPU blocks lost: 2 (1500000 ns)") != NULL;
 	}
-	CHECK(dropped && unwind);
+	CHECK(dropped && unwind && cut && lost);
 
 	decoded_free(&d);
 	free(buf);

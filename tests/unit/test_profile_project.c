@@ -10,6 +10,7 @@
 
 #include "export/profile_export.h"
 #include "profile/profile_project.h"
+#include "profile/walks.h"
 #include "testlib.h"
 
 static void add_future(struct model *m, const char *path, enum crate_class cls)
@@ -84,6 +85,33 @@ static const char *names(const struct pstack *s, char *buf, size_t len)
 	return buf;
 }
 
+/* Walks kept until the end: each distinct one (pcs and reason) once. */
+static void test_walk_table(void)
+{
+	static const uint64_t a[] = {0x1000, 0x2000, 0x3000}, b[] = {0x1000, 0x2000, 0x3001};
+	struct walk_table t;
+	int64_t i, j;
+
+	walk_table__init(&t);
+	i = walk_table__add(&t, a, 3, UNWIND_COMPLETE);
+	CHECK(i == 0);
+	CHECK(walk_table__add(&t, a, 3, UNWIND_COMPLETE) == i);
+	CHECK((j = walk_table__add(&t, a, 3, UNWIND_STACK_SHORT)) != i && j >= 0);
+	CHECK(walk_table__add(&t, a, 2, UNWIND_COMPLETE) > j);
+	CHECK(walk_table__add(&t, b, 3, UNWIND_COMPLETE) > j);
+	CHECK(walk_table__add(&t, NULL, 0, UNWIND_NO_REGS) >= 0);
+	CHECK_EQ_U64(t.nr, 5);
+	CHECK(t.walks[j].reason == UNWIND_STACK_SHORT && t.walks[j].n == 3 &&
+	      t.walks[j].stack == -1);
+	for (int k = 0; k < 3000; k++) { /* growth keeps what was there */
+		uint64_t pc = 0x5000 + (uint64_t)k;
+
+		CHECK(walk_table__add(&t, &pc, 1, UNWIND_COMPLETE) == 5 + k);
+	}
+	CHECK(walk_table__add(&t, b, 3, UNWIND_COMPLETE) == 3);
+	walk_table__free(&t);
+}
+
 int main(void)
 {
 	struct model m;
@@ -91,8 +119,9 @@ int main(void)
 	struct profile_data d = {0};
 	struct projected_sample s = {.weight = 1, .pid = 1, .tid = 1};
 	char buf[1024];
-	int64_t a, b, c, e, u;
+	int64_t a, b, c, e, u, o;
 
+	test_walk_table();
 	build_model(&m);
 	p = must(projector__new(&m, true));
 
@@ -140,19 +169,40 @@ int main(void)
 	projector__stack_text(&d.stacks[a], buf, sizeof(buf));
 	CHECK_STR(buf, "demo::task → demo::middle → demo::leaf (in demo::spin)");
 
-	/* off-CPU stacks are kept apart, and weighted by time */
+	/* off-CPU stacks are kept apart, and weighted by time summed elsewhere: counted,
+	 * not kept one by one */
 	{
 		struct projected_sample off = {.weight = 0, .offcpu = true, .intern_only = true};
-		int64_t o = projector__add(p, hot, 8, &off);
 
+		o = projector__add(p, hot, 8, &off);
 		CHECK(o >= 0 && o != a);
 		projector__fill(p, &d);
 		CHECK_EQ_U64(d.nsamples, 5);
 		CHECK_EQ_U64(d.stacks[o].samples, 0);
-		off.intern_only = false;
-		off.weight = 5000;
-		CHECK(projector__add_weight(p, (uint32_t)o, &off) == 0);
-		CHECK(projector__add_weight(p, 999, &off) < 0);
+		CHECK(projector__add_aggregate(p, (uint32_t)o, 1, 5000) == 0);
+		CHECK(projector__add_aggregate(p, 999, 1, 5000) < 0);
+		projector__fill(p, &d);
+		CHECK_EQ_U64(d.nsamples, 5);
+	}
+
+	/* a stack copy too short: what was found, under [stack cut short] instead of
+	 * [runtime] or [not in a poll] (the task's root future is not known) */
+	{
+		struct projected_sample cut = s;
+		const struct uframe *top_lost[] = {&spin, &leaf, &middle};
+		const struct uframe *no_poll[] = {&park, &run};
+		int64_t t, q;
+
+		cut.cut_short = true;
+		t = projector__add(p, top_lost, 3, &cut);
+		q = projector__add(p, no_poll, 2, &cut);
+		projector__fill(p, &d);
+		CHECK(t >= 0 && q >= 0);
+		CHECK_STR(names(&d.stacks[t], buf, sizeof(buf)),
+			  "[stack cut short];demo::middle;demo::leaf;demo::spin");
+		CHECK_STR(names(&d.stacks[q], buf, sizeof(buf)),
+			  "[stack cut short];tokio::runtime::run;epoll_wait");
+		CHECK_EQ_U64(d.stacks[t].frames[0]->kind, PFRAME_SPECIAL);
 	}
 
 	/* folded: on-CPU only, sorted, weights */
@@ -167,13 +217,15 @@ int main(void)
 		CHECK_STR(text, "[not in a poll];main;tokio::runtime::run;epoll_wait 1\n"
 				"[runtime];demo::task;demo::middle;demo::leaf;demo::spin 2\n"
 				"[runtime];epoll_wait 1\n"
+				"[stack cut short];demo::middle;demo::leaf;demo::spin 1\n"
+				"[stack cut short];tokio::runtime::run;epoll_wait 1\n"
 				"[unknown] 1\n");
 		free(text);
 		f = must(open_memstream(&text, &len));
 		CHECK(folded__write(f, &d, 1) == 0);
 		fclose(f);
 		CHECK_STR(text, "[runtime];demo::task;demo::middle;demo::leaf;demo::spin 5000\n");
-		CHECK_EQ_U64(d.stacks[d.nstacks - 1].samples, 1);
+		CHECK_EQ_U64(d.stacks[o].samples, 1); /* the off-CPU stack: one block */
 		free(text);
 	}
 

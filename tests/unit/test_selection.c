@@ -270,14 +270,21 @@ static void test_classify(void)
 	    "mio",
 	    "event_listener",
 	    "pin_project_lite",
-	    "hyper",
-	    "tower",
 	    "actix_rt",
 	    "glommio",
 	    "monoio",
 	    "embassy_executor",
 	};
 	static const char *const other_names[] = {
+	    /* libraries on a runtime, not runtimes: their futures are the tasks' own */
+	    "hyper",
+	    "hyper_util",
+	    "h2",
+	    "want",
+	    "tower",
+	    "tower_http",
+	    "reqwest",
+	    "tonic",
 	    "serde",
 	    "log",
 	    "tracing",

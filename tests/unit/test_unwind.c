@@ -5,13 +5,24 @@
  * unwinds it against its own /proc/self/maps and checks the frames against the
  * functions it knows it called: capture <- level3 <- level2 <- level1 <- main.
  * Then the failure reasons: no registers, a pc in no module, a stack copy too short.
+ * And the off-CPU walker's rules: walking the same sample with the rules
+ * unwinder__rules() learned from its unwind (the BPF side's own step function,
+ * bpf/unwind_step.h) must find exactly the frames libdw found.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testlib.h"
 #include "profile/unwind.h"
+
+/* the walker reads the sample's copied stack, as the BPF side reads the thread's */
+static const struct recorded *walked;
+static int read_copy(__u64 *dst, __u64 addr);
+#define UNWIND_READ(dst, addr) read_copy((dst), (addr))
+#include "unwind_step.h"
 
 #define STACK_COPY 8192
 
@@ -21,6 +32,17 @@ struct recorded {
 };
 
 static struct recorded sample;
+
+static int read_copy(__u64 *dst, __u64 addr)
+{
+	uint64_t sp = walked->rec.regs[PROFILE_REG_SP];
+
+	if (addr < sp || addr - sp > walked->rec.stack_size ||
+	    walked->rec.stack_size - (addr - sp) < 8)
+		return -1;
+	memcpy(dst, walked->stack + (addr - sp), 8);
+	return 0;
+}
 
 /* The stack above sp is other frames' memory, redzones included: copy it the way the
  * BPF program does, without the sanitizer's checks. Stops at the stack's top. */
@@ -173,6 +195,136 @@ static void test_failures(struct unwinder *u)
 	CHECK(r.nframes >= 1 && !strcmp(r.frames[0]->name, "capture"));
 }
 
+static const struct unwind_rule *rule_of(const struct learned_rule *rules, uint32_t n, uint64_t key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (rules[i].key == key)
+			return &rules[i].rule;
+	return NULL;
+}
+
+/*
+ * Walk s as the kernel would with rules[0..n): the pcs found, innermost first (return
+ * addresses whole), and how it ended.
+ */
+static uint32_t walk(const struct recorded *s, const struct learned_rule *rules, uint32_t n,
+		     __u64 *pcs, enum unwind_step_result *end)
+{
+	struct unwind_regs f = {.sp = s->rec.regs[PROFILE_REG_SP],
+				.bp = s->rec.regs[PROFILE_REG_BP],
+				.pc = s->rec.regs[PROFILE_REG_IP]};
+	uint32_t k = 0;
+
+	walked = s;
+	*end = UNWIND_STEP_FAULT;
+	while (k < OFFCPU_MAX_FRAMES) {
+		const struct unwind_rule *r =
+		    rule_of(rules, n, f.pc | (k ? 0 : OFFCPU_KEY_INITIAL));
+
+		pcs[k++] = f.pc;
+		if (!r)
+			break;
+		*end = unwind_step(r, &f);
+		if (*end != UNWIND_STEP_CALLER)
+			break;
+	}
+	return k;
+}
+
+/* The walk's pcs as symbolization looks them up: a caller's at its call instruction. */
+static const uint64_t *lookup(const __u64 *pcs, uint32_t n)
+{
+	static uint64_t out[OFFCPU_MAX_FRAMES];
+
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = i ? pcs[i] - 1 : pcs[i];
+	return out;
+}
+
+static void test_rules(struct unwinder *u)
+{
+	static struct unwind_result r, again;
+	static struct learned_rule rules[UNWIND_MAX_FRAMES];
+	static struct recorded cut;
+	__u64 pcs[OFFCPU_MAX_FRAMES];
+	enum unwind_step_result end;
+	uint32_t n, k;
+
+	/* the whole stack: a rule per physical frame, the last one END */
+	CHECK(unwinder__unwind(u, &sample.rec, sample.stack, &r) > 0);
+	CHECK_EQ_U64(r.reason, UNWIND_COMPLETE);
+	n = unwinder__rules(u, rules, UNWIND_MAX_FRAMES);
+	CHECK_EQ_U64(n, r.nphysical);
+	CHECK(n && (rules[n - 1].rule.flags & UNWIND_RULE_END));
+	CHECK(n && rules[0].key == (sample.rec.regs[PROFILE_REG_IP] | OFFCPU_KEY_INITIAL));
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		CHECK(rules[i].rule.cfa_reg == UNWIND_RULE_CFA_SP ||
+		      rules[i].rule.cfa_reg == UNWIND_RULE_CFA_BP);
+		CHECK(!rules[i].rule.flags);
+	}
+	/* walked with them: the same frames, the same end */
+	k = walk(&sample, rules, n, pcs, &end);
+	CHECK_EQ_U64(end, UNWIND_STEP_END);
+	CHECK_EQ_U64(k, r.nphysical);
+	CHECK_EQ_U64(unwinder__symbolize(u, lookup(pcs, k), k, UNWIND_COMPLETE, &again), r.nframes);
+	for (uint32_t i = 0; i < r.nframes && i < again.nframes; i++)
+		CHECK(again.frames[i] == r.frames[i]);
+	CHECK_EQ_U64(again.reason, UNWIND_COMPLETE);
+
+	/* a copy too short: the rules stop where libdw did, marked CUT */
+	cut = sample;
+	cut.rec.stack_size = 8;
+	cut.rec.flags = 0;
+	unwinder__unwind(u, &cut.rec, cut.stack, &r);
+	CHECK_EQ_U64(r.reason, UNWIND_STACK_SHORT);
+	n = unwinder__rules(u, rules, UNWIND_MAX_FRAMES);
+	CHECK(n >= 1 && (rules[n - 1].rule.flags & UNWIND_RULE_CUT));
+	k = walk(&cut, rules, n, pcs, &end);
+	CHECK_EQ_U64(end, UNWIND_STEP_CUT);
+	CHECK_EQ_U64(k, r.nphysical);
+	CHECK_EQ_U64(unwinder__symbolize(u, lookup(pcs, k), k, UNWIND_STACK_SHORT, &again),
+		     r.nframes);
+	CHECK_EQ_U64(again.reason, UNWIND_STACK_SHORT);
+}
+
+/*
+ * Samples are symbolized after sampling, when the target may be gone: a re-read of
+ * its mappings that fails then must not take away the modules the walks need. A
+ * forked child has this process's mappings; walk our sample against it, kill it,
+ * re-read (it fails), and the walk still symbolizes.
+ */
+static void test_refresh_keeps_modules(void)
+{
+	static struct unwind_result r, again;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	char err[256] = "";
+	struct unwinder *u;
+	uint32_t n;
+	int e = 0;
+	pid_t child = fork();
+
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(child > 0);
+	u = unwinder__new(child, &e, err, sizeof(err));
+	CHECK(u != NULL);
+	if (u) {
+		CHECK(unwinder__unwind(u, &sample.rec, sample.stack, &r) > 0);
+		n = unwinder__walked(u, pcs, UNWIND_MAX_FRAMES);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		CHECK(unwinder__refresh(u) < 0);
+		CHECK_EQ_U64(unwinder__symbolize(u, pcs, n, UNWIND_COMPLETE, &again), r.nframes);
+		CHECK(again.nframes && !strcmp(again.frames[0]->name, "capture"));
+		unwinder__free(u);
+	} else {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+}
+
 int main(void)
 {
 	char err[256] = "";
@@ -186,6 +338,8 @@ int main(void)
 	}
 	test_own_stack(u);
 	test_failures(u);
+	test_rules(u);
+	test_refresh_keeps_modules();
 	CHECK(strcmp(unwind_reason__name(UNWIND_STACK_SHORT), "?") != 0);
 	unwinder__free(u);
 

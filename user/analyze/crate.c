@@ -160,7 +160,15 @@ static const char *const std_crates[] = {
     "sysroot",
 };
 
-/* Async runtimes, executors, reactors and the crates they are built from. */
+/*
+ * Async runtimes: what runs tasks (executors, schedulers, reactors, timers, blocking
+ * pools, task harnesses) and the crates they are built from, combinators included
+ * (smol's and async-std's executor loops are futures_lite's `or` of futures, their
+ * threads wait on async_channel). The profiler folds these futures into [runtime]
+ * when they lie above a task's own future. A library that does a program's work on
+ * top of a runtime (HTTP, RPC, databases, service stacks) is not one: its futures are
+ * the tasks' (other_crates below).
+ */
 static const char *const runtime_crates[] = {
     /* tokio */
     "tokio",
@@ -202,13 +210,6 @@ static const char *const runtime_crates[] = {
     "async_stream",
     /* reactors */
     "mio",
-    /* HTTP/service stacks that drive futures on behalf of the user */
-    "hyper",
-    "hyper_util",
-    "h2",
-    "want",
-    "tower",
-    "tower_*",
     /* other runtimes */
     "actix_rt",
     "actix_server",
@@ -312,7 +313,13 @@ static const char *const other_crates[] = {
     "thiserror",
     "clap",
     "clap_*",
-    /* protocols and clients built on a runtime */
+    /* protocols, servers and clients built on a runtime: their futures are tasks' */
+    "hyper",
+    "hyper_util",
+    "h2",
+    "want",
+    "tower",
+    "tower_*",
     "http",
     "http_body",
     "http_body_util",

@@ -13,7 +13,7 @@ static const struct {
     {"trace: exec and thread exit", "raw_tp"},
     {"trace: cancellation", "uprobe_multi|uprobe"},
     {"trace: --exits uretprobe", "uretprobe"},
-    {"profile: samples", "perf_event ringbuf"},
+    {"profile: samples", "perf_event ringbuf task_storage"},
     {"profile: --off-cpu", "tp_btf"},
 };
 

@@ -45,6 +45,7 @@ struct profile_run {
 	struct profiler *p;
 	struct ring_buffer *rb;
 	struct rb_budget budget;
+	struct profiler_offcpu_fds offcpu;
 	struct profile_data d;
 	uint64_t counters[PCOUNTER_COUNT];
 	int64_t cpu_start, cpu_end; /* the target's CPU time around the run */
@@ -123,9 +124,19 @@ static int start_profiler(struct profile_run *r)
 	}
 	r->budget = (struct rb_budget){.fn = profile_consumer__handle, .ctx = r->c};
 	r->rb = ring_buffer__new(profiler__ringbuf_fd(r->p), rb_budget__sample, &r->budget, NULL);
+	profiler__offcpu_fds(r->p, &r->offcpu);
+	if (r->rb && r->offcpu.events >= 0 &&
+	    ring_buffer__add(r->rb, r->offcpu.events, rb_budget__sample, &r->budget)) {
+		ring_buffer__free(r->rb);
+		r->rb = NULL;
+	}
 	if (!r->rb) {
 		pr_warn("profile: cannot set up the ring buffer consumer: %s\n", strerror(errno));
 		return EXIT_KERNEL;
+	}
+	if (a->offcpu && profile_consumer__enable_offcpu(r->c, r->offcpu.rules)) {
+		pr_warn("profile: out of memory\n");
+		return EXIT_FAILURE_INTERNAL;
 	}
 	pr_info("profile: sampling pid %d (%s) with %s at %u Hz on %d CPUs, %" PRIu64
 		" bytes of stack per sample%s; Ctrl-C stops\n",
@@ -145,15 +156,24 @@ static uint32_t hook_execs(void *ctx)
 static void stop_profiler(struct profile_run *r)
 {
 	const struct profile_counts *n;
+	uint64_t end_ns;
+	int e;
 
 	/* a zombie still says: not reaped yet */
 	r->cpu_end = sysfacts__process_cpu_ns((int)session__pid(r->s));
 	profiler__detach(r->p);
+	end_ns = sysfacts__now_ns();
 	/* what arrived before the events were gone */
 	rb_budget__drain(r->rb, &r->budget, RB_BUDGET_ROUND);
 	getrusage(RUSAGE_SELF, &r->ru1);
 	if (profiler__read_counters(r->p, r->counters))
 		pr_warn("profile: cannot read the BPF counters\n");
+	/* the samples walked while sampling, symbolized now that sampling has stopped */
+	profile_consumer__finish(r->c);
+	if (r->a->offcpu && (e = profile_consumer__add_offcpu(r->c, r->offcpu.times,
+							      r->offcpu.stacks, r->offcpu.pending)))
+		pr_warn("profile: cannot read the off-CPU sums from the kernel: %s\n",
+			strerror(-e));
 	n = profile_consumer__counts(r->c);
 	r->d = (struct profile_data){
 	    .pid = (uint32_t)session__pid(r->s),
@@ -162,8 +182,13 @@ static void stop_profiler(struct profile_run *r)
 	    .freq_hz = r->a->freq,
 	    .period_ns = 1000000000ull / r->a->freq,
 	    .start_ns = session__start_ns(r->s),
-	    .end_ns = sysfacts__now_ns(),
+	    .end_ns = end_ns,
 	    .dropped = r->counters[PCOUNTER_DROPPED],
+	    .stack_size = (uint32_t)r->a->stack_size,
+	    .cut_short = n->reasons[UNWIND_STACK_SHORT],
+	    .offcpu_lost = r->counters[PCOUNTER_OFFCPU_LOST] +
+			   r->counters[PCOUNTER_OFFCPU_UNENDED] + n->off.unknown,
+	    .offcpu_lost_ns = r->counters[PCOUNTER_OFFCPU_LOST_NS] + n->off.unknown_ns,
 	};
 	profile_consumer__fill(r->c, &r->d);
 	if (n->error)
@@ -174,11 +199,12 @@ static void stop_profiler(struct profile_run *r)
 	if (!n->have_unwinder && n->received)
 		pr_warn("profile: could not read the target's mappings, nothing was unwound: %s\n",
 			n->unwind_err);
-	if (r->counters[PCOUNTER_SAMPLES] + r->counters[PCOUNTER_DROPPED] <
-	    n->received + n->offcpu_records)
-		pr_warn("profile: accounting mismatch: BPF emitted %" PRIu64 " records, %" PRIu64
-			" arrived\n",
-			r->counters[PCOUNTER_SAMPLES], n->received + n->offcpu_records);
+	if (r->counters[PCOUNTER_SAMPLES] < n->received ||
+	    r->counters[PCOUNTER_OFFCPU_LEARN] < n->off.unwound)
+		pr_warn("profile: accounting mismatch: BPF emitted %" PRIu64 " samples and %" PRIu64
+			" off-CPU stacks, %" PRIu64 " and %" PRIu64 " arrived\n",
+			r->counters[PCOUNTER_SAMPLES], r->counters[PCOUNTER_OFFCPU_LEARN],
+			n->received, n->off.unwound);
 }
 
 static int write_one(int i, FILE *f, const struct profile_data *d, const char *title)
@@ -230,20 +256,28 @@ static void print_stats_line(const struct profile_run *r)
 				r->ru1.ru_stime.tv_usec - r->ru0.ru_stime.tv_usec) /
 			   1e6;
 
+	char depths[256] = "";
+
+	for (int k = 0; k < PROFILE_DEPTH_BUCKETS; k++)
+		snprintf(depths + strlen(depths), sizeof(depths) - strlen(depths), "%s%" PRIu64,
+			 k ? "," : "", n->depth_hist[k]);
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &kids);
 	profile_consumer__unwinder_stats(r->c, &pcs, &refreshes);
 	profiler__run_stats(r->p, &run_ns, &run_cnt);
 	fprintf(stderr,
 		"asyncbpf: profile: stats samples=%" PRIu64 " cpu_s=%.6f self_cpu_s=%.6f "
-		"target_cpu_s=%.6f unwind_cpu_s=%.6f cached_pcs=%" PRIu64 " refreshes=%" PRIu64
-		" bpf_run_ns=%" PRIu64 " bpf_run_cnt=%" PRIu64 "\n",
-		n->received + n->offcpu_records, phase,
+		"target_cpu_s=%.6f unwind_cpu_s=%.6f walk_cpu_s=%.6f symbolize_cpu_s=%.6f "
+		"cached_pcs=%" PRIu64 " refreshes=%" PRIu64 " bpf_run_ns=%" PRIu64
+		" bpf_run_cnt=%" PRIu64 " depth_max=%" PRIu64 " depth_kib_log2=%s\n",
+		n->received + n->off.unwound, phase,
 		(double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
 		    (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6,
 		(double)(kids.ru_utime.tv_sec + kids.ru_stime.tv_sec) +
 		    (double)(kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1e6,
-		(double)n->unwind_cpu_ns / 1e9, pcs, refreshes, run_ns, run_cnt);
+		(double)(n->walk_cpu_ns + n->symbolize_cpu_ns) / 1e9, (double)n->walk_cpu_ns / 1e9,
+		(double)n->symbolize_cpu_ns / 1e9, pcs, refreshes, run_ns, run_cnt, n->depth_max,
+		depths);
 }
 
 /* Outputs, the summary, the warnings that must be seen last. An exit status. */

@@ -405,9 +405,14 @@ static void draw_subtitle(struct flamegraph *fg)
 	fprintf(out,
 		" at %" PRIu32 " Hz · %" PRIu64 " on-CPU samples · %" PRIu64
 		" off-CPU switches · %.3f s · %" PRIu64 " dropped · %" PRIu64
-		" unwind failed · %" PRIu64 " frames omitted (narrower than %.1f px)</text>\n",
+		" unwind failed · %" PRIu64 " cut short by the %" PRIu32 " KiB stack copy",
 		p->freq_hz, fg->trees[0].nodes[0].samples, fg->trees[1].nodes[0].samples, seconds,
-		p->dropped, p->unwind_failed, fg->omitted, MIN_WIDTH_PX);
+		p->dropped, p->unwind_failed, p->cut_short, p->stack_size >> 10);
+	if (fg->trees[1].nodes[0].samples || p->offcpu_lost)
+		fprintf(out, " · %" PRIu64 " off-CPU blocks lost (%.3f ms)", p->offcpu_lost,
+			(double)p->offcpu_lost_ns / 1e6);
+	fprintf(out, " · %" PRIu64 " frames omitted (narrower than %.1f px)</text>\n", fg->omitted,
+		MIN_WIDTH_PX);
 }
 
 static void draw(struct flamegraph *fg, const char *title)

@@ -23,8 +23,10 @@
  *
  * Without samples (profile_data.samples NULL) the aggregate stacks are written
  * instead, as one instant event per stack on the process track at start_ns, with
- * the stack and its counts as debug annotations (there is no time line to show).
- * Either way a last instant event carries the drop and unwind-failure counts.
+ * the stack and its counts as debug annotations (there is no time line to show);
+ * so are, after the samples, the stacks no kept sample refers to (off-CPU stacks,
+ * summed in the kernel: their blocks have no time of their own). Either way a last
+ * instant event carries the drop, unwind-failure, cut-short and lost counts.
  */
 #include "export/perfetto.h"
 #include "export/profile_export.h"
@@ -409,7 +411,10 @@ static void instant_end(struct writer *w)
 	packet_end(w);
 }
 
-/* Without samples: each aggregate stack as an instant event with its frames as text. */
+/*
+ * Aggregate stacks as instant events with their frames as text: every stack without
+ * samples, else those no sample referred to (stack_interned: written with a sample).
+ */
 static void write_aggregate(struct writer *w, char *text)
 {
 	const struct profile_data *p = w->p;
@@ -418,6 +423,8 @@ static void write_aggregate(struct writer *w, char *text)
 		const struct pstack *s = &p->stacks[i];
 		size_t len = 0;
 
+		if (p->samples && (w->stack_interned[i] || !s->samples))
+			continue;
 		text[0] = '\0';
 		for (uint32_t j = 0; j < s->nframes && len < STACK_TEXT_MAX - 1; j++) {
 			int n = snprintf(text + len, STACK_TEXT_MAX - len, "%s%s", j ? "\n" : "",
@@ -450,13 +457,26 @@ static void write_totals(struct writer *w)
 	snprintf(name, sizeof(name),
 		 "asyncbpf profile: %" PRIu64 " samples DROPPED, %" PRIu64 " unwind failed",
 		 p->dropped, p->unwind_failed);
-	instant_begin(w, ts, p->dropped || p->unwind_failed ? name : "asyncbpf profile totals");
+	if (p->cut_short)
+		snprintf(name + strlen(name), sizeof(name) - strlen(name),
+			 ", %" PRIu64 " cut short", p->cut_short);
+	if (p->offcpu_lost)
+		snprintf(name + strlen(name), sizeof(name) - strlen(name),
+			 ", %" PRIu64 " off-CPU blocks lost", p->offcpu_lost);
+	instant_begin(w, ts,
+		      p->dropped || p->unwind_failed || p->cut_short || p->offcpu_lost
+			  ? name
+			  : "asyncbpf profile totals");
 	annotation(&w->b, "event", 0, p->event ? p->event : "?");
 	annotation(&w->b, "freq_hz", p->freq_hz, NULL);
 	annotation(&w->b, "on_cpu_samples", on, NULL);
 	annotation(&w->b, "off_cpu_samples", off, NULL);
 	annotation(&w->b, "dropped", p->dropped, NULL);
 	annotation(&w->b, "unwind_failed", p->unwind_failed, NULL);
+	annotation(&w->b, "cut_short", p->cut_short, NULL);
+	annotation(&w->b, "stack_size", p->stack_size, NULL);
+	annotation(&w->b, "offcpu_lost", p->offcpu_lost, NULL);
+	annotation(&w->b, "offcpu_lost_ns", p->offcpu_lost_ns, NULL);
 	annotation(&w->b, "duration_ns", p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0,
 		   NULL);
 	instant_end(w);
@@ -471,8 +491,8 @@ int perfetto_profile__write(FILE *out, const struct profile_data *p)
 	for (size_t i = 0; i < 5; i++)
 		u64_map__init(maps[i]);
 	w.stack_interned = calloc(p->nstacks + 1, 1);
-	text = p->samples ? NULL : malloc(STACK_TEXT_MAX);
-	if (!w.stack_interned || (!p->samples && !text))
+	text = malloc(STACK_TEXT_MAX);
+	if (!w.stack_interned || !text)
 		set_error(&w, -ENOMEM);
 	if (!w.err)
 		set_error(&w, collect_ranges(&w));
@@ -486,7 +506,7 @@ int perfetto_profile__write(FILE *out, const struct profile_data *p)
 	if (p->samples)
 		for (size_t i = 0; i < p->nsamples && !w.err; i++)
 			write_sample(&w, &p->samples[i]);
-	else if (!w.err)
+	if (!w.err)
 		write_aggregate(&w, text);
 	if (!w.err)
 		write_totals(&w);

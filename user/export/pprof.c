@@ -334,6 +334,13 @@ static void write_header(struct pprof *w, const struct profile_data *p, uint64_t
 	write_comment(w, "event %s at %" PRIu32 " Hz", p->event ? p->event : "?", p->freq_hz);
 	write_comment(w, "dropped samples: %" PRIu64 " (ring buffer full)", p->dropped);
 	write_comment(w, "unwind failed: %" PRIu64 " samples", p->unwind_failed);
+	write_comment(w,
+		      "cut short: %" PRIu64 " samples (the %" PRIu32
+		      "-byte stack copy ended before the stack did: [stack cut short])",
+		      p->cut_short, p->stack_size);
+	if (with_offcpu || p->offcpu_lost)
+		write_comment(w, "off-CPU blocks lost: %" PRIu64 " (%" PRIu64 " ns)",
+			      p->offcpu_lost, p->offcpu_lost_ns);
 }
 
 /* Profile.location (4): Location, with its lines innermost first */

@@ -79,6 +79,13 @@ struct profile_data {
 	/* Lost and failed samples, reported in every output's metadata. */
 	uint64_t dropped;	/* ring buffer reserve failures */
 	uint64_t unwind_failed; /* samples whose stack could not be unwound at all */
+	/* on-CPU samples whose unwind stopped at the end of the stack copy (their stacks
+	 * start with "[stack cut short]"), and that copy's limit in bytes (0: unknown) */
+	uint64_t cut_short;
+	uint32_t stack_size;
+	/* off-CPU blocks whose time is not in any stack (a kernel map or the off-CPU
+	 * ring buffer was full), and the time they account for, as far as measured */
+	uint64_t offcpu_lost, offcpu_lost_ns;
 };
 
 #endif

@@ -12,6 +12,7 @@
 #include "lib/hashmap.h"
 #include "lib/log.h"
 #include "lib/sysfacts.h"
+#include "profile/walks.h"
 
 /*
  * Re-read the mappings when a pc is in none of them: at once the first time (launch
@@ -20,6 +21,13 @@
  */
 #define REFRESH_INTERVAL_NS	  (200000000ull)
 #define REFRESH_FIRST_INTERVAL_NS (1000000ull)
+
+/* An on-CPU sample until the end: its walk (-1: nothing could be walked). */
+struct walked_sample {
+	uint64_t time_ns;
+	uint32_t pid, tid;
+	int64_t walk;
+};
 
 struct profile_consumer {
 	pid_t pid;
@@ -32,8 +40,13 @@ struct profile_consumer {
 	struct u64_map threads; /* tid -> index in names */
 	struct pthread_name *names;
 	size_t nr_names, cap_names;
-	struct u64_map blocked; /* off-CPU: tid -> stack of its last switch-out */
-	void **kept;		/* --bench-replay: copies of the last on-CPU records */
+	struct offcpu_learner *offcpu; /* --off-cpu: its records, what the kernel learns */
+	/* on-CPU samples, walked as they come, symbolized and projected at the end */
+	struct walk_table walks;
+	struct walked_sample *samples;
+	size_t nr_samples, cap_samples;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	void **kept; /* --bench-replay: copies of the last on-CPU records */
 	size_t *kept_size, nr_kept, keep;
 	struct unwind_result result; /* large: kept here, not on the stack */
 };
@@ -75,11 +88,27 @@ static void note_thread(struct profile_consumer *c, uint32_t tid)
 	c->nr_names++;
 }
 
-static uint32_t unwind_sample(struct profile_consumer *c, const struct profile_sample *rec,
-			      const uint8_t *stack)
+static void note_depth(struct profile_counts *n, const struct profile_sample *rec)
 {
-	uint64_t t0 = thread_cpu_ns(), now;
-	uint32_t n;
+	uint32_t k = 0;
+
+	if (!rec->stack_depth || (rec->flags & PROFILE_F_KERNEL_THREAD)) {
+		n->depth_unknown++;
+		return;
+	}
+	while (k + 1 < PROFILE_DEPTH_BUCKETS && ((uint64_t)1024 << k) < rec->stack_depth)
+		k++;
+	n->depth_hist[k]++;
+	if (rec->stack_depth > n->depth_max)
+		n->depth_max = rec->stack_depth;
+}
+
+/* Walk a record's stack (CFI only); false when there is no unwinder. */
+static bool walk_sample(struct profile_consumer *c, const struct profile_sample *rec,
+			const uint8_t *stack)
+{
+	uint64_t now;
+	enum unwind_reason reason;
 
 	/* launch mode: the mappings are only worth reading once the command runs */
 	if (!c->unwinder) {
@@ -87,22 +116,67 @@ static uint32_t unwind_sample(struct profile_consumer *c, const struct profile_s
 		c->last_refresh = sysfacts__now_ns();
 		c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
 		if (!c->unwinder)
-			return 0;
+			return false;
 	}
-	n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
-	if (c->result.reason == UNWIND_PC_OUTSIDE &&
+	reason = unwinder__walk(c->unwinder, rec, stack);
+	if (reason == UNWIND_PC_OUTSIDE &&
 	    (now = sysfacts__now_ns()) - c->last_refresh > c->refresh_interval) {
 		/* a dlopen or an exec since the mappings were read */
 		c->last_refresh = now;
 		if (!unwinder__refresh(c->unwinder))
-			n = unwinder__unwind(c->unwinder, rec, stack, &c->result);
-		if (c->result.reason != UNWIND_PC_OUTSIDE)
+			reason = unwinder__walk(c->unwinder, rec, stack);
+		if (reason != UNWIND_PC_OUTSIDE)
 			c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
 		else if ((c->refresh_interval *= 2) > REFRESH_INTERVAL_NS)
 			c->refresh_interval = REFRESH_INTERVAL_NS;
 	}
-	c->n.unwind_cpu_ns += thread_cpu_ns() - t0;
-	return n;
+	return true;
+}
+
+/* An on-CPU sample: counted now, its walk kept for the end. */
+static void add_sample(struct profile_consumer *c, const struct profile_sample *rec, bool walked)
+{
+	enum unwind_reason reason = walked ? unwinder__last_reason(c->unwinder) : UNWIND_OTHER;
+	uint32_t n = walked ? unwinder__walked(c->unwinder, c->pcs, UNWIND_MAX_FRAMES) : 0;
+	int64_t w = -1;
+
+	c->n.received++;
+	note_depth(&c->n, rec);
+	c->n.reasons[reason]++;
+	if (!n)
+		c->n.failed++;
+	else if (reason != UNWIND_COMPLETE)
+		c->n.partial++;
+	if (walked && (w = walk_table__add(&c->walks, c->pcs, n, reason)) < 0) {
+		c->n.error = -ENOMEM;
+		return;
+	}
+	if (c->nr_samples == c->cap_samples) {
+		size_t cap = c->cap_samples ? c->cap_samples * 2 : 1024;
+		struct walked_sample *ns = realloc(c->samples, cap * sizeof(*ns));
+
+		if (!ns) {
+			c->n.error = -ENOMEM;
+			return;
+		}
+		c->samples = ns;
+		c->cap_samples = cap;
+	}
+	c->samples[c->nr_samples++] = (struct walked_sample){
+	    .time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid, .walk = w};
+}
+
+static void keep_record(struct profile_consumer *c, const void *data, size_t size)
+{
+	size_t slot = c->nr_kept < c->keep ? c->nr_kept++ : c->n.received % c->keep;
+	void *copy = malloc(size);
+
+	if (copy) {
+		memcpy(copy, data, size);
+		free(c->kept[slot]);
+		c->kept[slot] = copy;
+		c->kept_size[slot] = size;
+	}
 }
 
 int profile_consumer__handle(void *ctx, void *data, size_t size)
@@ -110,74 +184,76 @@ int profile_consumer__handle(void *ctx, void *data, size_t size)
 	struct profile_consumer *c = ctx;
 	const struct profile_sample *rec = data;
 	const uint8_t *stack = (const uint8_t *)data + sizeof(*rec);
-	struct projected_sample s;
-	uint64_t v;
-	int64_t st;
-	uint32_t n;
+	uint64_t t0 = thread_cpu_ns();
+	bool walked;
 
 	if (size < sizeof(*rec) || rec->stack_size > size - sizeof(*rec) ||
-	    (rec->type != RECORD_PROFILE_SAMPLE && rec->type != RECORD_PROFILE_OFFCPU &&
-	     rec->type != RECORD_PROFILE_WAKE)) {
+	    (rec->type != RECORD_PROFILE_SAMPLE && rec->type != RECORD_PROFILE_OFFCPU)) {
 		c->n.bad_records++;
 		return 0;
 	}
-	s = (struct projected_sample){
-	    .time_ns = rec->time_ns, .pid = rec->pid, .tid = rec->tid, .weight = rec->weight};
-	if (rec->type == RECORD_PROFILE_WAKE) {
-		/* UINT64_MAX: this block's stack was used already (its record was lost) */
-		if (!u64_map__get(&c->blocked, rec->tid, &v) || v == UINT64_MAX) {
-			c->n.unknown_waits++;
-			return 0;
-		}
-		s.offcpu = true;
-		if (projector__add_weight(c->proj, (uint32_t)v, &s))
-			c->n.error = -ENOMEM;
-		u64_map__set(&c->blocked, rec->tid, UINT64_MAX);
-		return 0;
-	}
 	note_thread(c, rec->tid);
-	n = unwind_sample(c, rec, stack);
-	if (log_verbosity >= 2 && c->n.received < 3) { /* what the first samples unwound to */
-		pr_debug("profile: sample of tid %u: %u frames (%s)\n", rec->tid, n,
-			 unwind_reason__name(c->result.reason));
-		for (uint32_t i = 0; i < n; i++)
-			pr_debug("  #%u %#" PRIx64 " %s%s %s:%u\n", i, c->result.frames[i]->pc,
-				 c->result.frames[i]->name,
-				 c->result.frames[i]->inlined ? " (inlined)" : "",
-				 c->result.frames[i]->file ? c->result.frames[i]->file : "?",
-				 c->result.frames[i]->line);
-	}
+	walked = walk_sample(c, rec, stack);
 	if (rec->type == RECORD_PROFILE_OFFCPU) {
-		c->n.offcpu_records++;
-		s.offcpu = true;
-		s.intern_only = true; /* its time arrives with the wake-up */
+		/* teach the kernel now; its time is in the kernel's sums under rec->weight */
+		if (walked &&
+		    (!c->offcpu || offcpu__learn(c->offcpu, c->unwinder, rec->weight, &c->n.off)))
+			c->n.error = -ENOMEM;
 	} else {
-		c->n.received++;
-		if (c->keep) {
-			size_t slot = c->nr_kept < c->keep ? c->nr_kept++ : c->n.received % c->keep;
-			void *copy = malloc(size);
-
-			if (copy) {
-				memcpy(copy, data, size);
-				free(c->kept[slot]);
-				c->kept[slot] = copy;
-				c->kept_size[slot] = size;
-			}
-		}
-		c->n.reasons[c->unwinder ? c->result.reason : UNWIND_OTHER]++;
-		if (!n)
-			c->n.failed++;
-		else if (c->result.reason != UNWIND_COMPLETE)
-			c->n.partial++;
+		if (c->keep)
+			keep_record(c, data, size);
+		add_sample(c, rec, walked);
 	}
-	st = projector__add(c->proj, c->result.frames, n, &s);
-	if (st < 0) {
-		c->n.error = -ENOMEM;
-		return 0;
-	}
-	if (s.offcpu && u64_map__set(&c->blocked, rec->tid, (uint64_t)st))
-		c->n.error = -ENOMEM;
+	c->n.walk_cpu_ns += thread_cpu_ns() - t0;
 	return 0;
+}
+
+/* What the first samples unwound to (-vv). */
+static void print_first(const struct profile_consumer *c, size_t i, uint32_t n)
+{
+	const struct unwind_result *r = &c->result;
+
+	pr_debug("profile: sample of tid %u: %u frames (%s)\n", c->samples[i].tid, n,
+		 unwind_reason__name(r->reason));
+	for (uint32_t k = 0; k < n; k++)
+		pr_debug("  #%u %#" PRIx64 " %s%s %s:%u\n", k, r->frames[k]->pc, r->frames[k]->name,
+			 r->frames[k]->inlined ? " (inlined)" : "",
+			 r->frames[k]->file ? r->frames[k]->file : "?", r->frames[k]->line);
+}
+
+void profile_consumer__finish(struct profile_consumer *c)
+{
+	uint64_t t0 = thread_cpu_ns();
+
+	for (size_t i = 0; i < c->nr_samples; i++) {
+		const struct walked_sample *ws = &c->samples[i];
+		struct projected_sample s = {
+		    .time_ns = ws->time_ns, .pid = ws->pid, .tid = ws->tid, .weight = 1};
+		struct walk *w = ws->walk >= 0 ? &c->walks.walks[ws->walk] : NULL;
+		int64_t stack = w ? w->stack : -1;
+
+		if (stack < 0) {
+			uint32_t n = w && c->unwinder
+					 ? unwinder__symbolize(c->unwinder, w->pcs, w->n, w->reason,
+							       &c->result)
+					 : 0;
+
+			if (log_verbosity >= 2 && i < 3)
+				print_first(c, i, n);
+			s.cut_short = w && w->reason == UNWIND_STACK_SHORT;
+			s.intern_only = true;
+			stack = projector__add(c->proj, c->result.frames, n, &s);
+			s.intern_only = false;
+			if (w)
+				w->stack = stack;
+		}
+		if (stack < 0 || projector__add_to(c->proj, (uint32_t)stack, &s)) {
+			c->n.error = -ENOMEM;
+			break;
+		}
+	}
+	c->nr_samples = 0;
+	c->n.symbolize_cpu_ns += thread_cpu_ns() - t0;
 }
 
 struct profile_consumer *profile_consumer__new(const struct model *m, pid_t pid, uint32_t keep)
@@ -188,7 +264,7 @@ struct profile_consumer *profile_consumer__new(const struct model *m, pid_t pid,
 		return NULL;
 	c->pid = pid;
 	u64_map__init(&c->threads);
-	u64_map__init(&c->blocked);
+	walk_table__init(&c->walks);
 	c->proj = projector__new(m, true);
 	if (keep) {
 		c->kept = calloc(keep, sizeof(*c->kept));
@@ -208,6 +284,26 @@ int profile_consumer__open_unwinder(struct profile_consumer *c, char *err, size_
 	c->last_refresh = sysfacts__now_ns();
 	c->refresh_interval = REFRESH_FIRST_INTERVAL_NS;
 	return c->unwinder ? 0 : (c->unwinder_err ? c->unwinder_err : -EINVAL);
+}
+
+int profile_consumer__enable_offcpu(struct profile_consumer *c, int rules_fd)
+{
+	offcpu__free(c->offcpu);
+	c->offcpu = offcpu__new(rules_fd);
+	return c->offcpu ? 0 : -ENOMEM;
+}
+
+int profile_consumer__add_offcpu(struct profile_consumer *c, int times_fd, int stacks_fd,
+				 int pending_fd)
+{
+	if (!c->offcpu)
+		return -EINVAL;
+	uint64_t t0 = thread_cpu_ns();
+	int r = offcpu__collect(c->offcpu, c->unwinder, c->proj, times_fd, stacks_fd, pending_fd,
+				&c->result, &c->n.off);
+
+	c->n.symbolize_cpu_ns += thread_cpu_ns() - t0;
+	return r;
 }
 
 const struct profile_counts *profile_consumer__counts(const struct profile_consumer *c)
@@ -249,7 +345,9 @@ void profile_consumer__free(struct profile_consumer *c)
 		free((void *)c->names[i].name);
 	free(c->names);
 	u64_map__free(&c->threads);
-	u64_map__free(&c->blocked);
+	offcpu__free(c->offcpu);
+	walk_table__free(&c->walks);
+	free(c->samples);
 	free(c);
 }
 

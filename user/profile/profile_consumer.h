@@ -15,19 +15,28 @@
 
 #include "model/model.h"
 #include "model/profile_data.h"
+#include "profile/offcpu.h"
 #include "profile/profile_project.h"
 #include "profile/unwind.h"
 
 struct profile_consumer;
 
+#define PROFILE_DEPTH_BUCKETS 12 /* up to 1 KiB, 2, 4, ... 1024 KiB, more */
+
 /* What the consumer counted (problems included), for the summary. */
 struct profile_counts {
-	uint64_t received;	 /* on-CPU samples */
-	uint64_t offcpu_records; /* switch-outs (--off-cpu) */
+	uint64_t received; /* on-CPU samples */
 	uint64_t bad_records, failed, partial;
-	uint64_t unknown_waits; /* wake-ups whose block was not recorded */
+	struct offcpu_counts off; /* --off-cpu */
 	uint64_t reasons[UNWIND_REASON_COUNT];
-	uint64_t unwind_cpu_ns;
+	/* on-CPU samples by the depth of their stack (sp to the top of the thread's
+	 * stack): [k] counts depths in (2^(k-1), 2^k] KiB, [0] up to 1 KiB; and the
+	 * deepest, for choosing --stack-size */
+	uint64_t depth_hist[PROFILE_DEPTH_BUCKETS];
+	uint64_t depth_max, depth_unknown;
+	/* CPU time of the consumer thread: walking the stacks as they came; symbolizing
+	 * and projecting them at the end */
+	uint64_t walk_cpu_ns, symbolize_cpu_ns;
 	int error;		/* first -ENOMEM: some samples are missing */
 	bool have_unwinder;	/* the target's mappings could be read */
 	const char *unwind_err; /* why not, when they could not */
@@ -46,6 +55,17 @@ int profile_consumer__open_unwinder(struct profile_consumer *c, char *err, size_
 /* libbpf ring_buffer callback; never fails (problems are counted). */
 int profile_consumer__handle(void *ctx, void *data, size_t size);
 const struct profile_counts *profile_consumer__counts(const struct profile_consumer *c);
+/* --off-cpu: handle its records, teach the rules learned from them to rules_fd (the
+ * unwind_rules map). 0 or -ENOMEM. */
+int profile_consumer__enable_offcpu(struct profile_consumer *c, int rules_fd);
+/*
+ * At the end, after the last record: the kernel's off-CPU sums into the projection
+ * (offcpu__collect). 0 or -errno (-EINVAL: off-CPU was not enabled).
+ */
+int profile_consumer__add_offcpu(struct profile_consumer *c, int times_fd, int stacks_fd,
+				 int pending_fd);
+/* After the last record: symbolize and project the on-CPU samples walked so far. */
+void profile_consumer__finish(struct profile_consumer *c);
 /* The projected stacks and the thread names into d (they stay the consumer's). */
 void profile_consumer__fill(struct profile_consumer *c, struct profile_data *d);
 /* The unwinder's cache: pcs described and mapping refreshes (0 without one). */

@@ -47,6 +47,17 @@ static uint32_t round_pow2(uint64_t size)
 	return (uint32_t)r;
 }
 
+static int shrink_offcpu_maps(struct profile_bpf *skel)
+{
+	struct bpf_map *maps[] = {skel->maps.unwind_rules, skel->maps.offcpu_stacks,
+				  skel->maps.offcpu_times, skel->maps.offcpu_start};
+	int r = 0;
+
+	for (size_t i = 0; !r && i < sizeof(maps) / sizeof(maps[0]); i++)
+		r = bpf_map__set_max_entries(maps[i], 1);
+	return r;
+}
+
 struct profiler *profiler__new(const struct profiler_opts *o)
 {
 	struct profiler *p = calloc(1, sizeof(*p));
@@ -60,6 +71,7 @@ int profiler__load(struct profiler *p, char *err, size_t errlen)
 {
 	const struct profiler_opts *o = &p->o;
 	struct profile_bpf *skel;
+	uint32_t ring;
 	int r;
 
 	libbpf_verbose = o->verbose;
@@ -73,9 +85,15 @@ int profiler__load(struct profiler *p, char *err, size_t errlen)
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->stack_size = o->stack_size;
 	skel->rodata->offcpu_enabled = o->offcpu;
-	r = bpf_map__set_max_entries(
-	    skel->maps.profile_events,
-	    round_pow2(o->ringbuf_size ? o->ringbuf_size : PROFILE_DEFAULT_RINGBUF));
+	ring = round_pow2(o->ringbuf_size ? o->ringbuf_size : PROFILE_DEFAULT_RINGBUF);
+	/* the consumer polls every 100 ms; a quarter full wakes it sooner */
+	skel->rodata->wake_bytes = ring / 4;
+	r = bpf_map__set_max_entries(skel->maps.profile_events, ring);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.offcpu_events,
+					     o->offcpu ? ring : round_pow2(1));
+	if (!r && !o->offcpu) /* its tables are never used: one entry each */
+		r = shrink_offcpu_maps(skel);
 	if (r) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
 		return r;
@@ -201,6 +219,20 @@ int profiler__attach(struct profiler *p, char *err, size_t errlen)
 int profiler__ringbuf_fd(const struct profiler *p)
 {
 	return bpf_map__fd(p->skel->maps.profile_events);
+}
+
+void profiler__offcpu_fds(const struct profiler *p, struct profiler_offcpu_fds *fds)
+{
+	struct profile_bpf *skel = p->skel;
+
+	*fds = (struct profiler_offcpu_fds){-1, -1, -1, -1, -1};
+	if (!skel || !p->o.offcpu)
+		return;
+	fds->events = bpf_map__fd(skel->maps.offcpu_events);
+	fds->rules = bpf_map__fd(skel->maps.unwind_rules);
+	fds->stacks = bpf_map__fd(skel->maps.offcpu_stacks);
+	fds->times = bpf_map__fd(skel->maps.offcpu_times);
+	fds->pending = bpf_map__fd(skel->maps.offcpu_start);
 }
 
 uint32_t profiler__exec_count(const struct profiler *p)

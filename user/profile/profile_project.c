@@ -42,7 +42,7 @@ struct projector {
 	struct u64_map stack_index; /* hash (probed) -> stacks[] index */
 	struct psample *samples;
 	size_t nr_samples, cap_samples;
-	const struct pframe *runtime, *not_in_poll, *unknown;
+	const struct pframe *runtime, *not_in_poll, *unknown, *cut_short;
 	const struct pframe *tmp[UNWIND_MAX_LOGICAL + 2];
 	struct uinfo info[UNWIND_MAX_LOGICAL]; /* copies: uinfos[] moves when it grows */
 };
@@ -306,7 +306,8 @@ struct projector *projector__new(const struct model *m, bool keep_samples)
 	p->runtime = special(p, "[runtime]", PFRAME_RUNTIME);
 	p->not_in_poll = special(p, "[not in a poll]", PFRAME_SPECIAL);
 	p->unknown = special(p, "[unknown]", PFRAME_SPECIAL);
-	if (!p->runtime || !p->not_in_poll || !p->unknown) {
+	p->cut_short = special(p, "[stack cut short]", PFRAME_SPECIAL);
+	if (!p->runtime || !p->not_in_poll || !p->unknown || !p->cut_short) {
 		projector__free(p);
 		return NULL;
 	}
@@ -398,11 +399,20 @@ static int add_sample(struct projector *p, uint32_t stack, const struct projecte
 	return 0;
 }
 
-int projector__add_weight(struct projector *p, uint32_t stack, const struct projected_sample *s)
+int projector__add_to(struct projector *p, uint32_t stack, const struct projected_sample *s)
 {
 	if (stack >= p->nr_stacks)
 		return -EINVAL;
 	return add_sample(p, stack, s);
+}
+
+int projector__add_aggregate(struct projector *p, uint32_t stack, uint64_t samples, uint64_t weight)
+{
+	if (stack >= p->nr_stacks)
+		return -EINVAL;
+	p->stacks[stack].samples += samples;
+	p->stacks[stack].weight += weight;
+	return 0;
 }
 
 int64_t projector__add(struct projector *p, const struct uframe *const *frames, uint32_t n,
@@ -431,13 +441,13 @@ int64_t projector__add(struct projector *p, const struct uframe *const *frames, 
 	if (!n) {
 		p->tmp[k++] = p->unknown;
 	} else if (outer < 0) {
-		p->tmp[k++] = p->not_in_poll;
+		p->tmp[k++] = s->cut_short ? p->cut_short : p->not_in_poll;
 		for (uint32_t i = n; i-- > 0;)
 			p->tmp[k++] = info[i].fn;
 	} else {
 		/* only runtime futures (a worker loop such as tokio's BlockingTask<launch>,
 		 * parked or scheduling): they are all [runtime], the functions follow */
-		p->tmp[k++] = p->runtime;
+		p->tmp[k++] = s->cut_short ? p->cut_short : p->runtime;
 		for (int64_t i = root; root >= 0 && i >= inner; i--)
 			if (info[i].future)
 				p->tmp[k++] = info[i].future;

@@ -6,7 +6,8 @@
  * by the analyzer's model (linkage name, else demangled name), so polls that exist
  * only inlined count too. std's forwarding polls (Pin<P>, &mut F, Box<F>, ...) are
  * transparent; runtime futures outside the outermost non-runtime future collapse
- * into "[runtime]". Samples outside any poll start with "[not in a poll]".
+ * into "[runtime]". Samples outside any poll start with "[not in a poll]", samples
+ * whose stack copy was too short with "[stack cut short]".
  * Frames and stacks are interned; the result is a struct profile_data. Pure code.
  */
 #ifndef ASYNCBPF_PROFILE_PROJECT_H
@@ -30,8 +31,12 @@ struct projected_sample {
 	uint32_t pid, tid;
 	uint64_t weight; /* on-CPU 1, off-CPU ns */
 	bool offcpu;
-	bool intern_only; /* off-CPU switch-out: intern the stack, count nothing yet (its
-			   * time arrives with the wake-up, projector__add_weight) */
+	bool intern_only; /* intern the stack, count nothing (off-CPU: the kernel's sums
+			   * arrive later, projector__add_aggregate) */
+	/* the unwind stopped at the end of the stack copy (UNWIND_STACK_SHORT): what lies
+	 * above the frames found is unknown, so the stack starts with "[stack cut short]"
+	 * instead of "[runtime]" or "[not in a poll]" */
+	bool cut_short;
 };
 
 /*
@@ -41,8 +46,13 @@ struct projected_sample {
  */
 int64_t projector__add(struct projector *p, const struct uframe *const *frames, uint32_t n,
 		       const struct projected_sample *s);
-/* Add weight to an existing stack (off-CPU: time blocked, known at wake-up). */
-int projector__add_weight(struct projector *p, uint32_t stack, const struct projected_sample *s);
+/* Add one sample to an existing stack (kept in time order, like projector__add's). 0,
+ * -EINVAL or -ENOMEM. */
+int projector__add_to(struct projector *p, uint32_t stack, const struct projected_sample *s);
+/* Add samples summed elsewhere (off-CPU, in the kernel) to an existing stack: they
+ * are counted and weighed, not kept one by one. 0 or -EINVAL. */
+int projector__add_aggregate(struct projector *p, uint32_t stack, uint64_t samples,
+			     uint64_t weight);
 
 /* The stacks and samples collected so far; valid until the next add or free. Fills
  * stacks, nstacks, samples, nsamples of out; leaves the other fields alone. */

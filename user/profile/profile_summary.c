@@ -71,16 +71,34 @@ void profile_summary__print(FILE *out, const struct profile_counts *c, const str
 	fprintf(out,
 		"asyncbpf profile: pid %u (%s), %s at %u Hz, %.1f s%s: %" PRIu64
 		" samples, %" PRIu64 " dropped (ring buffer full), %" PRIu64
-		" failed to unwind, %" PRIu64 " unwound partially%s%s%s\n",
+		" failed to unwind, %" PRIu64 " unwound partially%s%s%s, %" PRIu64
+		" cut short by the %u KiB stack copy\n",
 		d->pid, d->process_name ? d->process_name : "?", d->event, d->freq_hz,
 		(double)(d->end_ns - d->start_ns) / 1e9, cpu, c->received,
 		counters[PCOUNTER_DROPPED], c->failed, c->partial, reasons[0] ? " (" : "", reasons,
-		reasons[0] ? ")" : "");
-	if (offcpu)
+		reasons[0] ? ")" : "", d->cut_short, d->stack_size >> 10);
+	if (d->cut_short)
 		fprintf(out,
-			"off-CPU: %" PRIu64 " times a thread blocked, %" PRIu64
-			" wake-ups whose block was not recorded\n",
-			c->offcpu_records, c->unknown_waits);
+			"  %.1f%% of the samples were cut short: the stack copy ended before the "
+			"task's root future, so their stacks start at [stack cut short]; the "
+			"deepest stack seen was %" PRIu64 " KiB: --stack-size %" PRIu64
+			"K keeps it whole\n",
+			c->received ? 100.0 * (double)d->cut_short / (double)c->received : 0.0,
+			(c->depth_max + 1023) >> 10, ((c->depth_max + 1023) >> 10) + 4);
+	/* every block is summed, lost, or still going on at the end */
+	if (offcpu)
+		fprintf(
+		    out,
+		    "off-CPU: %" PRIu64 " blocks: %" PRIu64
+		    " summed in the kernel per stack (%.3f ms blocked), %" PRIu64
+		    " lost (%.3f ms; a kernel table or the off-CPU ring buffer was full), %" PRIu64
+		    " still blocked at the end (not counted); %" PRIu64
+		    " stacks sent to user space to unwind first, %" PRIu64
+		    " unwind rules learned%s\n",
+		    counters[PCOUNTER_OFFCPU_BLOCKS], c->off.blocks - c->off.unknown,
+		    (double)(c->off.ns - c->off.unknown_ns) / 1e6, d->offcpu_lost,
+		    (double)d->offcpu_lost_ns / 1e6, c->off.blocked_at_stop, c->off.unwound,
+		    c->off.rules, c->off.rules_failed ? " (some refused: the table is full)" : "");
 	print_top(out, d, false, 10);
 	if (offcpu)
 		print_top(out, d, true, 10);

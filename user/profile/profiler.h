@@ -41,6 +41,17 @@ int profiler__load(struct profiler *p, char *err, size_t errlen);
  */
 int profiler__attach(struct profiler *p, char *err, size_t errlen);
 int profiler__ringbuf_fd(const struct profiler *p);
+
+/* --off-cpu: the ring buffer of stacks to unwind in user space, and the kernel's maps
+ * (bpf/asyncbpf.h, "Off-CPU time is summed in the kernel"); -1 without --off-cpu. */
+struct profiler_offcpu_fds {
+	int events;  /* ring buffer of RECORD_PROFILE_OFFCPU */
+	int rules;   /* unwind_rules: user space writes the rules it learned */
+	int stacks;  /* offcpu_stacks: key -> pcs */
+	int times;   /* offcpu_times: key -> blocks and ns */
+	int pending; /* offcpu_start: threads blocked now */
+};
+void profiler__offcpu_fds(const struct profiler *p, struct profiler_offcpu_fds *fds);
 /* Execs of the target since attach (0 when they cannot be watched). */
 uint32_t profiler__exec_count(const struct profiler *p);
 /* The sampling event: "cycles" or "cpu-clock". */

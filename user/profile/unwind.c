@@ -43,7 +43,10 @@ struct unwinder {
 	const struct profile_sample *rec;
 	const uint8_t *stack;
 	Dwarf_Addr pcs[UNWIND_MAX_FRAMES];
+	Dwarf_Addr raw[UNWIND_MAX_FRAMES]; /* as libdwfl gave them, return addresses whole */
+	bool activation[UNWIND_MAX_FRAMES];
 	uint32_t npcs;
+	enum unwind_reason last_reason;
 	bool read_past_copy, too_deep;
 	const char *unknown;
 };
@@ -158,11 +161,19 @@ static const Dwfl_Callbacks proc_callbacks = {
     .find_debuginfo = target__find_debuginfo,
 };
 
-static int report(struct unwinder *u, char *err, size_t errlen)
+/*
+ * Report the target's mappings. A re-read (`add`) keeps the modules reported before
+ * (dwfl_report_begin_add): the walks kept for symbolization after sampling still
+ * need them when the re-read fails (the target gone) or no longer lists them.
+ */
+static int report(struct unwinder *u, bool add, char *err, size_t errlen)
 {
 	int r;
 
-	dwfl_report_begin(u->dwfl);
+	if (add)
+		dwfl_report_begin_add(u->dwfl);
+	else
+		dwfl_report_begin(u->dwfl);
 	r = dwfl_linux_proc_report(u->dwfl, u->pid);
 	if (r) {
 		int e = r > 0 ? r : EINVAL;
@@ -203,7 +214,7 @@ struct unwinder *unwinder__new(pid_t pid, int *errp, char *err, size_t errlen)
 		unwinder__free(u);
 		return NULL;
 	}
-	r = report(u, err, errlen);
+	r = report(u, false, err, errlen);
 	if (r) {
 		*errp = r;
 		unwinder__free(u);
@@ -222,10 +233,9 @@ struct unwinder *unwinder__new(pid_t pid, int *errp, char *err, size_t errlen)
 
 int unwinder__refresh(struct unwinder *u)
 {
-	/* dwfl_report_begin keeps the modules reported again at the same place */
 	u->refreshes++;
 	u64_map__clear(&u->cache);
-	return report(u, NULL, 0);
+	return report(u, true, NULL, 0);
 }
 
 void unwinder__stats(const struct unwinder *u, uint64_t *cached_pcs, uint64_t *refreshes)
@@ -456,6 +466,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	/* a return address points after the call: look up the call itself */
+	u->raw[u->npcs] = pc;
+	u->activation[u->npcs] = activation;
 	u->pcs[u->npcs++] = activation || !pc ? pc : pc - 1;
 	return DWARF_CB_OK;
 }
@@ -498,7 +510,7 @@ static enum unwind_reason why_stopped(struct unwinder *u, int r)
 		}
 	mod = dwfl_addrmodule(u->dwfl, u->pcs[u->npcs - 1]);
 	/* past the copy, unless the copy already reached the top of the stack */
-	if (u->read_past_copy && !(u->rec->flags & PROFILE_F_STACK_FAULT))
+	if (u->read_past_copy && !(u->rec->flags & (PROFILE_F_STACK_FAULT | PROFILE_F_STACK_TOP)))
 		return UNWIND_STACK_SHORT;
 	if (r == 0)
 		return UNWIND_COMPLETE;
@@ -507,25 +519,31 @@ static enum unwind_reason why_stopped(struct unwinder *u, int r)
 	return UNWIND_OTHER;
 }
 
-uint32_t unwinder__unwind(struct unwinder *u, const struct profile_sample *rec,
-			  const uint8_t *stack, struct unwind_result *out)
+enum unwind_reason unwinder__walk(struct unwinder *u, const struct profile_sample *rec,
+				  const uint8_t *stack)
 {
 	int r;
 
-	out->nframes = 0;
-	out->nphysical = 0;
+	u->npcs = 0;
 	if ((rec->flags & PROFILE_F_KERNEL_THREAD) || !rec->regs[PROFILE_REG_IP] ||
-	    !rec->regs[PROFILE_REG_SP]) {
-		out->reason = UNWIND_NO_REGS;
-		return 0;
-	}
+	    !rec->regs[PROFILE_REG_SP])
+		return u->last_reason = UNWIND_NO_REGS;
 	u->rec = rec;
 	u->stack = stack;
-	u->npcs = 0;
 	u->read_past_copy = false;
 	u->too_deep = false;
 	r = dwfl_getthread_frames(u->dwfl, (pid_t)rec->tid, frame_cb, u);
-	out->reason = why_stopped(u, r);
+	u->last_reason = why_stopped(u, r);
+	if (!u->npcs && u->last_reason == UNWIND_COMPLETE)
+		u->last_reason = UNWIND_OTHER;
+	u->rec = NULL;
+	return u->last_reason;
+}
+
+uint32_t unwinder__frames(struct unwinder *u, struct unwind_result *out)
+{
+	out->nframes = 0;
+	out->reason = u->last_reason;
 	for (uint32_t i = 0; i < u->npcs; i++) {
 		uint64_t first;
 		uint32_t n = symbolize(u, u->pcs[i], &first);
@@ -536,6 +554,150 @@ uint32_t unwinder__unwind(struct unwinder *u, const struct profile_sample *rec,
 	out->nphysical = u->npcs;
 	if (!out->nframes && out->reason == UNWIND_COMPLETE)
 		out->reason = UNWIND_OTHER;
-	u->rec = NULL;
 	return out->nframes;
+}
+
+enum unwind_reason unwinder__last_reason(const struct unwinder *u)
+{
+	return u->last_reason;
+}
+
+uint32_t unwinder__unwind(struct unwinder *u, const struct profile_sample *rec,
+			  const uint8_t *stack, struct unwind_result *out)
+{
+	unwinder__walk(u, rec, stack);
+	return unwinder__frames(u, out);
+}
+
+uint32_t unwinder__walked(const struct unwinder *u, uint64_t *pcs, uint32_t max)
+{
+	uint32_t n = u->npcs < max ? u->npcs : max;
+
+	for (uint32_t i = 0; i < n; i++)
+		pcs[i] = u->pcs[i];
+	return n;
+}
+
+uint32_t unwinder__symbolize(struct unwinder *u, const uint64_t *pcs, uint32_t n,
+			     enum unwind_reason reason, struct unwind_result *out)
+{
+	out->nframes = 0;
+	out->nphysical = 0;
+	out->reason = reason;
+	for (uint32_t i = 0; i < n && i < UNWIND_MAX_FRAMES; i++) {
+		uint64_t first;
+		uint32_t k = symbolize(u, pcs[i], &first);
+
+		for (uint32_t j = 0; j < k && out->nframes < UNWIND_MAX_LOGICAL; j++)
+			out->frames[out->nframes++] = frame_at(u, first + j);
+		out->nphysical++;
+	}
+	if (!out->nframes && out->reason == UNWIND_COMPLETE)
+		out->reason = UNWIND_OTHER;
+	return out->nframes;
+}
+
+/* DWARF register numbers of x86-64 (System V psABI) the rules deal in */
+#define REG_BP 6
+#define REG_SP 7
+#define REG_RA 16
+
+/* A register saved at CFA + *off (libdw's offset(N) rule): true. */
+static bool saved_at_cfa(const Dwarf_Op *ops, size_t nops, int64_t *off)
+{
+	if (nops < 1 || ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (nops == 1) {
+		*off = 0;
+		return true;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* The rule of the frame at lookup pc `pc`, from the CFI libdw unwinds with. */
+static bool cfi_rule(struct unwinder *u, Dwarf_Addr pc, struct unwind_rule *rule)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+	Dwarf_Op mem[3], *ops;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr bias;
+	size_t nops;
+	int64_t off;
+	bool ok = false;
+
+	if (!mod)
+		return false;
+	for (int pass = 0; pass < 2 && !frame; pass++) {
+		Dwarf_CFI *cfi =
+		    pass ? dwfl_module_dwarf_cfi(mod, &bias) : dwfl_module_eh_cfi(mod, &bias);
+
+		if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame))
+			frame = NULL;
+	}
+	if (!frame)
+		return false;
+	memset(rule, 0, sizeof(*rule));
+	/* CFA = rsp or rbp + N: libdw gives it as one DW_OP_bregx (or DW_OP_bregN) */
+	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1)
+		goto out;
+	if (ops[0].atom == DW_OP_bregx) {
+		rule->cfa_reg = (uint8_t)ops[0].number;
+		off = (int64_t)ops[0].number2;
+	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		rule->cfa_reg = (uint8_t)(ops[0].atom - DW_OP_breg0);
+		off = (int64_t)ops[0].number;
+	} else {
+		goto out;
+	}
+	if ((rule->cfa_reg != REG_SP && rule->cfa_reg != REG_BP) || off < INT32_MIN ||
+	    off > INT32_MAX)
+		goto out;
+	rule->cfa_offset = (int32_t)off;
+	/* the return address at CFA - 8, as every call leaves it */
+	if (dwarf_frame_register(frame, REG_RA, mem, &ops, &nops) ||
+	    !saved_at_cfa(ops, nops, &off) || off != -8)
+		goto out;
+	/* rbp: unchanged (same value, or undefined: nothing restores it), or saved */
+	if (dwarf_frame_register(frame, REG_BP, mem, &ops, &nops))
+		goto out;
+	if (nops == 0) {
+		rule->bp_rule = UNWIND_RULE_BP_SAME;
+	} else if (saved_at_cfa(ops, nops, &off) && off >= INT32_MIN && off <= INT32_MAX) {
+		rule->bp_rule = UNWIND_RULE_BP_AT_CFA;
+		rule->bp_offset = (int32_t)off;
+	} else {
+		goto out;
+	}
+	ok = true;
+out:
+	free(frame);
+	return ok;
+}
+
+uint32_t unwinder__rules(struct unwinder *u, struct learned_rule *out, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < u->npcs && n < max; i++) {
+		struct learned_rule *l = &out[n];
+
+		/* the innermost frame starts at its pc; a caller's is a return address
+		 * (a signal frame in between would not: not taught) */
+		if (!i != u->activation[i] || !u->raw[i])
+			break;
+		l->key = u->raw[i] | (i ? 0 : OFFCPU_KEY_INITIAL);
+		if (i + 1 == u->npcs) {
+			memset(&l->rule, 0, sizeof(l->rule));
+			l->rule.flags =
+			    u->last_reason == UNWIND_COMPLETE ? UNWIND_RULE_END : UNWIND_RULE_CUT;
+		} else if (!cfi_rule(u, u->pcs[i], &l->rule)) {
+			break;
+		}
+		n++;
+	}
+	return n;
 }
