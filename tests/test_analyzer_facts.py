@@ -74,6 +74,10 @@ def test_model_is_self_consistent(model):
         len(futures), len(polls), len(edges), len(doc["roots"]))
     assert stats["inlined_only"] == sum(f["inlined_only"] for f in futures)
     assert doc["binary"]["has_dwarf"] and not doc["binary"]["symbols_only"]
+    # both profiles build with `debug = true` (tests/fixtures/Cargo.toml)
+    crates = {c["crate"]: c for c in doc["debuginfo"]["crates"]}
+    assert crates[model.crate]["own"] and crates[model.crate]["level"] == "full", doc["debuginfo"]
+    assert doc["debuginfo"]["level"] == "full" and doc["debuginfo"]["note"] is None, doc["debuginfo"]
     assert stats["cu_errors"] == 0, doc["warnings"][:10]
     awaited = {e["to"] for e in edges if e["to"] is not None and e["to"] != e["from"]}
     problems = []

@@ -579,7 +579,8 @@ NULL = "null"
 OBJ = "obj"
 LIST = "list"
 
-SCHEMA_TOP = {"schema": (STR,), "binary": (OBJ,), "stats": (OBJ,), "warnings": (LIST,), "futures": (LIST,),
+SCHEMA_TOP = {"schema": (STR,), "binary": (OBJ,), "debuginfo": (OBJ,), "stats": (OBJ,), "warnings": (LIST,),
+              "futures": (LIST,),
               "polls": (LIST,), "edges": (LIST,), "vtables": (LIST,), "runtimes": (OBJ,),
               "task_types": (LIST,), "wake_fns": (LIST,), "roots": (LIST,)}
 SCHEMA_RUNTIME_LAYOUT = {"header_state": (INT,), "header_vtable": (INT,), "vtable_fn": (INT,)}
@@ -588,6 +589,11 @@ SCHEMA_TASK_TYPE = {"runtime": (STR,), "future": (INT, NULL), "fn": (STR,), "fn_
 SCHEMA_BINARY = {"path": (STR, NULL), "elf_path": (STR, NULL), "debuginfo_path": (STR, NULL),
                  "build_id": (STR, NULL), "pie": (BOOL,), "has_dwarf": (BOOL,), "symbols_only": (BOOL,),
                  "debug_info_size": (INT,)}
+SCHEMA_DEBUGINFO = {"level": (STR,), "own_crates": (STR,), "unnamed_polls": (INT,), "note": (STR, NULL),
+                    "advice": (STR, NULL), "crates": (LIST,)}
+SCHEMA_CRATE_DEBUGINFO = {"crate": (STR,), "class": (STR,), "own": (BOOL,), "level": (STR,),
+                          "compile_units": (INT,), "fns_without_dwarf": (INT,), "toolchain": (BOOL,)}
+DEBUGINFO_LEVELS = ["none", "line-tables-only", "limited", "full"]  # lowest first
 SCHEMA_STATS = {k: (INT,) for k in ("compile_units", "dies", "cu_errors", "limits_hit", "futures", "polls",
                                     "edges", "vtables", "task_types", "roots", "inlined_only", "abi_from_code",
                                     "abi_from_dwarf", "abi_from_size", "abi_unknown", "abi_rule_overridden")}
@@ -670,6 +676,23 @@ def schema_errors(doc):
         errors.append("$: 'schema' is not the first member")
     check_shape(doc["binary"], SCHEMA_BINARY, "$.binary", errors)
     check_shape(doc["stats"], SCHEMA_STATS, "$.stats", errors)
+    check_shape(doc["debuginfo"], SCHEMA_DEBUGINFO, "$.debuginfo", errors)
+    if errors:
+        return errors
+    di = doc["debuginfo"]
+    if di["level"] not in DEBUGINFO_LEVELS:
+        errors.append(f"$.debuginfo.level {di['level']!r}")
+    if (di["level"] == "full") != (di["note"] is None) or (di["note"] is None) != (di["advice"] is None):
+        errors.append("$.debuginfo: note and advice are null exactly at level full")
+    for k, c in enumerate(di["crates"]):
+        check_shape(c, SCHEMA_CRATE_DEBUGINFO, f"$.debuginfo.crates[{k}]", errors)
+        if c.get("level") not in DEBUGINFO_LEVELS or c.get("class") not in CRATE_CLASSES:
+            errors.append(f"$.debuginfo.crates[{k}]: level or class {c!r}")
+        elif c["own"] and c["class"] != "user":
+            errors.append(f"$.debuginfo.crates[{k}]: own but of class {c['class']}")
+    own = [c for c in di["crates"] if isinstance(c, dict) and c.get("own")]
+    if own and di["level"] != min((c["level"] for c in own), key=DEBUGINFO_LEVELS.index):
+        errors.append(f"$.debuginfo.level {di['level']} is not the lowest of the own crates'")
     if len(doc["warnings"]) > 1000 or not all(isinstance(w, str) for w in doc["warnings"]):
         errors.append("$.warnings: not an array of at most 1000 strings")
     nf, np_ = len(doc["futures"]), len(doc["polls"])

@@ -231,6 +231,35 @@ static void test_crate_names(void)
 	rust_path__crate("tokio::x", NULL, 10);
 }
 
+static void check_strict(const char *path, const char *expected, int line)
+{
+	char buf[64];
+
+	memset(buf, 'x', sizeof(buf));
+	rust_path__crate_strict(path, buf, sizeof(buf));
+	if (strcmp(buf, expected))
+		fprintf(stderr, "  (rust_path__crate_strict called from line %d)\n", line);
+	CHECK_STR(buf, expected);
+}
+
+#define STRICT(path, expected) check_strict(path, expected, __LINE__)
+
+/* Names read from symbols: a generic parameter of a blanket impl is no crate. */
+static void test_crate_names_strict(void)
+{
+	STRICT("<&mut F as core::future::future::Future>::poll", "");
+	STRICT("<core::pin::Pin<P> as core::future::future::Future>::poll", "core");
+	STRICT("<handwritten::Join2<A,B> as core::future::future::Future>::poll", "handwritten");
+	STRICT("tokio_mt::leaf::{{closure}}", "tokio_mt");
+	STRICT("<u32 as app::Trait>::method", "app");
+	STRICT("u32", "core");
+	STRICT("app", "");
+	STRICT("main", "");
+	STRICT("_ZN3foo3barEv", "");
+	STRICT("{async_fn#0}", "");
+	STRICT(NULL, "");
+}
+
 static void test_classify(void)
 {
 	static const char *const std_names[] = {"std",
@@ -997,6 +1026,7 @@ int main(void)
 {
 	test_model_shape();
 	test_crate_names();
+	test_crate_names_strict();
 	test_classify();
 	test_glob();
 	test_default_selection();

@@ -20,6 +20,7 @@
 #include "analyze/analyzer_post.h"
 #include "analyze/subprograms.h"
 #include "analyze/awaits.h"
+#include "analyze/debuginfo.h"
 #include "analyze/walk.h"
 #include "analyze/demangle.h"
 #include "analyze/disasm.h"
@@ -289,6 +290,9 @@ static int walk_cu(struct walk *w, Dwarf_Die *cudie)
 		case DW_TAG_namespace: {
 			const char *n = dwarf_diename(die);
 			size_t nl = n ? strlen(n) : 0;
+			w->cu_namespaces++;
+			if (depth == 0 && n && !w->cu_first_namespace)
+				w->cu_first_namespace = n;
 			if (n && plen + nl + 3 < sizeof(path)) {
 				if (plen) {
 					memcpy(path + plen, "::", 2);
@@ -307,11 +311,15 @@ static int walk_cu(struct walk *w, Dwarf_Die *cudie)
 		case DW_TAG_structure_type:
 		case DW_TAG_union_type:
 		case DW_TAG_enumeration_type:
+			w->cu_types++;
 			path[plen] = '\0';
 			if ((err = on_struct(w, die, path, plen)))
 				return err;
 			break;
+		case DW_TAG_base_type: w->cu_types++; break;
 		case DW_TAG_subprogram: {
+			w->cu_subprograms++;
+			w->cu_linkage_names += dwarf_hasattr(die, DW_AT_linkage_name);
 			path[plen] = '\0';
 			if ((err = analyzer__on_subprogram(w, die, path, plen)))
 				return err;
@@ -393,7 +401,8 @@ static int walk_dwarf(struct walk *w)
 				    (uint64_t)off, dwarf_errmsg(-1));
 		}
 		analyzer__resolve_pending(w);
-		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)))
+		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)) ||
+		    (err = debuginfo__end_cu(w, &cudie)))
 			return err;
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
@@ -421,7 +430,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 {
 	struct analyzer_opts defaults = {0};
 	struct walk w = {.t = t, .m = m, .o = o ? o : &defaults, .dw = t->dwarf};
-	int r;
+	int r = 0;
 
 	m->path = strpool__intern(&m->strings, t->display);
 	m->elf_path = strpool__intern(&m->strings, t->path);
@@ -439,14 +448,15 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		char why[1024];
 		target__explain_missing_dwarf(t, why, sizeof(why));
 		model__warn(m, "no DWARF debuginfo for %s: %s", t->display, why);
-		model__warn(m, "falling back to symbol names: no future types, states, await "
-			       "points or await graph; async fns appear as {{closure}} symbols, "
-			       "indistinguishable from plain closures");
 		m->symbols_only = true;
-		r = analyzer__walk_symbols(&w);
-		if (!r)
-			r = runtimes__link_symbols(&w);
 	}
+	/* code no DWARF function describes (all of it without DWARF; the program's own
+	 * with `debug = false`, when the file keeps only std's DWARF; with line tables
+	 * only, the functions that inline nothing): by its symbols */
+	if (!r)
+		r = analyzer__walk_symbols(&w);
+	if (!r && !runtimes__found(&w) && (!t->dwarf || debuginfo__runtime_without_types(&w)))
+		r = runtimes__link_symbols(&w);
 	if (!r)
 		r = awaits__resolve(&w);
 	if (!r) {
@@ -480,6 +490,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		}
 		analyzer__classify_crates(m);
 		if (!r)
+			r = debuginfo__finish(&w);
+		if (!r)
 			r = analyzer__disassemble_polls(&w);
 		if (!r)
 			r = analyzer__probe_sites(&w);
@@ -491,6 +503,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 
 	awaits__free(&w);
 	runtimes__free(&w);
+	debuginfo__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

@@ -19,6 +19,7 @@
 #include "analyze/disasm.h"
 #include "analyze/flow.h"
 #include "analyze/crate.h"
+#include "analyze/debuginfo.h"
 
 enum abi_class { ABI_ZST, ABI_SCALAR, ABI_SCALAR_PAIR, ABI_AGGREGATE };
 
@@ -219,10 +220,15 @@ void analyzer__resolve_pending(struct walk *w)
 	w->nr_pending = 0;
 }
 
-/* Without DWARF: the CAT approach, poll fns by symbol name. What is lost is said. */
+/*
+ * Code without DWARF (all of it in a file without DWARF; the program's own when only
+ * std's DWARF was linked in): the CAT approach, poll fns by symbol name, and the
+ * crates that have code (debuginfo.c). What is lost is said (debuginfo_note).
+ */
 int analyzer__walk_symbols(struct walk *w)
 {
 	int n = dwfl_module_getsymtab(w->t->module);
+	char crate[256];
 
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
@@ -233,8 +239,10 @@ int analyzer__walk_symbols(struct walk *w)
 		    sym.st_shndx == SHN_UNDEF)
 			continue;
 		addr -= w->t->bias;
+		if (debuginfo__covered(w, addr))
+			continue; /* the DWARF walk read it */
 		const char *d = symbol__demangle(&w->m->strings, name);
-		if (!d)
+		if (!d || debuginfo__count_symbol(w, d))
 			return -ENOMEM;
 		size_t len = strlen(d), sl = strlen(FUTURE_POLL_SUFFIX);
 		bool handwritten =
@@ -242,6 +250,10 @@ int analyzer__walk_symbols(struct walk *w)
 		bool closure = len > 13 && strcmp(d + len - 13, "::{{closure}}") == 0;
 		if (!handwritten && !closure)
 			continue;
+		/* `<&mut F as Future>::poll`: a blanket impl's generic parameter, no type */
+		rust_path__crate_strict(d, crate, sizeof(crate));
+		if (handwritten && !crate[0])
+			handwritten = false;
 		if (u64_map__get(&w->poll_by_addr, addr, NULL))
 			continue;
 		struct poll_fn *p = model__add_poll(w->m);
@@ -252,6 +264,15 @@ int analyzer__walk_symbols(struct walk *w)
 		p->addr = addr;
 		p->size = sym.st_size;
 		p->self_arg_reg = DWARF_REG_RDI;
+		Dwarf_Die cu;
+		Dwarf_Line *first;
+		int line = 0;
+		/* line tables without a DWARF function for it (it inlines nothing) */
+		if (w->dw && dwarf_addrdie(w->dw, addr, &cu) &&
+		    (first = dwarf_getsrc_die(&cu, addr)) != NULL && !dwarf_lineno(first, &line)) {
+			p->file = strpool__intern(&w->m->strings, dwarf_linesrc(first, NULL, NULL));
+			p->line = line > 0 ? (uint32_t)line : 0;
+		}
 		if (u64_map__set(&w->poll_by_addr, addr, w->m->nr_polls - 1))
 			return -ENOMEM;
 		if (handwritten) {
@@ -453,7 +474,8 @@ int analyzer__disassemble_polls(struct walk *w)
 		if (p->entry.valid)
 			target__file_offset(w->t, p->entry.addr, &p->entry.file_offset);
 	}
-	if (m->nr_abi_unknown)
+	/* below full DWARF no result is decoded anyway: the debuginfo note says so */
+	if (m->nr_abi_unknown && m->own_debuginfo == DEBUGINFO_FULL)
 		model__warn(m,
 			    "%u poll fn(s): where self arrives and how Poll<T> is returned could "
 			    "not be read off the code or DWARF: their results are reported unknown",

@@ -8,6 +8,7 @@
 #include "analyze/crate.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/glob.h"
@@ -133,6 +134,18 @@ void rust_path__crate(const char *path, char *buf, size_t len)
 		copy_truncated(buf, len, "core", 4);
 }
 
+void rust_path__crate_strict(const char *path, char *buf, size_t len)
+{
+	char seg[260];
+
+	rust_path__crate(path, buf, len);
+	if (!buf || !len || !buf[0] || strcmp(buf, "core") == 0)
+		return;
+	snprintf(seg, sizeof(seg), "%s::", buf);
+	if (!strstr(path, seg))
+		buf[0] = '\0';
+}
+
 /*
  * Classification is by crate name alone (docs/selection.md has the rule and the
  * lists). Entries are globs so a family ("crossbeam_*") is one line.
@@ -158,6 +171,7 @@ static const char *const std_crates[] = {
     "profiler_builtins",
     "rustc_std_workspace_*",
     "sysroot",
+    "__rustc", /* rustc's allocator shims: `__rustc::__rust_alloc` */
 };
 
 /*

@@ -200,6 +200,8 @@ int runtimes__on_function(struct walk *w, Dwarf_Die *die, uint64_t addr, uint64_
 	struct rt_walk *rt;
 	Dwarf_Die type;
 
+	if (!ln) /* line tables only: no linkage name in DWARF, the symbol has it */
+		ln = walk__symbol_at(w, addr);
 	if (!ln || ln[0] != '_')
 		return 0;
 	if (is_wake_fn(ln, &runtime, &by_ref))
@@ -540,7 +542,9 @@ out:
 }
 
 /*
- * Without DWARF (symbols only): tokio's task types by their functions' names. Every
+ * Without DWARF for the runtime (none, or no types: line tables, limited; see
+ * debuginfo.h): tokio's task types, and every runtime's wake functions, by their
+ * symbols. Every
  * `tokio::runtime::task::raw::poll` symbol is one task type's; the future it polls
  * is the first poll fn its calls reach (breadth first through direct calls, past
  * `Pin<P>` and `&mut F`: the harness, the core and the stage closure lie between).
@@ -631,7 +635,7 @@ static int32_t polled_future(struct walk *w, const struct u64_map *sizes, uint64
 		insn_seq__free(&seq);
 	}
 	/* its future's poll was inlined into the harness: the type cannot be named */
-	found = walk__get_future(w, "tokio task (no DWARF, its poll inlined: type unknown)",
+	found = walk__get_future(w, "tokio task (no DWARF types, its poll inlined: type unknown)",
 				 FUTURE_HANDWRITTEN, 0, 0);
 out:
 	u64_map__free(&seen);
@@ -661,6 +665,12 @@ int runtimes__link_symbols(struct walk *w)
 		if (u64_map__set(&sizes, addr, sym.st_size)) {
 			r = -ENOMEM;
 			break;
+		}
+		uint8_t wake_rt;
+		bool by_ref;
+		if (is_wake_fn(name, &wake_rt, &by_ref)) {
+			r = add_wake_fn(w, name, addr, sym.st_size, wake_rt, by_ref);
+			continue;
 		}
 		if (!starts_with(name, tokio_poll) || u64_map__get(&rt->by_addr, addr, NULL))
 			continue;
@@ -696,6 +706,11 @@ int runtimes__link_symbols(struct walk *w)
 	    .assumed = true, .header_state = 0, .header_vtable = 16, .vtable_fn = 0};
 	rt->found[TASK_RT_TOKIO] = FOUND_HEADER_STATE | FOUND_HEADER_VTABLE | FOUND_VTABLE_FN;
 	return 0;
+}
+
+bool runtimes__found(const struct walk *w)
+{
+	return w->rt && w->rt->nr;
 }
 
 void runtimes__free(struct walk *w)

@@ -21,6 +21,9 @@ int runtimes__end_cu(struct walk *w);
 int runtimes__link(struct walk *w);
 /* Without DWARF: tokio's task types from its symbols and calls (runtimes.c). */
 int runtimes__link_symbols(struct walk *w);
+/* Did the DWARF walk find a runtime's task type function (tokio's raw::poll<T, S>,
+ * async-task's RawTask<F, T, S>::run, with its future's type)? */
+bool runtimes__found(const struct walk *w);
 void runtimes__free(struct walk *w);
 
 #endif

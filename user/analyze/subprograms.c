@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analyze/crate.h"
+#include "analyze/debuginfo.h"
 #include "analyze/demangle.h"
 #include "analyze/disasm.h"
 #include "analyze/runtimes.h"
@@ -86,6 +87,42 @@ static bool poll_self_type(Dwarf_Die *fn, Dwarf_Die *param, char *path, size_t l
 	return true;
 }
 
+/*
+ * The future a poll fn polls, from its name, when DWARF has no `self` parameter to
+ * read (limited DWARF and line tables have no types): `x::f::{async_fn#0}` (the
+ * DWARF name, on the path its symbol spells) polls `x::f::{async_fn_env#0}`, and
+ * `<T as core::future::future::Future>::poll` polls T. Returns 1 with the path; 0
+ * when the name says neither (an inlined copy with line tables only has no path:
+ * `{async_fn#0}`); -1 for a blanket impl (`<&mut F as ..>::poll`: no one future).
+ */
+static int future_from_name(const char *dwarf_name, const char *demangled, char *path, size_t len)
+{
+	static const char *const envs[] = {"{async_fn_env#", "{async_block_env#",
+					   "{async_closure_env#"};
+	char crate[256];
+	size_t n, sl = strlen(FUTURE_POLL_SUFFIX);
+
+	if (!demangled)
+		return 0;
+	n = strlen(demangled);
+	if (demangled[0] == '<' && n > sl && strcmp(demangled + n - sl, FUTURE_POLL_SUFFIX) == 0) {
+		snprintf(path, len, "%.*s", (int)(n - sl - 1), demangled + 1);
+		rust_path__crate_strict(path, crate, sizeof(crate));
+		return crate[0] ? 1 : -1;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		const char *last = rust_path__last_segment(demangled);
+		if (!starts_with(dwarf_name, coroutine_prefixes[i]) || !last || last == demangled)
+			continue;
+		/* the symbol's last segment is `{{closure}}` (legacy) or `{closure#N}` (v0):
+		 * the DWARF name says which coroutine, with its generic arguments */
+		snprintf(path, len, "%.*s%s%s", (int)(last - demangled), demangled, envs[i],
+			 dwarf_name + strlen(coroutine_prefixes[i]));
+		return 1;
+	}
+	return 0;
+}
+
 static int add_pending(struct walk *w, uint32_t poll, Dwarf_Die *fn, Dwarf_Die *param,
 		       bool has_param)
 {
@@ -136,6 +173,9 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 	if (!coroutine && (!name || strncmp(name, "poll", 4) != 0 || (name[4] && name[4] != '<')))
 		return -1;
 	const char *linkage = die_linkage_name(fn);
+	/* line tables only: no linkage name in DWARF, but the symbol at its address */
+	if (!linkage && concrete)
+		linkage = walk__symbol_at(w, lowpc);
 	const char *demangled = linkage ? symbol__demangle(&w->m->strings, linkage) : NULL;
 	if (!is_poll_name(name, demangled))
 		return -1;
@@ -179,6 +219,14 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 	int line = 0;
 	dwarf_decl_line(fn, &line);
 	p->line = line > 0 ? (uint32_t)line : 0;
+	Dwarf_Line *first;
+	if (!p->file && concrete && (first = dwarf_getsrc_die(&w->cu, lowpc)) != NULL) {
+		/* line tables only: no declaration, the line of its first instruction */
+		p->file = strpool__intern(&w->m->strings, dwarf_linesrc(first, NULL, NULL));
+		line = 0;
+		dwarf_lineno(first, &line);
+		p->line = line > 0 ? (uint32_t)line : 0;
+	}
 	p->inlined_only = !concrete;
 	p->self_arg_reg = DWARF_REG_RDI;
 	if (concrete) {
@@ -194,18 +242,18 @@ static int64_t poll_of(struct walk *w, Dwarf_Die *fn, bool concrete, uint64_t lo
 	char path[MAX_PATH_LEN];
 	bool has_target;
 	bool has_param = poll_self_type(fn, &param, path, sizeof(path), &target, &has_target);
-	if (has_param) {
+	int named = has_param ? 1 : future_from_name(name, demangled, path, sizeof(path));
+	if (named > 0) {
 		bool is_env;
 		enum future_kind kind = future_kind__from_name(path, &is_env);
-		int32_t f =
-		    walk__get_future(w, path, kind, has_target ? dwarf_dieoffset(&target) : 0,
-				     has_target ? die_bytesize(&target) : 0);
+		int32_t f = walk__get_future(w, path, kind,
+					     has_param && has_target ? dwarf_dieoffset(&target) : 0,
+					     has_param && has_target ? die_bytesize(&target) : 0);
 		if (f < 0)
 			return -ENOMEM;
 		w->m->polls[idx].future = f;
-	} else {
-		model__warn(w->m, "poll fn %s: cannot read its self parameter's type",
-			    w->m->polls[idx].name);
+	} else if (named == 0) {
+		w->nr_unreadable_self++; /* said once, by level (debuginfo.c) */
 	}
 	if (concrete && add_pending(w, (uint32_t)idx, fn, &param, has_param))
 		return -ENOMEM;
@@ -238,6 +286,8 @@ int analyzer__on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, si
 	}
 	const char *name = die_name(die);
 	int e;
+	if (concrete && (e = debuginfo__add_function(w, die)))
+		return e;
 	if (concrete && (e = runtimes__on_function(w, die, lowpc, highpc - lowpc)))
 		return e;
 	if (concrete && name && starts_with(name, "drop_in_place<") && path_len == 9 &&
@@ -303,9 +353,13 @@ static const char *caller_name(struct walk *w, Dwarf_Off caller)
 {
 	Dwarf_Die fn;
 
+	Dwarf_Addr pc;
+
 	if (!caller || !dwarf_offdie(w->dw, caller, &fn))
 		return NULL;
 	const char *ln = die_linkage_name(&fn);
+	if (!ln && die_code_start(&fn, &pc)) /* line tables only: the symbol names it */
+		ln = walk__symbol_at(w, pc);
 	return ln ? symbol__demangle(&w->m->strings, ln)
 		  : strpool__intern(&w->m->strings, die_name(&fn));
 }

@@ -96,6 +96,16 @@ bool member_offset(Dwarf_Die *member, uint64_t *off)
 	return false;
 }
 
+const char *walk__symbol_at(struct walk *w, uint64_t addr)
+{
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name =
+	    dwfl_module_addrinfo(w->t->module, addr + w->t->bias, &off, &sym, NULL, NULL, NULL);
+
+	return name && off == 0 && GELF_ST_TYPE(sym.st_info) == STT_FUNC ? name : NULL;
+}
+
 int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind,
 			 uint64_t die_offset, uint64_t size)
 {

@@ -65,7 +65,8 @@ struct pending_poll {
 	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
-struct rt_walk; /* analyze/runtimes.c */
+struct rt_walk;	 /* analyze/runtimes.c */
+struct dbg_walk; /* analyze/debuginfo.c */
 
 struct walk {
 	struct target *t;
@@ -80,6 +81,9 @@ struct walk {
 	struct pending_poll *pending;
 	uint32_t nr_pending, cap_pending;
 	uint32_t first_cu_await; /* awaits recorded by this CU start here */
+	/* what this CU holds, for its debug info level (debuginfo.c) */
+	uint32_t cu_types, cu_namespaces, cu_linkage_names, cu_subprograms;
+	const char *cu_first_namespace;
 
 	/* whole binary */
 	struct u64_map future_by_path; /* interned path -> future index */
@@ -95,7 +99,9 @@ struct walk {
 	uint32_t nr_awaits, cap_awaits;
 	struct drop_rec *drops;
 	uint32_t nr_drops, cap_drops;
-	struct rt_walk *rt; /* the runtimes' task types (runtimes.c) */
+	struct rt_walk *rt;	     /* the runtimes' task types (runtimes.c) */
+	struct dbg_walk *dbg;	     /* debug info levels (debuginfo.c) */
+	uint32_t nr_unreadable_self; /* poll fns whose future neither self nor the name told */
 };
 
 /* DWARF helpers (walk.c) */
@@ -115,6 +121,9 @@ bool member_offset(Dwarf_Die *member, uint64_t *off);
 /* Full path of a type DIE: this CU's table, else (a DW_FORM_ref_addr into another
  * unit) a walk of that unit's namespaces; NULL if unnamed or not found. */
 const char *walk__type_path(struct walk *w, uint64_t die_offset);
+/* The function symbol that starts at this link-time address (its linkage name), or
+ * NULL: names the functions whose DWARF has none (line tables only). */
+const char *walk__symbol_at(struct walk *w, uint64_t addr);
 int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind,
 			 uint64_t die_offset, uint64_t size);
 enum future_kind future_kind__from_name(const char *name, bool *is_env);

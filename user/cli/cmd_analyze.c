@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "analyze/crate.h"
 #include "analyze/disasm.h"
 #include "lib/exitcodes.h"
 #include "export/export.h"
@@ -108,6 +109,30 @@ static void print_future(const struct model *m, uint32_t i)
 	}
 }
 
+/* Line tables only: polls inlined into callers known by their bare name, shown where
+ * they are (into which function, at which line), since nothing else names them. */
+static void print_unnamed(const struct model *m, bool all_crates)
+{
+	char crate[256];
+	uint32_t shown = 0;
+
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		const struct poll_fn *p = &m->polls[i];
+		if (p->future >= 0 || !p->name || p->name[0] != '{' || !p->nr_inline_sites)
+			continue;
+		rust_path__crate(p->inline_sites[0].caller, crate, sizeof(crate));
+		if (!all_crates && crate__classify(crate) != CRATE_USER)
+			continue;
+		if (!shown++)
+			printf("\nInlined, without a name (line tables only name no inlined "
+			       "function's path):\n");
+		printf("  %s  inlined at %u site%s, e.g. into %s at %s:%u\n", p->name,
+		       p->nr_inline_sites_total, p->nr_inline_sites_total == 1 ? "" : "s",
+		       p->inline_sites[0].caller ? p->inline_sites[0].caller : "?",
+		       path__short(p->inline_sites[0].file), p->inline_sites[0].line);
+	}
+}
+
 static void print_summary(const struct model *m, bool all_crates)
 {
 	uint32_t kinds[4] = {0}, out_of_line = 0, inlined = 0, roots = 0, unresolved = 0;
@@ -136,6 +161,8 @@ static void print_summary(const struct model *m, bool all_crates)
 		       m->nr_cus, m->nr_dies);
 	else
 		printf("  no DWARF: symbol names only (see warnings)\n");
+	printf("  debug info of your crates%s%s%s: %s\n", m->own_crates[0] ? " (" : "",
+	       m->own_crates, m->own_crates[0] ? ")" : "", debuginfo_level__name(m->own_debuginfo));
 	printf("  %u futures: %u async fn, %u async block, %u async closure, %u hand-written\n",
 	       m->nr_futures, kinds[FUTURE_ASYNC_FN], kinds[FUTURE_ASYNC_BLOCK],
 	       kinds[FUTURE_ASYNC_CLOSURE], kinds[FUTURE_HANDWRITTEN]);
@@ -158,6 +185,7 @@ static void print_summary(const struct model *m, bool all_crates)
 		printf("  (none found%s)\n",
 		       all_crates ? "" : "; --all-crates shows futures of every crate");
 
+	print_unnamed(m, all_crates);
 	uint32_t nr_inl = 0;
 	for (uint32_t i = 0; i < m->nr_futures; i++)
 		if (m->futures[i].inlined_only &&
@@ -261,6 +289,7 @@ int cmd_analyze(int argc, char **argv)
 		return r;
 	}
 	print_warnings("analyze", &m);
+	print_debuginfo("analyze", &m, NULL);
 	bool stdout_used = (json && !strcmp(json, "-")) || (dot && !strcmp(dot, "-"));
 	if (!quiet && !stdout_used)
 		print_summary(&m, all_crates);

@@ -171,10 +171,11 @@ static int select_futures(const struct list_args *a, const struct model *m, stru
 	}
 	for (int i = 0; i < a->nr_patterns; i++) {
 		if (!selection__add_pattern(s, m, a->patterns[i])) {
-			pr_warn("list: pattern '%s' matches no future of %s (try 'asyncbpf analyze "
-				"--all-crates')\n",
-				a->patterns[i], m->path);
-			return EXIT_NO_MATCH;
+			char what[1024];
+			snprintf(what, sizeof(what), "pattern '%s' matches no future of %s",
+				 a->patterns[i], m->path);
+			return empty_selection_status("list", m, what,
+						      " (try 'asyncbpf analyze --all-crates')");
 		}
 	}
 	if (!a->whitelist && !a->nr_patterns)
@@ -182,11 +183,12 @@ static int select_futures(const struct list_args *a, const struct model *m, stru
 	if (a->expand != EXPAND_NONE)
 		selection__expand(s, m, a->expand);
 	if (!selection__count(s)) {
-		pr_warn("list: nothing selected in %s%s\n", m->path,
-			a->all_crates
-			    ? ""
-			    : " (no futures in your crates? try --all-crates or a pattern)");
-		return EXIT_NO_MATCH;
+		char what[1024];
+		snprintf(what, sizeof(what), "nothing selected in %s", m->path);
+		return empty_selection_status(
+		    "list", m, what,
+		    a->all_crates ? NULL
+				  : " (no futures in your crates? try --all-crates or a pattern)");
 	}
 	return EXIT_OK;
 }
@@ -237,6 +239,7 @@ int cmd_list(int argc, char **argv)
 	r = select_futures(&a, &m, &s);
 	if (r)
 		goto out;
+	print_debuginfo("list", &m, NULL);
 	print_selection(&m, &s);
 	if (a.output)
 		r = write_whitelist(&a, &m, &s);

@@ -67,6 +67,15 @@ static int analyze(struct profile_run *r)
 	if (status || (status = session__check_exe(r->s)))
 		return status;
 	print_warnings("profile", &r->m);
+	/* limited DWARF names every poll, inlined ones too: all a profile needs */
+	if (r->m.own_debuginfo < DEBUGINFO_LIMITED)
+		print_debuginfo("profile", &r->m,
+				r->m.own_debuginfo == DEBUGINFO_NONE
+				    ? "samples are unwound (CFI) and named by their symbols: polls "
+				      "inlined into callers are not seen, and async fns show as "
+				      "`{{closure}}` frames"
+				    : "polls kept out of line are named by their symbols; those "
+				      "inlined into callers show as bare `{async_fn#N}` frames");
 	return EXIT_OK;
 }
 

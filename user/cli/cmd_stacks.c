@@ -55,8 +55,8 @@ static const char stacks_usage[] =
     "the binary's DWARF names (hand-written executors).\n"
     "\n"
     "Exit status: 0 read; 2 usage; 3 no such process; 4 no ptrace access;\n"
-    "5 not a usable ELF (or no DWARF); 6 no task found (or none matched); 8 a file\n"
-    "could not be written.\n";
+    "5 not a usable ELF, or no DWARF types (built below `debug = true`); 6 no task\n"
+    "found (or none matched); 8 a file could not be written.\n";
 
 struct stacks_args {
 	pid_t pid;
@@ -375,25 +375,45 @@ static int explain_index(const struct model *m, const struct vtable_index *ix)
 	if (lost)
 		pr_info("stacks: %u task type%s of %s with no vtable found (not listed)\n", lost,
 			lost == 1 ? "" : "s", m->path);
-	if (ix->nr && m->runtimes[TASK_RT_TOKIO].assumed)
+	if (ix->nr && m->runtimes[TASK_RT_TOKIO].assumed && m->symbols_only)
 		pr_info("stacks: %s has symbols but no DWARF: tokio's tasks are listed by their "
+			"future's type and state only, not where they wait; the task header "
+			"layout is tokio 1.x's, assumed (docs/stacks.md)\n",
+			m->path);
+	else if (ix->nr && m->runtimes[TASK_RT_TOKIO].assumed && m->own_debuginfo < DEBUGINFO_FULL)
+		print_debuginfo("stacks", m,
+				"tokio's tasks are listed by their future's type and state only, "
+				"not where they wait; the task header layout is tokio 1.x's, "
+				"assumed (docs/stacks.md)");
+	else if (ix->nr && m->runtimes[TASK_RT_TOKIO].assumed)
+		pr_info("stacks: tokio's DWARF in %s has no types: its tasks are listed by their "
 			"future's type and state only, not where they wait; the task header "
 			"layout is tokio 1.x's, assumed (docs/stacks.md)\n",
 			m->path);
 	if (ix->nr)
 		return EXIT_OK;
-	if (m->symbols_only)
+	if (m->symbols_only) {
 		pr_warn("stacks: %s has symbols but no DWARF and no tokio task type: the task "
 			"layouts and future types of async-task and of boxed dyn Futures are in "
 			"the DWARF, so no task can be read (install or point at its debuginfo; "
 			"docs/stacks.md)\n",
 			m->path);
-	else
-		pr_warn("stacks: %s holds no task vtable asyncbpf knows: no tokio 1.x or "
-			"async-task 4.x task type, no `dyn Future` vtable of a future in its "
-			"DWARF (docs/stacks.md, \"Runtimes\")\n",
-			m->path);
-	return m->symbols_only ? EXIT_BAD_INPUT : EXIT_NO_MATCH;
+		return EXIT_BAD_INPUT;
+	}
+	if (m->own_debuginfo < DEBUGINFO_FULL && m->debuginfo_note) {
+		pr_warn(
+		    "stacks: no task of %s can be read: the task types and future layouts "
+		    "stacks reads (boxed `dyn Future` vtables, async-task's and tokio's task "
+		    "types, `__state`, awaitees) are DWARF types, and %s; %s (docs/analyzer.md, "
+		    "\"Debug info levels\")\n",
+		    m->path, m->debuginfo_note, m->debuginfo_advice);
+		return EXIT_BAD_INPUT;
+	}
+	pr_warn("stacks: %s holds no task vtable asyncbpf knows: no tokio 1.x or "
+		"async-task 4.x task type, no `dyn Future` vtable of a future in its "
+		"DWARF (docs/stacks.md, \"Runtimes\")\n",
+		m->path);
+	return EXIT_NO_MATCH;
 }
 
 int cmd_stacks(int argc, char **argv)

@@ -124,22 +124,23 @@ static int select_futures(const struct trace_args *a, const struct model *m, str
 	}
 	for (int i = 0; i < a->nr_patterns; i++)
 		if (!selection__add_pattern(s, m, a->patterns[i])) {
-			pr_warn(
-			    "trace: pattern '%s' matches no future of %s (try 'asyncbpf analyze "
-			    "--all-crates')\n",
-			    a->patterns[i], m->path);
-			return EXIT_NO_MATCH;
+			char what[1024];
+			snprintf(what, sizeof(what), "pattern '%s' matches no future of %s",
+				 a->patterns[i], m->path);
+			return empty_selection_status("trace", m, what,
+						      " (try 'asyncbpf analyze --all-crates')");
 		}
 	if (!a->whitelist && !a->nr_patterns)
 		selection__add_default(s, m, a->all_crates);
 	if (a->expand != EXPAND_NONE)
 		selection__expand(s, m, a->expand);
 	if (!selection__count(s)) {
-		pr_warn("trace: nothing selected in %s%s\n", m->path,
-			a->all_crates
-			    ? ""
-			    : " (no futures in your crates? try --all-crates or a pattern)");
-		return EXIT_NO_MATCH;
+		char what[1024];
+		snprintf(what, sizeof(what), "nothing selected in %s", m->path);
+		return empty_selection_status(
+		    "trace", m, what,
+		    a->all_crates ? NULL
+				  : " (no futures in your crates? try --all-crates or a pattern)");
 	}
 	return EXIT_OK;
 }
@@ -164,6 +165,14 @@ static int plan_probes(struct trace_run *r)
 	print_warnings("trace", &r->m);
 	if ((status = select_futures(a, &r->m, &r->sel)))
 		return status;
+	print_debuginfo(
+	    a->top ? "top" : "trace", &r->m,
+	    a->top ? "without layouts the results of polls are unknown: polls/s, busy %, poll "
+		     "times and blocked time are measured; live instances and cancellations, "
+		     "which need results and states, are not"
+		   : "without layouts every poll's result (Ready/Pending) and await point is "
+		     "recorded as unknown (reason no_layout), and a drop cannot be told a "
+		     "cancellation; poll counts, durations, nesting and blocking are measured");
 	mode = choose_exits(a, r->m.path);
 	if ((e = trace_plan__build(&r->plan, &r->m, &r->sel, mode,
 				   (a->no_cancel ? 0 : PLAN_DROPS) | (a->no_wakes ? 0 : PLAN_WAKES),

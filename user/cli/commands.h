@@ -38,4 +38,20 @@ int load_model(const char *cmd, const struct target_spec *spec, struct model *m)
 /* Print model warnings to stderr (a summary line beyond the first few). */
 void print_warnings(const char *cmd, const struct model *m);
 
+/*
+ * Below full DWARF for the program's own crates: say what is missing and what to
+ * rebuild with, then what it means for this command (`consequence`, may be NULL).
+ * docs/analyzer.md, "Debug info levels".
+ */
+void print_debuginfo(const char *cmd, const struct model *m, const char *consequence);
+
+/*
+ * Nothing selected or matched (`what` says so: "nothing selected in BIN"). When the
+ * program's crates have no DWARF or line tables only, the missing debuginfo is why
+ * (futures cannot be named): says so, returns EXIT_BAD_INPUT; else prints `what`
+ * and `hint` (what to try, may be NULL) and returns EXIT_NO_MATCH.
+ */
+int empty_selection_status(const char *cmd, const struct model *m, const char *what,
+			   const char *hint);
+
 #endif

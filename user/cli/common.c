@@ -63,3 +63,25 @@ int load_model(const char *cmd, const struct target_spec *spec, struct model *m)
 	}
 	return EXIT_OK;
 }
+
+void print_debuginfo(const char *cmd, const struct model *m, const char *consequence)
+{
+	if (m->own_debuginfo == DEBUGINFO_FULL || !m->debuginfo_note)
+		return;
+	pr_warn("%s: warning: %s; %s (docs/analyzer.md, \"Debug info levels\")\n", cmd,
+		m->debuginfo_note, m->debuginfo_advice ? m->debuginfo_advice : "");
+	if (consequence)
+		pr_warn("%s: %s\n", cmd, consequence);
+}
+
+int empty_selection_status(const char *cmd, const struct model *m, const char *what,
+			   const char *hint)
+{
+	if (m->own_debuginfo > DEBUGINFO_LINE_TABLES || !m->debuginfo_note) {
+		pr_warn("%s: %s%s\n", cmd, what, hint ? hint : "");
+		return EXIT_NO_MATCH;
+	}
+	pr_warn("%s: %s: %s; %s (docs/analyzer.md, \"Debug info levels\")\n", cmd, what,
+		m->debuginfo_note, m->debuginfo_advice ? m->debuginfo_advice : "");
+	return EXIT_BAD_INPUT;
+}

@@ -187,6 +187,32 @@ static void write_binary(struct json_writer *w, const struct model *m)
 	jw_object_end(w);
 }
 
+/* docs/json-schema.md, "debuginfo": the debug info level per crate and the program's. */
+static void write_debuginfo(struct json_writer *w, const struct model *m)
+{
+	jw_object(w, "debuginfo");
+	jw_string(w, "level", debuginfo_level__name(m->own_debuginfo));
+	jw_string(w, "own_crates", m->own_crates ? m->own_crates : "");
+	jw_u64(w, "unnamed_polls", m->nr_unnamed_polls);
+	jw_string(w, "note", m->debuginfo_note);
+	jw_string(w, "advice", m->debuginfo_advice);
+	jw_array(w, "crates");
+	for (uint32_t i = 0; i < m->nr_crates; i++) {
+		const struct crate_debuginfo *c = &m->crates[i];
+		jw_object(w, NULL);
+		jw_string(w, "crate", c->crate);
+		jw_string(w, "class", crate_class__name(c->crate_class));
+		jw_bool(w, "own", c->own);
+		jw_string(w, "level", debuginfo_level__name(c->level));
+		jw_u64(w, "compile_units", c->nr_cus);
+		jw_u64(w, "fns_without_dwarf", c->nr_fns_without_dwarf);
+		jw_bool(w, "toolchain", c->toolchain);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+	jw_object_end(w);
+}
+
 static void write_stats(struct json_writer *w, const struct model *m)
 {
 	uint64_t roots = 0, inlined_only = 0;
@@ -581,6 +607,7 @@ int export_json__write(const struct model *m, FILE *out)
 	jw_object(&w, NULL);
 	jw_string(&w, "schema", "asyncbpf-model/1");
 	write_binary(&w, m);
+	write_debuginfo(&w, m);
 	write_stats(&w, m);
 
 	jw_array(&w, "warnings");

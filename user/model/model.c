@@ -28,6 +28,7 @@ void model__free(struct model *m)
 	free(m->task_types);
 	free(m->wake_fns);
 	free(m->warnings);
+	free(m->crates);
 	strpool__free(&m->strings);
 	memset(m, 0, sizeof(*m));
 }
@@ -98,6 +99,12 @@ struct wake_fn *model__add_wake_fn(struct model *m)
 {
 	return append((void **)&m->wake_fns, &m->nr_wake_fns, &m->cap_wake_fns,
 		      sizeof(struct wake_fn));
+}
+
+struct crate_debuginfo *model__add_crate(struct model *m)
+{
+	return append((void **)&m->crates, &m->nr_crates, &m->cap_crates,
+		      sizeof(struct crate_debuginfo));
 }
 
 const char *task_runtime__name(enum task_runtime r)
@@ -186,6 +193,17 @@ const char *crate_class__name(enum crate_class c)
 	case CRATE_STD: return "std";
 	case CRATE_RUNTIME: return "runtime";
 	case CRATE_OTHER: return "dependency";
+	}
+	return "unknown";
+}
+
+const char *debuginfo_level__name(enum debuginfo_level l)
+{
+	switch (l) {
+	case DEBUGINFO_NONE: return "none";
+	case DEBUGINFO_LINE_TABLES: return "line-tables-only";
+	case DEBUGINFO_LIMITED: return "limited";
+	case DEBUGINFO_FULL: return "full";
 	}
 	return "unknown";
 }

@@ -326,6 +326,29 @@ struct model_warning {
 	const char *text;
 };
 
+/*
+ * How much DWARF a crate has (docs/analyzer.md, "Debug info levels"), lowest first:
+ * what Cargo's `debug` setting makes rustc emit.
+ */
+enum debuginfo_level {
+	DEBUGINFO_NONE,	       /* no compile unit: symbol names only (debug = false) */
+	DEBUGINFO_LINE_TABLES, /* functions by bare name, inline tree, lines (line-tables-only) */
+	DEBUGINFO_LIMITED,     /* + namespaces and linkage names, no types (debug = "limited", 1) */
+	DEBUGINFO_FULL,	       /* + types: layouts, states, await points (debug = true, 2) */
+};
+
+/* The DWARF of one crate of the binary. */
+struct crate_debuginfo {
+	const char *crate; /* "" for compile units of no known crate (C, assembly) */
+	enum crate_class crate_class;
+	enum debuginfo_level level; /* the best of its compile units; NONE without any */
+	uint32_t nr_cus;
+	uint32_t nr_fns_without_dwarf; /* its function symbols no compile unit covers */
+	bool toolchain;		       /* a compile unit built from the Rust toolchain's
+					  sources (std, core, alloc, what std vendors) */
+	bool own;		       /* one of the program's own crates (user class, with code) */
+};
+
 struct model {
 	/* the input */
 	const char *path;	    /* what the user named */
@@ -361,6 +384,18 @@ struct model {
 	struct model_warning *warnings;
 	uint32_t nr_warnings, cap_warnings;
 
+	/* debug info levels: per crate, and the program's own crates' (the lowest of
+	 * theirs: what every command can count on); debuginfo_note says what that level
+	 * loses and what to rebuild with, NULL at DEBUGINFO_FULL */
+	struct crate_debuginfo *crates;
+	uint32_t nr_crates, cap_crates;
+	enum debuginfo_level own_debuginfo;
+	const char *own_crates; /* "tokio_mt" or "a, b, c": the crates at that level */
+	const char *debuginfo_note;
+	const char *debuginfo_advice; /* the Cargo setting to rebuild with, NULL at full */
+	uint32_t nr_unnamed_polls;    /* polls known by a bare `{async_fn#N}` only (line
+					 tables: inlined copies have no path) */
+
 	/* walk statistics */
 	uint64_t nr_cus, nr_dies, nr_cu_errors;
 	uint64_t nr_limits_hit; /* bounds that cut a walk short (depth, count) */
@@ -384,6 +419,7 @@ struct await_edge *model__add_edge(struct model *m);
 struct future_vtable *model__add_vtable(struct model *m);
 struct task_type *model__add_task_type(struct model *m);
 struct wake_fn *model__add_wake_fn(struct model *m);
+struct crate_debuginfo *model__add_crate(struct model *m);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);
@@ -394,6 +430,8 @@ const char *future_kind__name(enum future_kind k);
 const char *state_kind__name(enum state_kind k);
 const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
+/* "none", "line-tables-only", "limited", "full": Cargo's names for the `debug` values */
+const char *debuginfo_level__name(enum debuginfo_level l);
 const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "dyn" */
 const char *self_location__name(enum self_location l);
 const char *ret_convention__name(enum ret_convention c);

@@ -376,6 +376,18 @@ static uint32_t dwarf_chain(struct unwinder *u, Dwfl_Module *mod, Dwarf_Addr pc,
 		Dwarf_Word v;
 
 		die_names(u, d, &out[n].linkage, &out[n].name);
+		if (tag == DW_TAG_subprogram && !out[n].linkage) {
+			/* Rust with line tables only: a bare `{async_fn#0}`; its (mangled)
+			 * symbol names it. C functions have no linkage name: keep theirs. */
+			const char *sym = dwfl_module_addrname(mod, pc);
+
+			if (sym && (!strncmp(sym, "_ZN", 3) || !strncmp(sym, "_R", 2))) {
+				out[n].linkage = strpool__intern(&u->pool, sym);
+				out[n].name = symbol__demangle(&u->pool, sym);
+				if (!out[n].name)
+					out[n].name = u->unknown;
+			}
+		}
 		out[n].file = file;
 		out[n].line = line > 0 ? (uint32_t)line : 0;
 		out[n].inlined = tag == DW_TAG_inlined_subroutine;

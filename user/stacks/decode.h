@@ -27,7 +27,7 @@ enum frame_state {
 	FRAME_BAD_STATE,   /* __state holds no value this future has: not a live future */
 	FRAME_UNREADABLE,  /* its memory could not be read */
 	FRAME_UNKNOWN_DYN, /* a boxed `dyn Future` whose vtable the model does not know */
-	FRAME_TYPE_ONLY	   /* a task's future known by its type only (no DWARF: no layout) */
+	FRAME_TYPE_ONLY	   /* a task's future known by its type only (no DWARF types: no layout) */
 };
 
 #define STACKS_MAX_FRAMES 64

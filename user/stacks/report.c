@@ -246,7 +246,7 @@ static const char *frame_what(const struct stack_frame *f)
 	case FRAME_BAD_STATE: return "(memory does not hold a valid state: not decoded)";
 	case FRAME_UNREADABLE: return "(its memory cannot be read)";
 	case FRAME_UNKNOWN_DYN: return "(a boxed dyn Future of a type the DWARF does not name)";
-	case FRAME_TYPE_ONLY: return "(no DWARF: the task's type only, not where it waits)";
+	case FRAME_TYPE_ONLY: return "(no DWARF types: the task's type only, not where it waits)";
 	}
 	return "";
 }
