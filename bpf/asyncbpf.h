@@ -97,6 +97,13 @@ enum spec_flags {
 	SPEC_STATE_REG = 256,	   /* ... the low state_size bytes of register self_reg */
 	SPEC_SINGLE_STEPPED = 512, /* a site on an instruction the kernel single-steps */
 	SPEC_WAKE_BY_REF = 1024,   /* a wake probe on wake_by_ref (the waker is kept) */
+	/* tail calls (docs/tracing.md, "Tail calls"): an entry whose poll fn may end in a
+	 * function it tail-jumps to; a `ret` of such a callee, which ends the frame at its
+	 * rsp if that frame's entry says so (the callee also runs for other callers); an
+	 * exit at a tail jump that is not followed: the Poll<T> is not computed yet */
+	SPEC_TAIL_CALLS = 2048,
+	SPEC_EXIT_TAIL_CALLEE = 4096,
+	SPEC_EXIT_TAIL_CALL = 8192,
 };
 
 /*
@@ -149,6 +156,7 @@ enum unknown_reason {
 	UNKNOWN_BAD_STATE = 3, /* __state after the poll is no state the future has */
 	UNKNOWN_BAD_DISCR = 4, /* the returned discriminant is neither Pending's nor Ready's */
 	UNKNOWN_BAD_AWAIT = 5, /* (user space) Suspend k of a k the future has no await for */
+	UNKNOWN_TAIL_CALL = 6, /* it left by a tail jump not followed: the callee's result */
 	UNKNOWN_REASON_COUNT,
 };
 
@@ -382,6 +390,6 @@ _Static_assert(sizeof(struct profile_sample) == 40 + 8 * PROFILE_NR_REGS,
 _Static_assert(RESULT_READY == 0 && RESULT_PENDING == 1 && RESULT_PANICKED == 2 &&
 		   RESULT_UNKNOWN == 3 && RESULT_TRUNCATED == 4 && RESULT_OPEN == 5,
 	       "enum record_result renumbered (user space maps it onto enum poll_result)");
-_Static_assert(UNKNOWN_REASON_COUNT == 6, "enum unknown_reason changed");
+_Static_assert(UNKNOWN_REASON_COUNT == 7, "enum unknown_reason changed");
 
 #endif
