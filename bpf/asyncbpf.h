@@ -99,6 +99,13 @@ enum spec_flags {
 	SPEC_SINGLE_STEPPED = 512, /* a site on an instruction the kernel single-steps */
 	SPEC_WAKE_BY_REF = 1024,   /* a wake probe on wake_by_ref (the waker is kept) */
 	SPEC_TASK_ROOT = 2048,	   /* an entry of a task's root future: its frame is the task */
+	/* tail calls (docs/tracing.md, "Tail calls"): an entry whose poll fn may end in a
+	 * function it tail-jumps to; a `ret` of such a callee, which ends the frame at its
+	 * rsp if that frame's entry says so (the callee also runs for other callers); an
+	 * exit at a tail jump that is not followed: the Poll<T> is not computed yet */
+	SPEC_TAIL_CALLS = 4096,
+	SPEC_EXIT_TAIL_CALLEE = 8192,
+	SPEC_EXIT_TAIL_CALL = 16384,
 };
 
 /*
@@ -181,6 +188,7 @@ enum unknown_reason {
 	UNKNOWN_BAD_STATE = 3, /* __state after the poll is no state the future has */
 	UNKNOWN_BAD_DISCR = 4, /* the returned discriminant is neither Pending's nor Ready's */
 	UNKNOWN_BAD_AWAIT = 5, /* (user space) Suspend k of a k the future has no await for */
+	UNKNOWN_TAIL_CALL = 6, /* it left by a tail jump not followed: the callee's result */
 	UNKNOWN_REASON_COUNT,
 };
 
@@ -325,6 +333,8 @@ struct wake_record {
 	__u64 waker_start_ns; /* that poll's start */
 	__u32 waker_poll;     /* its poll fn, ~0 if none */
 	__u32 pad;
+	__u64 vtable; /* the header's vtable as read then (a runtime's task): user space
+		       * resolves a type wake_types did not hold yet from it */
 };
 
 /* Per poll function, per CPU: records = emitted + dropped, always. */
@@ -489,7 +499,7 @@ _Static_assert(sizeof(struct thread_stack) == 48 + 64 * TRACE_MAX_DEPTH,
 _Static_assert(sizeof(struct poll_record) == 104, "struct poll_record changed");
 _Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");
 _Static_assert(sizeof(struct drop_record) == 72, "struct drop_record changed");
-_Static_assert(sizeof(struct wake_record) == 72, "struct wake_record changed");
+_Static_assert(sizeof(struct wake_record) == 80, "struct wake_record changed");
 _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
@@ -504,6 +514,6 @@ _Static_assert(sizeof(struct offcpu_stack) == 8 + 8 * OFFCPU_MAX_FRAMES,
 _Static_assert(RESULT_READY == 0 && RESULT_PENDING == 1 && RESULT_PANICKED == 2 &&
 		   RESULT_UNKNOWN == 3 && RESULT_TRUNCATED == 4 && RESULT_OPEN == 5,
 	       "enum record_result renumbered (user space maps it onto enum poll_result)");
-_Static_assert(UNKNOWN_REASON_COUNT == 6, "enum unknown_reason changed");
+_Static_assert(UNKNOWN_REASON_COUNT == 7, "enum unknown_reason changed");
 
 #endif

@@ -588,11 +588,16 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 	__s32 await_index = -1;
 	__u8 result, why = UNKNOWN_NONE;
 
+	/* a tail callee's ret: the callee runs for other callers too, which end nothing */
+	bool callee = spec->flags & SPEC_EXIT_TAIL_CALLEE;
+	const struct poll_spec *layout = spec;
+
 	if (spec->exit_cond != SPEC_COND_ALWAYS && !cond_holds(ctx->flags, spec->exit_cond))
 		return; /* this execution stays in the function */
 	st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st) {
-		count(COUNTER_UNMATCHED_EXIT);
+		if (!callee)
+			count(COUNTER_UNMATCHED_EXIT);
 		return;
 	}
 	depth = st->depth;
@@ -601,12 +606,23 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 	depth = pop_stale(st, depth, sp, 0, now, pid_tgid);
 	if (depth == 0) {
 		st->depth = 0;
-		count(COUNTER_UNMATCHED_EXIT);
+		if (!callee)
+			count(COUNTER_UNMATCHED_EXIT);
 		return;
 	}
 	top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
 	f = &st->frames[top];
-	if (f->sp != sp || f->poll != spec->poll) {
+	if (callee) {
+		/* only a poll that tail-jumped here returns at its own entry's rsp; its
+		 * entry spec has the Poll<T> layout */
+		__u32 entry = f->spec;
+
+		layout = f->sp == sp ? bpf_map_lookup_elem(&trace_specs, &entry) : NULL;
+		if (!layout || !(layout->flags & SPEC_TAIL_CALLS)) {
+			st->depth = depth;
+			return;
+		}
+	} else if (f->sp != sp || f->poll != spec->poll) {
 		/* entered before we attached, or past the depth limit */
 		st->depth = depth;
 		count(COUNTER_UNMATCHED_EXIT);
@@ -639,8 +655,11 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 			result = RESULT_UNKNOWN;
 			why = UNKNOWN_BAD_STATE;
 		}
+	} else if (spec->flags & SPEC_EXIT_TAIL_CALL) {
+		result = RESULT_UNKNOWN; /* rax is not the result yet: the callee computes it */
+		why = UNKNOWN_TAIL_CALL;
 	} else {
-		result = result_from_return(ctx, spec, &why);
+		result = result_from_return(ctx, layout, &why);
 	}
 	emit(st, top, now, result, why, await_index, state, pid_tgid,
 	     (spec->flags & SPEC_SINGLE_STEPPED) != 0);

@@ -156,6 +156,7 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	r->by_ref = (spec->flags & SPEC_WAKE_BY_REF) != 0;
 	r->time_ns = now;
 	r->header = header;
+	r->vtable = vt;
 	r->woken_self = self;
 	r->waker_self = 0;
 	r->waker_task_self = 0;

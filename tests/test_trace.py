@@ -132,6 +132,30 @@ def test_launch_panic_keeps_behaviour(uprobes, tmp_path):
     assert summary["totals"]["dropped"] == 0
 
 
+@needs_root
+def test_tail_called_result(uprobes, tmp_path):
+    """Release builds compile tokio's `<Notified as Future>::poll` to `mov rsi, [rsi];
+    jmp Notified::poll_notified`: the Poll<()> is computed after the jump, so the poll
+    ends at poll_notified's ret (docs/tracing.md, "Tail calls"). The demo's only
+    Notified is its cache refresher's `stop.changed()`, polled on every tick: nothing
+    notifies it but the one stop at the end, so it returns Ready at most once (once,
+    unless the stop lands while refresh_cache runs: changed() then sees the new
+    value without waiting). Read at the jump, rax made up Readies and bad values."""
+    demo = util.fixture_binary("release", "demo")
+    util.require_file(demo, "the fixture", "run 'make fixtures'")
+    proc, paths = run_traced(tmp_path, demo, "--seconds", "2", extra=("--all-crates",))
+    assert proc.returncode == 0, util.describe(proc)
+    assert "tail-jump to" in proc.stderr, util.describe(proc)
+    assert re.search(r"[1-9]\d* cache refreshes", proc.stdout), proc.stdout
+    rows = [row for row in load_summary(paths)["futures"] if row["name"] == "tokio::sync::notify::Notified"]
+    assert len(rows) == 1, rows
+    row = rows[0]
+    assert row["unknown"] == 0 and row["truncated"] == 0, row
+    assert row["ready"] + row["pending"] == row["polls"], row
+    assert row["ready"] <= 1, row
+    assert row["polls"] >= 2, row  # polled while waiting, and at least once more
+
+
 def start_demo(seconds):
     util.require_file(DEMO, "the fixture", "run 'make fixtures'")
     demo = subprocess.Popen([str(DEMO), "--seconds", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

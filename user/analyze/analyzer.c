@@ -28,6 +28,7 @@
 #include "analyze/mapped_section.h"
 #include "analyze/crate.h"
 #include "analyze/runtimes.h"
+#include "analyze/tail_calls.h"
 
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
@@ -495,6 +496,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 			r = analyzer__disassemble_polls(&w);
 		if (!r)
 			r = analyzer__probe_sites(&w);
+		if (!r)
+			r = tail_calls__find(t, m);
 	}
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory while analyzing %s", t->display);

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/exit_sites.h"
+
 const char *disasm__reg_name(uint16_t dwarf_reg)
 {
 	return insn__reg_name(dwarf_reg);
@@ -54,6 +56,7 @@ static int copy_exits(const struct cfg *g, struct exit_site **exits, uint32_t *n
 		    .kind = kinds[g->exits[k].kind],
 		    .target = g->exits[k].target,
 		    .probeable = in->probeable,
+		    .cond = exit_sites__plain_cond(g, g->exits[k].insn),
 		};
 	}
 	*nr_exits = g->nr_exits;

@@ -79,6 +79,14 @@ int exit_sites__jcc_cond(const uint8_t *b, size_t len)
 	return -1;
 }
 
+uint8_t exit_sites__plain_cond(const struct cfg *g, uint32_t i)
+{
+	const struct insn *in = cfg__insn(g, i);
+	int cc = in->flow == INSN_FLOW_JCC ? exit_sites__jcc_cond(cfg__bytes(g, i), in->size) : -1;
+
+	return cc < 0 ? EXIT_COND_ALWAYS : (uint8_t)cc;
+}
+
 struct work {
 	const struct cfg *g;
 	const struct flow *f;
@@ -442,7 +450,7 @@ int exit_sites__find(const struct cfg *g, const struct flow *f, const struct exi
 		if (x->kind == CFG_EXIT_RET && kept)
 			kept[why]++;
 		if (sites_add(&s, &(struct site){.insn = x->insn,
-						 .cond = EXIT_COND_ALWAYS,
+						 .cond = exit_sites__plain_cond(g, x->insn),
 						 .covers = cfg__insn(g, x->insn)->addr}))
 			goto out;
 	}

@@ -59,5 +59,9 @@ int exit_sites__find(const struct cfg *g, const struct flow *f, const struct exi
 const char *exit_keep__describe(enum exit_keep k);
 /* The x86 condition code of a jcc's bytes (low nibble of its opcode), or -1. */
 int exit_sites__jcc_cond(const uint8_t *bytes, size_t len);
+/* The condition a plain exit (ret, tail jump) of g at instruction i leaves under:
+ * a conditional tail jump's code (the probe fires before the branch is decided),
+ * else EXIT_COND_ALWAYS. */
+uint8_t exit_sites__plain_cond(const struct cfg *g, uint32_t i);
 
 #endif

@@ -229,9 +229,10 @@ static int measure_probe_costs(struct trace_run *r)
 	return EXIT_OK;
 }
 
-static int resolve_woken(void *ctx, uint8_t runtime, uint64_t header, uint64_t *self)
+static int resolve_woken(void *ctx, uint8_t runtime, uint64_t header, uint64_t vtable,
+			 uint64_t *self)
 {
-	return tracer__resolve_woken(ctx, runtime, header, self);
+	return tracer__resolve_woken(ctx, runtime, header, vtable, self);
 }
 
 /* The consumer, the BPF side loaded and attached, the ring buffer. An exit status. */

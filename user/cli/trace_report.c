@@ -134,6 +134,11 @@ void trace_report__plan(const struct trace_plan *p, enum plan_exits mode)
 		    ? "ret: every `ret` and tail jump"
 		    : "emulated: branch sites, a return probe on leaf functions, "
 		      "`ret` where neither is safe");
+	if (p->nr_tail_callee_exits)
+		pr_info("trace: %u of the exit probes are on the `ret`s of functions poll fns "
+			"tail-jump to: the poll ends there, with the callee's result (its calls "
+			"from elsewhere hit them too, single-stepped)\n",
+			p->nr_tail_callee_exits);
 	if (p->nr_wakes)
 		pr_info("trace: %u wake function probes (%u emulated): who woke each task and how "
 			"long it then waited for a worker (--no-wakes: off)\n",

@@ -656,6 +656,29 @@ int export_json__write(const struct model *m, FILE *out)
 	}
 	jw_array_end(&w);
 
+	/* the poll fns' direct tail-jump targets: their rets end a poll that jumped there */
+	jw_array(&w, "tail_callees");
+	for (uint32_t i = 0; i < m->nr_tail_callees && !ferror(out); i++) {
+		const struct tail_callee *c = &m->tail_callees[i];
+
+		jw_object(&w, NULL);
+		jw_u64(&w, "addr", c->addr);
+		jw_u64(&w, "size", c->size);
+		jw_u64(&w, "file_offset", c->file_offset);
+		jw_string(&w, "fn", c->name);
+		if (c->poll >= 0)
+			jw_u64(&w, "poll", (uint64_t)c->poll);
+		else
+			jw_null(&w, "poll");
+		jw_array(&w, "rets");
+		for (uint32_t k = 0; k < c->nr_rets; k++)
+			jw_u64(&w, NULL, c->ret_offsets[k]);
+		jw_array_end(&w);
+		jw_string(&w, "unfollowed", c->unfollowed);
+		jw_object_end(&w);
+	}
+	jw_array_end(&w);
+
 	jw_array(&w, "roots");
 	for (uint32_t i = 0; i < m->nr_futures; i++)
 		if (m->futures[i].is_root)

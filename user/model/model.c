@@ -27,6 +27,9 @@ void model__free(struct model *m)
 	free(m->vtables);
 	free(m->task_types);
 	free(m->wake_fns);
+	for (uint32_t i = 0; i < m->nr_tail_callees; i++)
+		free(m->tail_callees[i].ret_offsets);
+	free(m->tail_callees);
 	free(m->warnings);
 	free(m->crates);
 	strpool__free(&m->strings);
@@ -105,6 +108,31 @@ struct crate_debuginfo *model__add_crate(struct model *m)
 {
 	return append((void **)&m->crates, &m->nr_crates, &m->cap_crates,
 		      sizeof(struct crate_debuginfo));
+}
+
+struct tail_callee *model__add_tail_callee(struct model *m)
+{
+	struct tail_callee *c = append((void **)&m->tail_callees, &m->nr_tail_callees,
+				       &m->cap_tail_callees, sizeof(*c));
+	if (c)
+		c->poll = -1;
+	return c;
+}
+
+const struct tail_callee *model__tail_callee(const struct model *m, uint64_t addr)
+{
+	uint32_t lo = 0, hi = m->nr_tail_callees;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (m->tail_callees[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nr_tail_callees && m->tail_callees[lo].addr == addr ? &m->tail_callees[lo]
+									   : NULL;
 }
 
 const char *task_runtime__name(enum task_runtime r)

@@ -128,6 +128,22 @@ struct exit_site {
 	uint64_t state_value; /* EXIT_STATE_CONST: the value the tail stores */
 };
 
+/*
+ * A function a poll fn leaves by a direct tail jump (`jmp callee`, rsp as at the
+ * poll's entry): the callee returns straight to the poll's caller, so what it
+ * returns is the poll's Poll<T>, and the poll ends at the callee's `ret`s
+ * (docs/analyzer.md, "Tail calls"). One per jump target, in model.tail_callees.
+ */
+struct tail_callee {
+	uint64_t addr, size;   /* the function at the target (its symbol's bounds) */
+	uint64_t file_offset;  /* of addr */
+	const char *name;      /* its symbol, demangled; NULL when no symbol starts there */
+	int32_t poll;	       /* the model's poll fn at addr, -1 if none */
+	uint64_t *ret_offsets; /* file offsets of its `ret`s (its only exits) */
+	uint32_t nr_rets;
+	const char *unfollowed; /* NULL: its rets end the poll; else why they cannot */
+};
+
 /* Where an exit site finds __state's final value. */
 enum exit_state_src {
 	EXIT_STATE_MEMORY, /* in self's memory already (nothing after the site writes it) */
@@ -372,6 +388,9 @@ struct model {
 	uint32_t nr_task_types, cap_task_types;
 	struct wake_fn *wake_fns;
 	uint32_t nr_wake_fns, cap_wake_fns;
+	/* the poll fns' direct tail-jump targets, sorted by addr */
+	struct tail_callee *tail_callees;
+	uint32_t nr_tail_callees, cap_tail_callees;
 	struct runtime_layout runtimes[TASK_RT_MAX];
 	/* core::task: where a poll's Context keeps its waker's data pointer (wake-ups of
 	 * executors without a known task header: matched by that pointer) */
@@ -420,6 +439,9 @@ struct future_vtable *model__add_vtable(struct model *m);
 struct task_type *model__add_task_type(struct model *m);
 struct wake_fn *model__add_wake_fn(struct model *m);
 struct crate_debuginfo *model__add_crate(struct model *m);
+struct tail_callee *model__add_tail_callee(struct model *m);
+/* The tail callee at addr (model.tail_callees is sorted), or NULL. */
+const struct tail_callee *model__tail_callee(const struct model *m, uint64_t addr);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);

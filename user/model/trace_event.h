@@ -78,6 +78,7 @@ struct trace_wake {
 	bool by_ref;
 	uint16_t depth;
 	uint64_t header;
+	uint64_t vtable;     /* the header's vtable when it was woken, 0 if not read */
 	uint64_t woken_self; /* the task's root future; 0: not known */
 	uint64_t waker_self, waker_task_self, waker_start_ns;
 	uint32_t waker_poll; /* the innermost open traced poll of the waking thread, or

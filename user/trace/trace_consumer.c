@@ -24,7 +24,8 @@ struct trace_consumer {
 	struct trace_sinks out;
 	struct u64_map threads;	   /* tids already named */
 	struct probe_tally *tally; /* the probe cost inside each poll; NULL: not estimated */
-	int (*resolve)(void *ctx, uint8_t runtime, uint64_t header, uint64_t *self);
+	int (*resolve)(void *ctx, uint8_t runtime, uint64_t header, uint64_t vtable,
+		       uint64_t *self);
 	void *resolve_ctx;
 	int write_err; /* first writer error (-errno) */
 };
@@ -146,6 +147,7 @@ int trace_wake__decode(const void *data, size_t size, struct trace_wake *out)
 	    .by_ref = r.by_ref != 0,
 	    .depth = r.depth,
 	    .header = r.header,
+	    .vtable = r.vtable,
 	    .woken_self = r.woken_self,
 	    .waker_self = r.waker_self,
 	    .waker_task_self = r.waker_task_self,
@@ -228,7 +230,7 @@ int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *pe
 
 void trace_consumer__set_wake_resolver(struct trace_consumer *c,
 				       int (*fn)(void *ctx, uint8_t runtime, uint64_t header,
-						 uint64_t *self),
+						 uint64_t vtable, uint64_t *self),
 				       void *ctx)
 {
 	c->resolve = fn;
@@ -279,7 +281,8 @@ int trace_consumer__handle(void *ctx, void *data, size_t size)
 		} else {
 			if (!w.woken_self && w.header && w.runtime != TASK_RT_STD_WAKE &&
 			    c->resolve)
-				c->resolve(c->resolve_ctx, w.runtime, w.header, &w.woken_self);
+				c->resolve(c->resolve_ctx, w.runtime, w.header, w.vtable,
+					   &w.woken_self);
 			trace_summary__add_wake(c->out.summary, &w);
 		}
 		return 0;

@@ -48,7 +48,7 @@ int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *pe
 /* Who resolves a wake the BPF side could not (tracer__resolve_woken's shape). */
 void trace_consumer__set_wake_resolver(struct trace_consumer *c,
 				       int (*fn)(void *ctx, uint8_t runtime, uint64_t header,
-						 uint64_t *self),
+						 uint64_t vtable, uint64_t *self),
 				       void *ctx);
 int trace_consumer__write_err(const struct trace_consumer *c);
 void trace_consumer__free(struct trace_consumer *c);

@@ -447,19 +447,23 @@ int tracer__fill_wake_types(struct tracer *t)
 	return 0;
 }
 
-int tracer__resolve_woken(struct tracer *t, uint8_t runtime, uint64_t header, uint64_t *self)
+int tracer__resolve_woken(struct tracer *t, uint8_t runtime, uint64_t header, uint64_t vtable,
+			  uint64_t *self)
 {
 	struct wake_type v;
-	uint64_t vt = 0, p;
+	uint64_t vt = vtable, p;
 
 	*self = 0;
 	if (runtime >= TASK_RT_MAX || runtime == TASK_RT_STD_WAKE || !header || !t->skel)
 		return -EINVAL;
 	if (tracer__fill_wake_types(t))
 		return -EAGAIN;
-	/* the task is most likely alive still: read its header from the process */
-	if (proc__read(t->o.pid, header + t->m->runtimes[runtime].header_vtable, &vt, sizeof(vt)) ||
-	    bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.wake_types), &vt, &v))
+	/* the vtable the BPF side read at the wake; else (an older record) the header
+	 * read from the process now, while the task most likely still lives */
+	if (!vt &&
+	    proc__read(t->o.pid, header + t->m->runtimes[runtime].header_vtable, &vt, sizeof(vt)))
+		return -ENOENT;
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.wake_types), &vt, &v))
 		return -ENOENT;
 	p = header + v.future_offset;
 	if (v.boxed && proc__read(t->o.pid, p, &p, sizeof(p)))

@@ -209,8 +209,71 @@ static int plan_uretprobe(struct trace_plan *plan, const struct model *m, uint32
 	return 0;
 }
 
-static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t poll,
-		     enum plan_exits mode)
+/* Is poll fn p traced: its future (or one folded into its code) selected? */
+static bool poll_wanted(const struct model *m, const struct selection *s, uint32_t p)
+{
+	const struct poll_fn *pf = &m->polls[p];
+	bool wanted = pf->future >= 0 && (uint32_t)pf->future < s->nr && s->futures[pf->future];
+
+	/* a future whose poll was folded into this function is traced through it */
+	for (uint32_t f = 0; !wanted && pf->nr_folded && f < m->nr_futures && f < s->nr; f++)
+		wanted = s->futures[f] && m->futures[f].folded_into == pf->future &&
+			 m->futures[f].poll == (int32_t)p;
+	return wanted && !pf->inlined_only && pf->future >= 0 && pf->size;
+}
+
+/*
+ * A tail jump out of a poll fn whose result is its return value (docs/tracing.md,
+ * "Tail calls"): the callee computes the Poll<T>, so the poll ends at the callee's
+ * rets. Followed when the analyzer found them and the callee is not a traced poll
+ * fn itself (its own entry would end the frame as stale). Returns the callee, NULL.
+ */
+static const struct tail_callee *followed_callee(const struct model *m, const struct selection *s,
+						 const struct exit_site *x)
+{
+	const struct tail_callee *c =
+	    x->kind == EXIT_TAIL_JMP ? model__tail_callee(m, x->target) : NULL;
+
+	if (!c || c->unfollowed || !c->nr_rets || !c->size)
+		return NULL;
+	if (c->poll >= 0 && (uint32_t)c->poll < m->nr_polls && poll_wanted(m, s, (uint32_t)c->poll))
+		return NULL;
+	return c;
+}
+
+/* One exit probe per ret of a followed callee, shared by every poll jumping there. */
+static int plan_callee(struct trace_plan *plan, uint32_t poll, const struct tail_callee *c)
+{
+	for (uint32_t k = 0; k < c->nr_rets; k++) {
+		uint64_t off = c->ret_offsets[k];
+		struct poll_spec spec = {0};
+		bool planned = false;
+
+		if (off < c->file_offset || off - c->file_offset >= c->size) {
+			plan->nr_refused++;
+			plan_problem(plan, poll, PLAN_REFUSED_SITE, off);
+			continue;
+		}
+		for (uint32_t i = 0; i < plan->nr && !planned; i++)
+			planned = plan->offsets[i] == off &&
+				  (plan->specs[i].flags & SPEC_EXIT_TAIL_CALLEE);
+		if (planned)
+			continue;
+		spec.kind = PROBE_EXIT;
+		spec.poll = poll; /* the first poll jumping there; BPF reads the frame's */
+		spec.future = ~0u;
+		spec.exit_cond = SPEC_COND_ALWAYS;
+		spec.flags = SPEC_EXIT_TAIL_CALLEE | SPEC_SINGLE_STEPPED;
+		if (plan_add(plan, &spec, off, false))
+			return -ENOMEM;
+		plan->nr_exits++;
+		plan->nr_tail_callee_exits++;
+	}
+	return 0;
+}
+
+static int plan_poll(struct trace_plan *plan, const struct model *m, const struct selection *s,
+		     uint32_t poll, enum plan_exits mode)
 {
 	const struct poll_fn *pf = &m->polls[poll];
 	const struct exit_site *xs;
@@ -218,7 +281,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 	struct poll_spec entry;
 	uint64_t entry_offset;
 	uint32_t exits = 0, first = plan->nr;
-	bool shared = false;
+	bool shared = false, followed = false;
 
 	fill_common(&entry, m, poll);
 	entry.kind = PROBE_ENTRY;
@@ -284,16 +347,33 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 			plan_problem(plan, poll, PLAN_REFUSED_SITE, x->file_offset);
 			continue;
 		}
+		/* a tail jump hands the result to the callee: end the poll at its rets */
+		const struct tail_callee *callee =
+		    entry.flags & SPEC_HAS_STATE ? NULL : followed_callee(m, s, x);
+		if (callee) {
+			if (plan_callee(plan, poll, callee))
+				return -ENOMEM;
+			followed = true;
+			continue;
+		}
+		/* where the result is the return value, at a tail jump it is not there yet */
+		bool tail = (x->kind == EXIT_TAIL_JMP || x->kind == EXIT_TAIL_JMP_INDIRECT) &&
+			    !(entry.flags & SPEC_HAS_STATE);
 		if (x->file_offset == entry_offset) {
-			shared =
-			    true; /* a function that is one tail jump: enter and leave at once */
+			/* a function that is one tail jump: enter and leave at once */
+			shared = true;
+			entry.exit_cond = x->kind == EXIT_TAIL_JMP ? x->cond : SPEC_COND_ALWAYS;
+			entry.flags |= tail ? SPEC_EXIT_TAIL_CALL : 0;
 			continue;
 		}
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
-		/* plain exits (ret, tail jumps) run at the entry's rsp, on every execution */
+		/* plain exits (ret, tail jumps) run at the entry's rsp; a conditional tail
+		 * jump (jcc) and a branch site are exits only when their condition holds */
 		exit.sp_delta = x->kind == EXIT_BRANCH ? x->sp_delta : 0;
-		exit.exit_cond = x->kind == EXIT_BRANCH ? x->cond : SPEC_COND_ALWAYS;
+		exit.exit_cond =
+		    x->kind == EXIT_BRANCH || x->kind == EXIT_TAIL_JMP ? x->cond : SPEC_COND_ALWAYS;
+		exit.flags |= tail ? SPEC_EXIT_TAIL_CALL : 0;
 		if (!x->emulated)
 			exit.flags |= SPEC_SINGLE_STEPPED; /* counted per poll fn: stepped_exits */
 		if ((exit.flags & SPEC_HAS_STATE) && x->state_src == EXIT_STATE_CONST) {
@@ -310,7 +390,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 		plan->nr_emulated_exits += x->emulated;
 		exits++;
 	}
-	if (!exits && !shared) {
+	if (!exits && !shared && !followed) {
 		plan->nr = first;
 		plan->nr_no_exit++;
 		plan_problem(plan, poll, PLAN_NO_EXIT, pf->file_offset);
@@ -318,6 +398,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, uint32_t po
 	}
 	if (shared)
 		entry.kind |= PROBE_EXIT;
+	if (followed)
+		entry.flags |= SPEC_TAIL_CALLS;
 	if (plan_add(plan, &entry, entry_offset, false))
 		return -ENOMEM;
 	plan->nr_entries++;
@@ -578,18 +660,9 @@ int trace_plan__build(struct trace_plan *plan, const struct model *m, const stru
 {
 	memset(plan, 0, sizeof(*plan));
 	for (uint32_t p = 0; p < m->nr_polls; p++) {
-		const struct poll_fn *pf = &m->polls[p];
-		bool wanted =
-		    pf->future >= 0 && (uint32_t)pf->future < s->nr && s->futures[pf->future];
-
-		/* a future whose poll was folded into this function is traced through it */
-		for (uint32_t f = 0; !wanted && pf->nr_folded && f < m->nr_futures && f < s->nr;
-		     f++)
-			wanted = s->futures[f] && m->futures[f].folded_into == pf->future &&
-				 m->futures[f].poll == (int32_t)p;
-		if (pf->inlined_only || pf->future < 0 || !wanted || !pf->size)
+		if (!poll_wanted(m, s, p))
 			continue;
-		if (plan_poll(plan, m, p, mode)) {
+		if (plan_poll(plan, m, s, p, mode)) {
 			snprintf(err, errlen, "out of memory building the probe plan");
 			return -ENOMEM;
 		}

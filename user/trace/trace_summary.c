@@ -314,6 +314,9 @@ const char *unknown_reason__text(unsigned reason)
 	case UNKNOWN_BAD_STATE: return "__state held no state of the future";
 	case UNKNOWN_BAD_DISCR: return "the returned discriminant was neither Pending nor Ready";
 	case UNKNOWN_BAD_AWAIT: return "suspended at an await point the future does not have";
+	case UNKNOWN_TAIL_CALL:
+		return "it returned through a tail call the tracer does not follow: the Poll<T> "
+		       "is the callee's, not computed yet at the jump";
 	default: return "no reason recorded";
 	}
 }
@@ -326,6 +329,7 @@ const char *unknown_reason__key(unsigned reason)
 	case UNKNOWN_BAD_STATE: return "bad_state";
 	case UNKNOWN_BAD_DISCR: return "bad_discriminant";
 	case UNKNOWN_BAD_AWAIT: return "bad_await";
+	case UNKNOWN_TAIL_CALL: return "tail_call";
 	default: return "other";
 	}
 }

@@ -74,7 +74,8 @@ const char *tracer__blocking_off(const struct tracer *t);
  * launched command's first moments): the woken task's future, read from the live
  * process now. 0, or -errno (*self 0).
  */
-int tracer__resolve_woken(struct tracer *t, uint8_t runtime, uint64_t header, uint64_t *self);
+int tracer__resolve_woken(struct tracer *t, uint8_t runtime, uint64_t header, uint64_t vtable,
+			  uint64_t *self);
 /* After tracer__dump_open: threads that were off-CPU inside a poll when tracing
  * stopped (that interval never ended: not counted, said so). */
 uint32_t tracer__blocked_at_stop(const struct tracer *t);
