@@ -272,7 +272,11 @@ static void test_plan(void)
 	CHECK(no_spec_at(&plan, 0x1010) && no_spec_at(&plan, 0x2020));
 	for (uint64_t off = 0x5010; off <= 0x5020; off += 0x10)
 		if ((x = spec_at(&plan, off, PROBE_EXIT))) {
-			CHECK_EQ_U64(x->flags, SPEC_EXIT_TAIL_CALLEE | SPEC_SINGLE_STEPPED);
+			CHECK_EQ_U64(x->flags & ~SPEC_HIT_CLASS_MASK,
+				     SPEC_EXIT_TAIL_CALLEE | SPEC_SINGLE_STEPPED);
+			/* each hit counted as a single-stepped exit (the tracer's own cost) */
+			CHECK_EQ_U64((x->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT,
+				     HIT_EXIT_STEPPED);
 			CHECK_EQ_U64(x->exit_cond, SPEC_COND_ALWAYS);
 		}
 	CHECK_EQ_U64(plan.nr_tail_callee_exits, 2);

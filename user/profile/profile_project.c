@@ -10,6 +10,7 @@
 #include "analyze/crate.h"
 #include "lib/hashmap.h"
 #include "lib/strpool.h"
+#include "lib/text.h"
 
 #define FRAME_CHUNK 1024u
 #define KEY_MASK    (~0ull >> 1) /* u64_map keys must not be UINT64_MAX */
@@ -489,8 +490,11 @@ int projector__stack_text(const struct pstack *s, char *buf, size_t len)
 		}
 		if (f->kind == PFRAME_RUNTIME)
 			continue;
+		char name[160]; /* a frame of a line: its generic arguments shortened */
+
+		rust__abbreviate(f->name, name, sizeof(name), 80);
 		at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? " → " : "",
-				       f->name);
+				       name);
 		if (at >= len)
 			break;
 	}
