@@ -319,6 +319,13 @@ static void convert(csh handle, const cs_insn *ci, uint64_t fn_addr, struct insn
 	in->probeable = insn__uprobe_accepts(ci->bytes, ci->size);
 	convert_ops(ci, in);
 	convert_regs(handle, ci, in);
+	/* Capstone 4 has the accumulator forms of test (a8 ib, a9 id: `test al, 1`)
+	 * write al/eax/rax; test, like cmp and bt, writes the flags only */
+	if (in->id == X86_INS_TEST || in->id == X86_INS_CMP || in->id == X86_INS_BT) {
+		in->gpr_written = 0;
+		for (uint8_t i = 0; i < in->nr_ops; i++)
+			in->ops[i].access &= (uint8_t)~CS_AC_WRITE;
+	}
 }
 
 static int decode_error(csh handle, cs_insn *scratch, const uint8_t *code, size_t size,
