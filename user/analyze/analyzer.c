@@ -27,6 +27,8 @@
 #include "analyze/mapped_section.h"
 #include "analyze/crate.h"
 #include "analyze/runtimes.h"
+#include "analyze/caller_exits.h"
+#include "analyze/task_exits.h"
 
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
@@ -483,6 +485,10 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 			r = analyzer__disassemble_polls(&w);
 		if (!r)
 			r = analyzer__probe_sites(&w);
+		if (!r && w.o->caller_exits)
+			r = caller_exits__find(&w);
+		if (!r)
+			r = task_exits__find(&w);
 	}
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory while analyzing %s", t->display);
@@ -491,6 +497,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 
 	awaits__free(&w);
 	runtimes__free(&w);
+	task_exits__free(&w);
+	caller_exits__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

@@ -65,7 +65,9 @@ struct pending_poll {
 	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
-struct rt_walk; /* analyze/runtimes.c */
+struct rt_walk;	  /* analyze/runtimes.c */
+struct task_walk; /* analyze/task_exits.c */
+struct callsites; /* analyze/callsites.h */
 
 struct walk {
 	struct target *t;
@@ -95,7 +97,9 @@ struct walk {
 	uint32_t nr_awaits, cap_awaits;
 	struct drop_rec *drops;
 	uint32_t nr_drops, cap_drops;
-	struct rt_walk *rt; /* the runtimes' task types (runtimes.c) */
+	struct rt_walk *rt;	 /* the runtimes' task types (runtimes.c) */
+	struct task_walk *tasks; /* the runtimes' task-poll dispatchers (task_exits.c) */
+	struct callsites *calls; /* the call-site index (caller_exits.c) */
 };
 
 /* DWARF helpers (walk.c) */

@@ -216,6 +216,34 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	static const char *const kept[] = {"unsafe_tail", "fallthrough", "entry", "not_emulated",
 					   "loop",	  "unknown",	 "state"};
 	_Static_assert(sizeof(kept) / sizeof(kept[0]) <= MODEL_EXIT_KEEP_MAX, "exits_kept");
+	/* the call-site index behind the exits in the callers (docs/disasm.md) */
+	const struct callsite_stats *cs = &m->callsites;
+	uint64_t known = 0, ok = 0, sites = 0, usable = 0, out_of_line = 0;
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		const struct poll_fn *p = &m->polls[i];
+		if (p->inlined_only || !p->addr)
+			continue;
+		out_of_line++;
+		known += p->callers_known;
+		ok += p->caller_exits_ok;
+		sites += p->nr_caller_exits;
+		for (uint32_t k = 0; k < p->nr_caller_exits; k++)
+			usable += p->caller_exits[k].usable;
+	}
+	jw_object(w, "caller_exits");
+	jw_bool(w, "index_built", cs->built);
+	jw_u64(w, "functions", cs->functions);
+	jw_u64(w, "code_bytes", cs->bytes);
+	jw_u64(w, "instructions", cs->insns);
+	jw_u64(w, "calls", cs->calls);
+	jw_u64(w, "undecoded_runs", cs->undecoded);
+	jw_u64(w, "undecoded_bytes", cs->undecoded_bytes);
+	jw_u64(w, "polls", out_of_line);
+	jw_u64(w, "polls_callers_known", known);
+	jw_u64(w, "polls_ok", ok);
+	jw_u64(w, "sites", sites);
+	jw_u64(w, "sites_usable", usable);
+	jw_object_end(w);
 	jw_object(w, "rets_kept");
 	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
 		jw_u64(w, kept[k], m->exits_kept[k]);
@@ -459,6 +487,48 @@ static void write_abi(struct json_writer *w, const struct poll_fn *p)
 	jw_object_end(w);
 }
 
+/* Where a result register of the callee is at an exit site: {"reg", "bytes"} or null. */
+static void write_result_reg(struct json_writer *w, const char *key, int8_t reg, uint8_t bytes)
+{
+	if (reg < 0) {
+		jw_null(w, key);
+		return;
+	}
+	jw_object(w, key);
+	jw_string(w, "reg", dwarf_reg__name((uint16_t)reg));
+	jw_u64(w, "bytes", bytes);
+	jw_object_end(w);
+}
+
+/* An exit in the caller (docs/json-schema.md, "caller_exits[]"). */
+static void write_caller_exit(struct json_writer *w, const struct caller_exit *x)
+{
+	char insn[sizeof(x->insn) + 1];
+
+	memcpy(insn, x->insn, sizeof(x->insn));
+	insn[sizeof(x->insn)] = '\0';
+	jw_u64(w, "call_addr", x->call_addr);
+	jw_string(w, "call", call_kind__name(x->call));
+	jw_string(w, "caller", x->caller);
+	jw_bool(w, "usable", x->usable);
+	jw_string(w, "why", x->usable ? NULL : x->why);
+	if (x->usable) {
+		jw_u64(w, "addr", x->addr);
+		jw_u64(w, "file_offset", x->file_offset);
+		jw_string(w, "insn", insn);
+		jw_u64(w, "distance", x->distance);
+		jw_i64(w, "sp_delta", 8);
+	} else {
+		jw_null(w, "addr");
+		jw_null(w, "file_offset");
+		jw_null(w, "insn");
+		jw_null(w, "distance");
+		jw_null(w, "sp_delta");
+	}
+	write_result_reg(w, "rax", x->usable ? x->result_reg[0] : -1, x->result_bytes[0]);
+	write_result_reg(w, "rdx", x->usable ? x->result_reg[1] : -1, x->result_bytes[1]);
+}
+
 static void write_poll(struct json_writer *w, const struct model *m, uint32_t id)
 {
 	const struct poll_fn *p = &m->polls[id];
@@ -530,6 +600,22 @@ static void write_poll(struct json_writer *w, const struct model *m, uint32_t id
 	jw_array_end(w);
 	jw_u64(w, "rets_covered", p->nr_rets_covered);
 	jw_bool(w, "leaf", p->leaf);
+
+	jw_bool(w, "callers_known", p->callers_known);
+	jw_bool(w, "caller_exits_ok", p->caller_exits_ok);
+	/* NULL in the model: the pass did not run (analyzer_opts.caller_exits) */
+	jw_string(w, "caller_exits_why",
+		  p->caller_exits_ok	? NULL
+		  : p->caller_exits_why ? p->caller_exits_why
+					: "not computed (the call-site index was not built)");
+	jw_array(w, "caller_exits");
+	for (uint32_t i = 0; p->caller_exits && i < p->nr_caller_exits; i++) {
+		jw_object(w, NULL);
+		write_caller_exit(w, &p->caller_exits[i]);
+		jw_string(w, "result", caller_result__name(p->caller_exits[i].result));
+		jw_object_end(w);
+	}
+	jw_array_end(w);
 
 	write_entry(w, &p->entry);
 	jw_reg_or_null(w, "self_arg_reg", p->self_known ? p->self_arg_reg : -1);
@@ -625,6 +711,37 @@ int export_json__write(const struct model *m, FILE *out)
 		jw_u64(&w, "file_offset", f->file_offset);
 		write_entry(&w, &f->entry);
 		jw_bool(&w, "first_insn_emulated", f->entry.first_emulated);
+		jw_object_end(&w);
+	}
+	jw_array_end(&w);
+
+	jw_object(&w, "task_polls");
+	for (int k = TASK_RT_TOKIO; k < TASK_RT_MAX; k++) {
+		const struct task_poll_summary *t = &m->task_polls[k];
+
+		if (k == TASK_RT_STD_WAKE)
+			continue; /* no task vtable */
+		if (!t->dispatchers) {
+			jw_null(&w, task_runtime__name(k));
+			continue;
+		}
+		jw_object(&w, task_runtime__name(k));
+		jw_u64(&w, "dispatchers", t->dispatchers);
+		jw_u64(&w, "calls", t->calls);
+		jw_u64(&w, "usable", t->usable);
+		jw_bool(&w, "complete", t->complete);
+		jw_string(&w, "why", t->why);
+		jw_object_end(&w);
+	}
+	jw_object_end(&w);
+	jw_array(&w, "task_poll_exits");
+	for (uint32_t i = 0; i < m->nr_task_poll_exits && !ferror(out); i++) {
+		const struct task_poll_exit *x = &m->task_poll_exits[i];
+
+		jw_object(&w, NULL);
+		jw_string(&w, "runtime", task_runtime__name(x->runtime));
+		jw_string(&w, "dispatcher", x->dispatcher);
+		write_caller_exit(&w, &x->site);
 		jw_object_end(&w);
 	}
 	jw_array_end(&w);

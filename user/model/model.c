@@ -20,6 +20,7 @@ void model__free(struct model *m)
 		free(m->polls[i].exits);
 		free(m->polls[i].fast_exits);
 		free(m->polls[i].inline_sites);
+		free(m->polls[i].caller_exits);
 	}
 	free(m->futures);
 	free(m->polls);
@@ -27,6 +28,7 @@ void model__free(struct model *m)
 	free(m->vtables);
 	free(m->task_types);
 	free(m->wake_fns);
+	free(m->task_poll_exits);
 	free(m->warnings);
 	strpool__free(&m->strings);
 	memset(m, 0, sizeof(*m));
@@ -98,6 +100,36 @@ struct wake_fn *model__add_wake_fn(struct model *m)
 {
 	return append((void **)&m->wake_fns, &m->nr_wake_fns, &m->cap_wake_fns,
 		      sizeof(struct wake_fn));
+}
+
+struct task_poll_exit *model__add_task_poll_exit(struct model *m)
+{
+	struct task_poll_exit *x = append((void **)&m->task_poll_exits, &m->nr_task_poll_exits,
+					  &m->cap_task_poll_exits, sizeof(*x));
+	if (x)
+		x->site.result_reg[0] = x->site.result_reg[1] = -1;
+	return x;
+}
+
+const char *call_kind__name(enum call_kind k)
+{
+	switch (k) {
+	case CALL_DIRECT: return "direct";
+	case CALL_SLOT: return "slot";
+	case CALL_VTABLE: return "vtable";
+	}
+	return "?";
+}
+
+const char *caller_result__name(enum caller_result r)
+{
+	switch (r) {
+	case CALLER_RESULT_NOT_NEEDED: return "not_needed";
+	case CALLER_RESULT_READABLE: return "readable";
+	case CALLER_RESULT_LOST: return "lost";
+	case CALLER_RESULT_UNKNOWN: return "unknown";
+	}
+	return "?";
 }
 
 const char *task_runtime__name(enum task_runtime r)
