@@ -582,7 +582,8 @@ LIST = "list"
 SCHEMA_TOP = {"schema": (STR,), "binary": (OBJ,), "debuginfo": (OBJ,), "stats": (OBJ,), "warnings": (LIST,),
               "futures": (LIST,),
               "polls": (LIST,), "edges": (LIST,), "vtables": (LIST,), "runtimes": (OBJ,),
-              "task_types": (LIST,), "wake_fns": (LIST,), "roots": (LIST,)}
+              "task_types": (LIST,), "wake_fns": (LIST,), "task_polls": (OBJ,), "task_poll_exits": (LIST,),
+              "roots": (LIST,)}
 SCHEMA_RUNTIME_LAYOUT = {"header_state": (INT,), "header_vtable": (INT,), "vtable_fn": (INT,)}
 SCHEMA_TASK_TYPE = {"runtime": (STR,), "future": (INT, NULL), "fn": (STR,), "fn_addr": (INT,),
                     "vtable": (INT, NULL), "future_offset": (INT, NULL), "boxed": (BOOL,)}
@@ -598,6 +599,17 @@ SCHEMA_STATS = {k: (INT,) for k in ("compile_units", "dies", "cu_errors", "limit
                                     "edges", "vtables", "task_types", "roots", "inlined_only", "abi_from_code",
                                     "abi_from_dwarf", "abi_from_size", "abi_unknown", "abi_rule_overridden")}
 SCHEMA_STATS["rets_kept"] = (OBJ,)
+SCHEMA_STATS["caller_exits"] = (OBJ,)
+SCHEMA_STATS_CALLER_EXITS = {"index_built": (BOOL,), **{k: (INT,) for k in (
+    "functions", "code_bytes", "instructions", "calls", "undecoded_runs", "undecoded_bytes", "polls",
+    "polls_callers_known", "polls_ok", "sites", "sites_usable")}}
+SCHEMA_CALLER_EXIT = {"call_addr": (INT,), "call": (STR,), "caller": (STR, NULL), "usable": (BOOL,),
+                      "why": (STR, NULL), "addr": (INT, NULL), "file_offset": (INT, NULL), "insn": (STR, NULL),
+                      "distance": (INT, NULL), "sp_delta": (INT, NULL), "rax": (OBJ, NULL), "rdx": (OBJ, NULL)}
+SCHEMA_TASK_POLLS = {"dispatchers": (INT,), "calls": (INT,), "usable": (INT,), "complete": (BOOL,),
+                     "why": (STR, NULL)}
+CALL_KINDS = {"direct", "slot", "vtable"}
+CALLER_RESULTS = {"not_needed", "readable", "lost", "unknown"}
 SCHEMA_FUTURE = {"id": (INT,), "path": (STR, NULL), "name": (STR,), "crate": (STR, NULL), "crate_class": (STR,),
                  "kind": (STR,), "die_offset": (INT,), "size": (INT,), "state": (OBJ, NULL), "states": (LIST,),
                  "file": (STR, NULL), "line": (INT,), "drop_in_place": (OBJ, NULL), "poll": (INT, NULL),
@@ -609,7 +621,8 @@ SCHEMA_POLL = {"id": (INT,), "name": (STR, NULL), "linkage_name": (STR, NULL), "
                "line": (INT,), "future": (INT, NULL), "inlined_only": (BOOL,), "inline_sites": (LIST,),
                "inline_sites_total": (INT,), "exits": (LIST,), "entry": (OBJ, NULL),
                "self_arg_reg": (STR, NULL), "return": (OBJ, NULL), "abi": (OBJ,), "folded": (INT,),
-               "disasm_error": (STR, NULL)}
+               "disasm_error": (STR, NULL), "callers_known": (BOOL,), "caller_exits_ok": (BOOL,),
+               "caller_exits_why": (STR, NULL), "caller_exits": (LIST,)}
 SCHEMA_INLINE_SITE = {"addr": (INT,), "caller": (STR, NULL), "file": (STR, NULL), "line": (INT,)}
 SCHEMA_EXIT = {"addr": (INT,), "file_offset": (INT,), "kind": (STR,)}
 SCHEMA_ENTRY = {"addr": (INT,), "file_offset": (INT,), "emulated": (BOOL,), "insn": (STR,), "sp_delta": (INT,),
@@ -662,6 +675,20 @@ def check_shape(obj, shape, where, errors):
             errors.append(f"{where}: missing member {key!r}")
         elif not any(_type_ok(obj[key], t) for t in types):
             errors.append(f"{where}.{key}: {obj[key]!r} is not {' or '.join(types)}")
+
+
+def _caller_exit_errors(x, where, errors):
+    check_shape(x, SCHEMA_CALLER_EXIT, where, errors)
+    if x.get("call") not in CALL_KINDS:
+        errors.append(f"{where}.call {x.get('call')!r}")
+    site = ("addr", "file_offset", "insn", "distance", "sp_delta")
+    if x.get("usable") is True and (x.get("why") is not None or any(x.get(k) is None for k in site)):
+        errors.append(f"{where}: a usable site has a why or lacks {site}")
+    if x.get("usable") is False and (x.get("why") is None or any(x.get(k) is not None for k in site)):
+        errors.append(f"{where}: an unusable site has no why, or site members")
+    for k in ("rax", "rdx"):
+        if isinstance(x.get(k), dict):
+            check_shape(x[k], {"reg": (STR,), "bytes": (INT,)}, f"{where}.{k}", errors)
 
 
 def schema_errors(doc):
@@ -763,6 +790,12 @@ def schema_errors(doc):
                 errors.append(f"{w}.abi.{k} {p['abi'].get(k)!r}")
         if (p["self_arg_reg"] is None) != (p["abi"].get("source") in ("none", "unknown")):
             errors.append(f"{w}.self_arg_reg is null exactly when abi.source is none or unknown")
+        for k, x in enumerate(p["caller_exits"]):
+            _caller_exit_errors(x, f"{w}.caller_exits[{k}]", errors)
+            if x.get("result") not in CALLER_RESULTS:
+                errors.append(f"{w}.caller_exits[{k}].result {x.get('result')!r}")
+        if p["caller_exits_ok"] != (p["caller_exits_why"] is None):
+            errors.append(f"{w}: caller_exits_why is null exactly when caller_exits_ok")
     for i, e in enumerate(doc["edges"]):
         w = f"$.edges[{i}]"
         check_shape(e, SCHEMA_EDGE, w, errors)
@@ -788,6 +821,17 @@ def schema_errors(doc):
         check_shape(t, SCHEMA_TASK_TYPE, w, errors)
         if not errors:
             ref(t["future"], nf, w + ".future")
+    check_shape(doc["stats"].get("caller_exits"), SCHEMA_STATS_CALLER_EXITS, "$.stats.caller_exits", errors)
+    for k in ("tokio", "async-task"):
+        t = doc["task_polls"].get(k, "missing")
+        if t == "missing":
+            errors.append(f"$.task_polls: missing member {k!r}")
+        elif t is not None:
+            check_shape(t, SCHEMA_TASK_POLLS, f"$.task_polls.{k}", errors)
+    for i, x in enumerate(doc["task_poll_exits"]):
+        w = f"$.task_poll_exits[{i}]"
+        _caller_exit_errors(x, w, errors)
+        check_shape(x, {"runtime": (STR,), "dispatcher": (STR,)}, w, errors)
     for i, f in enumerate(doc["futures"]):
         ref(f.get("folded_into"), nf, f"$.futures[{i}].folded_into")
     for r in doc["roots"]:

@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for everything a hostile binary reaches: target (libelf/libdwfl
  * opening, program headers, .gnu_debuglink, build-id), the analyzer's DWARF walk
- * and await resolution, the disassembly of poll fns, and both exporters' string
+ * and await resolution, the disassembly of poll fns, the call-site index and the
+ * exits in the callers, and both exporters' string
  * escaping of what the walk interned.
  *
  * The input is the whole ELF file, put in a memfd (target__open_fd takes ownership
@@ -126,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct target t; /* ~12 KiB of paths: not on the stack */
 	/* only DWARF inside the input itself: never a debuginfo search */
 	const struct target_opts target_opts = {.search_debuginfo = false};
-	const struct analyzer_opts analyzer_opts = {.progress = false};
+	const struct analyzer_opts analyzer_opts = {.progress = false, .caller_exits = true};
 	struct model m;
 	char err[512];
 

@@ -1148,6 +1148,34 @@ static void test_rust_debug(void)
 	result_free(&r);
 }
 
+/*
+ * Capstone 4 says the accumulator forms of test (a8 ib, a9 id) write al/eax/rax;
+ * test, cmp and bt write the flags only (insn.c). Bytes from GNU as:
+ *   a8 01                  test al,0x1
+ *   48 a9 01 00 00 00      test rax,0x1
+ *   3c 01                  cmp al,0x1
+ *   84 c0                  test al,al
+ *   89 c5                  mov ebp,eax
+ */
+static void test_flags_only(void)
+{
+	static const uint8_t code[] = {0xa8, 0x01, 0x48, 0xa9, 0x01, 0x00, 0x00,
+				       0x00, 0x3c, 0x01, 0x84, 0xc0, 0x89, 0xc5};
+	struct insn_seq seq;
+	char err[128];
+
+	CHECK_EQ_I64(insn__decode(code, sizeof(code), BASE, &seq, err, sizeof(err)), 0);
+	CHECK_EQ_U64(seq.nr, 5);
+	for (uint32_t i = 0; i < 4 && i < seq.nr; i++) {
+		CHECK(seq.insns[i].regs_known);
+		CHECK_EQ_U64(seq.insns[i].gpr_written, 0);
+		CHECK(seq.insns[i].gpr_read & (1u << DWARF_REG_RAX));
+	}
+	if (seq.nr == 5)
+		CHECK_EQ_U64(seq.insns[4].gpr_written, 1u << DWARF_REG_RBP);
+	insn_seq__free(&seq);
+}
+
 static void test_reg_names(void)
 {
 	CHECK_STR(disasm__reg_name(DWARF_REG_RAX), "rax");
@@ -1182,6 +1210,7 @@ int main(void)
 	test_rust_release();
 	test_rust_debug();
 	test_reg_names();
+	test_flags_only();
 	TEST_MAIN_END();
 }
 

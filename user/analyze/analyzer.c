@@ -29,6 +29,8 @@
 #include "analyze/crate.h"
 #include "analyze/runtimes.h"
 #include "analyze/tail_calls.h"
+#include "analyze/caller_exits.h"
+#include "analyze/task_exits.h"
 
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
@@ -498,6 +500,10 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 			r = analyzer__probe_sites(&w);
 		if (!r)
 			r = tail_calls__find(t, m);
+		if (!r && w.o->caller_exits)
+			r = caller_exits__find(&w);
+		if (!r)
+			r = task_exits__find(&w);
 	}
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory while analyzing %s", t->display);
@@ -507,6 +513,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	awaits__free(&w);
 	runtimes__free(&w);
 	debuginfo__free(&w);
+	task_exits__free(&w);
+	caller_exits__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

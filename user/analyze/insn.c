@@ -319,6 +319,13 @@ static void convert(csh handle, const cs_insn *ci, uint64_t fn_addr, struct insn
 	in->probeable = insn__uprobe_accepts(ci->bytes, ci->size);
 	convert_ops(ci, in);
 	convert_regs(handle, ci, in);
+	/* Capstone 4 has the accumulator forms of test (a8 ib, a9 id: `test al, 1`)
+	 * write al/eax/rax; test, like cmp and bt, writes the flags only */
+	if (in->id == X86_INS_TEST || in->id == X86_INS_CMP || in->id == X86_INS_BT) {
+		in->gpr_written = 0;
+		for (uint8_t i = 0; i < in->nr_ops; i++)
+			in->ops[i].access &= (uint8_t)~CS_AC_WRITE;
+	}
 }
 
 static int decode_error(csh handle, cs_insn *scratch, const uint8_t *code, size_t size,
@@ -427,6 +434,70 @@ out:
 		cs_free(ci, 1);
 	cs_close(&handle);
 	return ret;
+}
+
+struct insn_decoder {
+	csh handle;
+	cs_insn *ci;
+};
+
+int insn_decoder__new(struct insn_decoder **out, char *err, size_t errlen)
+{
+	struct insn_decoder *d = calloc(1, sizeof(*d));
+	int ret;
+
+	*out = NULL;
+	if (!d) {
+		set_err(err, errlen, "out of memory for a disassembler");
+		return -ENOMEM;
+	}
+	ret = open_capstone(&d->handle, err, errlen);
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	d->ci = cs_malloc(d->handle);
+	if (!d->ci) {
+		cs_close(&d->handle);
+		free(d);
+		set_err(err, errlen, "out of memory for a disassembler");
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
+void insn_decoder__free(struct insn_decoder *d)
+{
+	if (!d)
+		return;
+	cs_free(d->ci, 1);
+	cs_close(&d->handle);
+	free(d);
+}
+
+int insn_decoder__sweep(struct insn_decoder *d, const uint8_t *code, size_t size, uint64_t addr,
+			int (*cb)(void *ctx, const struct insn *in), void *ctx, uint64_t *stop)
+{
+	const uint8_t *p = code;
+	size_t left = size;
+	uint64_t pc = addr;
+	uint32_t n = 0;
+	struct insn in;
+	int ret;
+
+	while (left) {
+		*stop = pc;
+		if (!cs_disasm_iter(d->handle, &p, &left, &pc, d->ci))
+			return -EINVAL;
+		if (++n > INSN_MAX_FUNCTION_INSNS)
+			return -E2BIG;
+		convert(d->handle, d->ci, addr, &in);
+		if ((ret = cb(ctx, &in)))
+			return ret;
+	}
+	*stop = pc;
+	return 0;
 }
 
 void insn_seq__free(struct insn_seq *s)

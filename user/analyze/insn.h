@@ -88,6 +88,26 @@ struct insn_seq {
 int insn__decode(const uint8_t *code, size_t size, uint64_t addr, struct insn_seq *out, char *err,
 		 size_t errlen);
 void insn_seq__free(struct insn_seq *s);
+
+/*
+ * One Capstone handle kept across many runs of code: the call-site index
+ * (callsites.c) sweeps every function of a binary with it, without keeping the
+ * decoded instructions.
+ */
+struct insn_decoder;
+
+/* 0, or -ENOMEM / -ENOTSUP with a reason in err. */
+int insn_decoder__new(struct insn_decoder **out, char *err, size_t errlen);
+void insn_decoder__free(struct insn_decoder *d);
+/*
+ * Decode [addr, addr + size) in order and call cb(ctx, in) for each instruction
+ * (in->offset from addr). Returns 0 when every byte decoded, -EINVAL at bytes that
+ * do not decode (or an instruction running past the end; *stop is its address),
+ * -E2BIG past INSN_MAX_FUNCTION_INSNS instructions (*stop where it stopped), or
+ * the first non-zero value cb returned.
+ */
+int insn_decoder__sweep(struct insn_decoder *d, const uint8_t *code, size_t size, uint64_t addr,
+			int (*cb)(void *ctx, const struct insn *in), void *ctx, uint64_t *stop);
 /* Index of the instruction starting at addr, or -1. */
 int64_t insn_seq__find(const struct insn_seq *s, uint64_t addr);
 

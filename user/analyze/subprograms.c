@@ -19,6 +19,7 @@
 #include "analyze/demangle.h"
 #include "analyze/disasm.h"
 #include "analyze/runtimes.h"
+#include "analyze/task_exits.h"
 #include "lib/log.h"
 
 static const char *const coroutine_prefixes[] = {"{async_fn#", "{async_block#", "{async_closure#"};
@@ -288,7 +289,8 @@ int analyzer__on_subprogram(struct walk *w, Dwarf_Die *die, const char *path, si
 	int e;
 	if (concrete && (e = debuginfo__add_function(w, die)))
 		return e;
-	if (concrete && (e = runtimes__on_function(w, die, lowpc, highpc - lowpc)))
+	if (concrete && ((e = runtimes__on_function(w, die, lowpc, highpc - lowpc)) ||
+			 (e = task_exits__on_function(w, die, lowpc, highpc - lowpc))))
 		return e;
 	if (concrete && name && starts_with(name, "drop_in_place<") && path_len == 9 &&
 	    strncmp(path, "core::ptr", 9) == 0) {
@@ -382,7 +384,7 @@ int analyzer__on_inlined(struct walk *w, Dwarf_Die *die, Dwarf_Off caller)
 			return -ENOMEM;
 	}
 	if (!v)
-		return 0;
+		return task_exits__on_inlined(w, die, &origin);
 	struct poll_fn *p = &w->m->polls[v - 1];
 	uint32_t max = w->o->max_inline_sites ? w->o->max_inline_sites : 64;
 	Dwarf_Addr entry = 0;

@@ -508,12 +508,20 @@ int target__words_holding(struct target *t, const struct u64_map *values,
 			  int (*cb)(void *ctx, uint64_t at, uint64_t value), void *ctx)
 {
 	struct holding h = {values, cb, ctx, 0};
-	Elf_Scn *scn = NULL;
 	int e = for_each_rela(t, check_holding, &h);
 
 	if (e || h.relocs)
 		return e;
 	/* no dynamic relocations (a static, non-PIE executable): the words are in the data */
+	return target__data_words_holding(t, values, cb, ctx);
+}
+
+int target__data_words_holding(struct target *t, const struct u64_map *values,
+			       int (*cb)(void *ctx, uint64_t at, uint64_t value), void *ctx)
+{
+	Elf_Scn *scn = NULL;
+	int e;
+
 	while ((scn = elf_nextscn(t->elf, scn)) != NULL) {
 		GElf_Shdr sh;
 		Elf_Data *d;

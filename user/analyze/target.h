@@ -92,6 +92,11 @@ int target__pointer(struct target *t, uint64_t addr, uint64_t *value);
  */
 int target__words_holding(struct target *t, const struct u64_map *values,
 			  int (*cb)(void *ctx, uint64_t at, uint64_t value), void *ctx);
+/* The same, from the file's own data words only (8-byte aligned, every allocated
+ * PROGBITS section that is not code): what a non-PIE image holds without a
+ * relocation. */
+int target__data_words_holding(struct target *t, const struct u64_map *values,
+			       int (*cb)(void *ctx, uint64_t at, uint64_t value), void *ctx);
 /* Why there is no DWARF: a sentence for the user (debuglink/build-id findings). */
 void target__explain_missing_dwarf(const struct target *t, char *buf, size_t len);
 

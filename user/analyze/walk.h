@@ -65,8 +65,10 @@ struct pending_poll {
 	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
-struct rt_walk;	 /* analyze/runtimes.c */
-struct dbg_walk; /* analyze/debuginfo.c */
+struct rt_walk;	  /* analyze/runtimes.c */
+struct dbg_walk;  /* analyze/debuginfo.c */
+struct task_walk; /* analyze/task_exits.c */
+struct callsites; /* analyze/callsites.h */
 
 struct walk {
 	struct target *t;
@@ -102,6 +104,8 @@ struct walk {
 	struct rt_walk *rt;	     /* the runtimes' task types (runtimes.c) */
 	struct dbg_walk *dbg;	     /* debug info levels (debuginfo.c) */
 	uint32_t nr_unreadable_self; /* poll fns whose future neither self nor the name told */
+	struct task_walk *tasks;     /* the runtimes' task-poll dispatchers (task_exits.c) */
+	struct callsites *calls;     /* the call-site index (caller_exits.c) */
 };
 
 /* DWARF helpers (walk.c) */

@@ -54,6 +54,53 @@ static void print_exit_cover(const struct poll_fn *p)
 		       emulated == 1 ? "" : "s", p->nr_rets_covered, rets, rets == 1 ? "" : "s");
 }
 
+/* The exits in the callers (docs/disasm.md, "Exits in the caller"). */
+static void print_caller_exits(const struct poll_fn *p)
+{
+	const struct caller_exit *x = p->nr_caller_exits ? &p->caller_exits[0] : NULL;
+
+	if (!p->caller_exits_ok) {
+		printf("    exits in the callers: not usable: %s\n",
+		       p->caller_exits_why ? p->caller_exits_why : "?");
+		return;
+	}
+	printf("    exits in the callers: %u emulated site%s, e.g. 0x%" PRIx64
+	       " '%s' after the call "
+	       "at 0x%" PRIx64 " in %s\n",
+	       p->nr_caller_exits, p->nr_caller_exits == 1 ? "" : "s", x->addr, x->insn,
+	       x->call_addr, x->caller ? x->caller : "?");
+}
+
+/* One probe pair per task poll: where each runtime's calls of a task's vtable poll
+ * return (docs/disasm.md, "Task polls"). */
+static void print_task_polls(const struct model *m)
+{
+	bool header = false;
+
+	for (int k = TASK_RT_TOKIO; k < TASK_RT_MAX; k++) {
+		const struct task_poll_summary *t = &m->task_polls[k];
+		const struct caller_exit *x = NULL;
+
+		if (!t->dispatchers)
+			continue;
+		if (!header)
+			printf("\nTask polls (where the runtime calls a task's vtable poll):\n");
+		header = true;
+		for (uint32_t i = 0; i < m->nr_task_poll_exits && !x; i++)
+			if (m->task_poll_exits[i].runtime == k && m->task_poll_exits[i].site.usable)
+				x = &m->task_poll_exits[i].site;
+		printf("  %s: %u call%s, %u with an emulated continuation", task_runtime__name(k),
+		       t->calls, t->calls == 1 ? "" : "s", t->usable);
+		if (x)
+			printf(", e.g. 0x%" PRIx64 " '%s' after the call at 0x%" PRIx64 " in %s",
+			       x->addr, x->insn, x->call_addr, x->caller ? x->caller : "?");
+		printf("\n");
+		if (!t->complete)
+			printf("    not every task poll can be seen there: %s\n",
+			       t->why ? t->why : "?");
+	}
+}
+
 static void print_future(const struct model *m, uint32_t i)
 {
 	const struct future *f = &m->futures[i];
@@ -74,6 +121,8 @@ static void print_future(const struct model *m, uint32_t i)
 		if (p->disasm_error)
 			printf(", disassembly failed: %s", p->disasm_error);
 		printf("\n");
+		if (m->callsites.built)
+			print_caller_exits(p);
 		if (p->nr_inline_sites_total)
 			printf("    also inlined at %u site%s (those polls are not seen by a probe "
 			       "on this function)\n",
@@ -212,6 +261,7 @@ static void print_summary(const struct model *m, bool all_crates)
 			       caller ? caller : "");
 		}
 	}
+	print_task_polls(m);
 }
 
 static int write_output(const char *path, const char *what, const struct model *m,
@@ -283,7 +333,7 @@ int cmd_analyze(int argc, char **argv)
 	}
 
 	struct model m;
-	r = load_model("analyze", &spec, &m);
+	r = load_model_caller_exits("analyze", &spec, &m);
 	if (r) {
 		model__free(&m);
 		return r;

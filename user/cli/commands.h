@@ -34,6 +34,9 @@ int parse_pid(const char *cmd, const char *s, pid_t *pid);
  * errors itself. Returns an exit status (EXIT_OK on success).
  */
 int load_model(const char *cmd, const struct target_spec *spec, struct model *m);
+/* The same, with the exits in the callers and the task polls' exits too (they decode
+ * the whole executable: docs/disasm.md, "Exits in the caller"). */
+int load_model_caller_exits(const char *cmd, const struct target_spec *spec, struct model *m);
 
 /* Print model warnings to stderr (a summary line beyond the first few). */
 void print_warnings(const char *cmd, const struct model *m);

@@ -35,11 +35,12 @@ void print_warnings(const char *cmd, const struct model *m)
 			m->nr_warnings - shown);
 }
 
-int load_model(const char *cmd, const struct target_spec *spec, struct model *m)
+static int load(const char *cmd, const struct target_spec *spec, bool caller_exits, struct model *m)
 {
 	struct target t;
 	struct target_opts topts = {.search_debuginfo = true};
-	struct analyzer_opts aopts = {.progress = isatty(STDERR_FILENO) && log_verbosity >= 1};
+	struct analyzer_opts aopts = {.progress = isatty(STDERR_FILENO) && log_verbosity >= 1,
+				      .caller_exits = caller_exits};
 	char err[1024] = "";
 	int r;
 
@@ -84,4 +85,14 @@ int empty_selection_status(const char *cmd, const struct model *m, const char *w
 	pr_warn("%s: %s: %s; %s (docs/analyzer.md, \"Debug info levels\")\n", cmd, what,
 		m->debuginfo_note, m->debuginfo_advice ? m->debuginfo_advice : "");
 	return EXIT_BAD_INPUT;
+}
+
+int load_model(const char *cmd, const struct target_spec *spec, struct model *m)
+{
+	return load(cmd, spec, false, m);
+}
+
+int load_model_caller_exits(const char *cmd, const struct target_spec *spec, struct model *m)
+{
+	return load(cmd, spec, true, m);
 }

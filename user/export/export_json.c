@@ -9,6 +9,7 @@
  * UTF-8 become U+FFFD.
  */
 #include "export/export.h"
+#include "export/json_writer.h"
 #include "lib/text.h"
 
 #include <errno.h>
@@ -16,112 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JSON_MAX_DEPTH 16
-
-struct json_writer {
-	FILE *out;
-	int depth;
-	bool need_comma[JSON_MAX_DEPTH];
-};
-
-/* Comma, line break (top two levels only: one future or poll per line) and key. */
-static void jw_prefix(struct json_writer *w, const char *key)
-{
-	if (w->need_comma[w->depth])
-		putc(',', w->out);
-	w->need_comma[w->depth] = true;
-	if (w->depth >= 1 && w->depth <= 2) {
-		putc('\n', w->out);
-		for (int i = 0; i < w->depth; i++)
-			putc(' ', w->out);
-	}
-	if (key) {
-		/* keys are our own identifiers: nothing to escape */
-		putc('"', w->out);
-		fputs(key, w->out);
-		fputs("\":", w->out);
-	}
-}
-
-static void jw_open(struct json_writer *w, const char *key, char bracket)
-{
-	if (w->depth > 0 || w->need_comma[0])
-		jw_prefix(w, key);
-	putc(bracket, w->out);
-	/* the structure is fixed by this file: JSON_MAX_DEPTH is never reached */
-	if (w->depth + 1 < JSON_MAX_DEPTH)
-		w->depth++;
-	w->need_comma[w->depth] = false;
-}
-
-static void jw_close(struct json_writer *w, char bracket)
-{
-	bool had_items = w->need_comma[w->depth];
-
-	w->depth--;
-	if (had_items && w->depth <= 1) {
-		putc('\n', w->out);
-		for (int i = 0; i < w->depth; i++)
-			putc(' ', w->out);
-	}
-	putc(bracket, w->out);
-}
-
-static void jw_object(struct json_writer *w, const char *key)
-{
-	jw_open(w, key, '{');
-}
-
-static void jw_object_end(struct json_writer *w)
-{
-	jw_close(w, '}');
-}
-
-static void jw_array(struct json_writer *w, const char *key)
-{
-	jw_open(w, key, '[');
-}
-
-static void jw_array_end(struct json_writer *w)
-{
-	jw_close(w, ']');
-}
-
-static void jw_null(struct json_writer *w, const char *key)
-{
-	jw_prefix(w, key);
-	fputs("null", w->out);
-}
-
-/* NULL becomes null */
-static void jw_string(struct json_writer *w, const char *key, const char *value)
-{
-	jw_prefix(w, key);
-	if (value)
-		json__write_string(w->out, value);
-	else
-		fputs("null", w->out);
-}
-
-static void jw_u64(struct json_writer *w, const char *key, uint64_t value)
-{
-	jw_prefix(w, key);
-	fprintf(w->out, "%" PRIu64, value);
-}
-
-static void jw_i64(struct json_writer *w, const char *key, int64_t value)
-{
-	jw_prefix(w, key);
-	fprintf(w->out, "%" PRId64, value);
-}
-
-static void jw_bool(struct json_writer *w, const char *key, bool value)
-{
-	jw_prefix(w, key);
-	fputs(value ? "true" : "false", w->out);
-}
-
-/* A future index as an id, or null when it does not name a future of this model. */
 static void jw_future_ref(struct json_writer *w, const char *key, const struct model *m,
 			  int32_t index)
 {
@@ -242,6 +137,34 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	static const char *const kept[] = {"unsafe_tail", "fallthrough", "entry", "not_emulated",
 					   "loop",	  "unknown",	 "state"};
 	_Static_assert(sizeof(kept) / sizeof(kept[0]) <= MODEL_EXIT_KEEP_MAX, "exits_kept");
+	/* the call-site index behind the exits in the callers (docs/disasm.md) */
+	const struct callsite_stats *cs = &m->callsites;
+	uint64_t known = 0, ok = 0, sites = 0, usable = 0, out_of_line = 0;
+	for (uint32_t i = 0; i < m->nr_polls; i++) {
+		const struct poll_fn *p = &m->polls[i];
+		if (p->inlined_only || !p->addr)
+			continue;
+		out_of_line++;
+		known += p->callers_known;
+		ok += p->caller_exits_ok;
+		sites += p->nr_caller_exits;
+		for (uint32_t k = 0; k < p->nr_caller_exits; k++)
+			usable += p->caller_exits[k].usable;
+	}
+	jw_object(w, "caller_exits");
+	jw_bool(w, "index_built", cs->built);
+	jw_u64(w, "functions", cs->functions);
+	jw_u64(w, "code_bytes", cs->bytes);
+	jw_u64(w, "instructions", cs->insns);
+	jw_u64(w, "calls", cs->calls);
+	jw_u64(w, "undecoded_runs", cs->undecoded);
+	jw_u64(w, "undecoded_bytes", cs->undecoded_bytes);
+	jw_u64(w, "polls", out_of_line);
+	jw_u64(w, "polls_callers_known", known);
+	jw_u64(w, "polls_ok", ok);
+	jw_u64(w, "sites", sites);
+	jw_u64(w, "sites_usable", usable);
+	jw_object_end(w);
 	jw_object(w, "rets_kept");
 	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
 		jw_u64(w, kept[k], m->exits_kept[k]);
@@ -485,6 +408,48 @@ static void write_abi(struct json_writer *w, const struct poll_fn *p)
 	jw_object_end(w);
 }
 
+/* Where a result register of the callee is at an exit site: {"reg", "bytes"} or null. */
+static void write_result_reg(struct json_writer *w, const char *key, int8_t reg, uint8_t bytes)
+{
+	if (reg < 0) {
+		jw_null(w, key);
+		return;
+	}
+	jw_object(w, key);
+	jw_string(w, "reg", dwarf_reg__name((uint16_t)reg));
+	jw_u64(w, "bytes", bytes);
+	jw_object_end(w);
+}
+
+/* An exit in the caller (docs/json-schema.md, "caller_exits[]"). */
+static void write_caller_exit(struct json_writer *w, const struct caller_exit *x)
+{
+	char insn[sizeof(x->insn) + 1];
+
+	memcpy(insn, x->insn, sizeof(x->insn));
+	insn[sizeof(x->insn)] = '\0';
+	jw_u64(w, "call_addr", x->call_addr);
+	jw_string(w, "call", call_kind__name(x->call));
+	jw_string(w, "caller", x->caller);
+	jw_bool(w, "usable", x->usable);
+	jw_string(w, "why", x->usable ? NULL : x->why);
+	if (x->usable) {
+		jw_u64(w, "addr", x->addr);
+		jw_u64(w, "file_offset", x->file_offset);
+		jw_string(w, "insn", insn);
+		jw_u64(w, "distance", x->distance);
+		jw_i64(w, "sp_delta", 8);
+	} else {
+		jw_null(w, "addr");
+		jw_null(w, "file_offset");
+		jw_null(w, "insn");
+		jw_null(w, "distance");
+		jw_null(w, "sp_delta");
+	}
+	write_result_reg(w, "rax", x->usable ? x->result_reg[0] : -1, x->result_bytes[0]);
+	write_result_reg(w, "rdx", x->usable ? x->result_reg[1] : -1, x->result_bytes[1]);
+}
+
 static void write_poll(struct json_writer *w, const struct model *m, uint32_t id)
 {
 	const struct poll_fn *p = &m->polls[id];
@@ -556,6 +521,22 @@ static void write_poll(struct json_writer *w, const struct model *m, uint32_t id
 	jw_array_end(w);
 	jw_u64(w, "rets_covered", p->nr_rets_covered);
 	jw_bool(w, "leaf", p->leaf);
+
+	jw_bool(w, "callers_known", p->callers_known);
+	jw_bool(w, "caller_exits_ok", p->caller_exits_ok);
+	/* NULL in the model: the pass did not run (analyzer_opts.caller_exits) */
+	jw_string(w, "caller_exits_why",
+		  p->caller_exits_ok	? NULL
+		  : p->caller_exits_why ? p->caller_exits_why
+					: "not computed (the call-site index was not built)");
+	jw_array(w, "caller_exits");
+	for (uint32_t i = 0; p->caller_exits && i < p->nr_caller_exits; i++) {
+		jw_object(w, NULL);
+		write_caller_exit(w, &p->caller_exits[i]);
+		jw_string(w, "result", caller_result__name(p->caller_exits[i].result));
+		jw_object_end(w);
+	}
+	jw_array_end(w);
 
 	write_entry(w, &p->entry);
 	jw_reg_or_null(w, "self_arg_reg", p->self_known ? p->self_arg_reg : -1);
@@ -675,6 +656,37 @@ int export_json__write(const struct model *m, FILE *out)
 			jw_u64(&w, NULL, c->ret_offsets[k]);
 		jw_array_end(&w);
 		jw_string(&w, "unfollowed", c->unfollowed);
+		jw_object_end(&w);
+	}
+	jw_array_end(&w);
+
+	jw_object(&w, "task_polls");
+	for (int k = TASK_RT_TOKIO; k < TASK_RT_MAX; k++) {
+		const struct task_poll_summary *t = &m->task_polls[k];
+
+		if (k == TASK_RT_STD_WAKE)
+			continue; /* no task vtable */
+		if (!t->dispatchers) {
+			jw_null(&w, task_runtime__name(k));
+			continue;
+		}
+		jw_object(&w, task_runtime__name(k));
+		jw_u64(&w, "dispatchers", t->dispatchers);
+		jw_u64(&w, "calls", t->calls);
+		jw_u64(&w, "usable", t->usable);
+		jw_bool(&w, "complete", t->complete);
+		jw_string(&w, "why", t->why);
+		jw_object_end(&w);
+	}
+	jw_object_end(&w);
+	jw_array(&w, "task_poll_exits");
+	for (uint32_t i = 0; i < m->nr_task_poll_exits && !ferror(out); i++) {
+		const struct task_poll_exit *x = &m->task_poll_exits[i];
+
+		jw_object(&w, NULL);
+		jw_string(&w, "runtime", task_runtime__name(x->runtime));
+		jw_string(&w, "dispatcher", x->dispatcher);
+		write_caller_exit(&w, &x->site);
 		jw_object_end(&w);
 	}
 	jw_array_end(&w);

@@ -20,6 +20,7 @@ void model__free(struct model *m)
 		free(m->polls[i].exits);
 		free(m->polls[i].fast_exits);
 		free(m->polls[i].inline_sites);
+		free(m->polls[i].caller_exits);
 	}
 	free(m->futures);
 	free(m->polls);
@@ -30,6 +31,7 @@ void model__free(struct model *m)
 	for (uint32_t i = 0; i < m->nr_tail_callees; i++)
 		free(m->tail_callees[i].ret_offsets);
 	free(m->tail_callees);
+	free(m->task_poll_exits);
 	free(m->warnings);
 	free(m->crates);
 	strpool__free(&m->strings);
@@ -133,6 +135,36 @@ const struct tail_callee *model__tail_callee(const struct model *m, uint64_t add
 	}
 	return lo < m->nr_tail_callees && m->tail_callees[lo].addr == addr ? &m->tail_callees[lo]
 									   : NULL;
+}
+
+struct task_poll_exit *model__add_task_poll_exit(struct model *m)
+{
+	struct task_poll_exit *x = append((void **)&m->task_poll_exits, &m->nr_task_poll_exits,
+					  &m->cap_task_poll_exits, sizeof(*x));
+	if (x)
+		x->site.result_reg[0] = x->site.result_reg[1] = -1;
+	return x;
+}
+
+const char *call_kind__name(enum call_kind k)
+{
+	switch (k) {
+	case CALL_DIRECT: return "direct";
+	case CALL_SLOT: return "slot";
+	case CALL_VTABLE: return "vtable";
+	}
+	return "?";
+}
+
+const char *caller_result__name(enum caller_result r)
+{
+	switch (r) {
+	case CALLER_RESULT_NOT_NEEDED: return "not_needed";
+	case CALLER_RESULT_READABLE: return "readable";
+	case CALLER_RESULT_LOST: return "lost";
+	case CALLER_RESULT_UNKNOWN: return "unknown";
+	}
+	return "?";
 }
 
 const char *task_runtime__name(enum task_runtime r)

@@ -200,6 +200,43 @@ struct poll_layout {
 	enum ret_convention convention; /* in_memory is RET_CONV_MEMORY; unknown: neither */
 };
 
+/* How a call reaches its callee (caller_exit.call). */
+enum call_kind {
+	CALL_DIRECT, /* call rel32 */
+	CALL_SLOT,   /* call [rip + slot]: a GOT entry holding the callee's address */
+	CALL_VTABLE, /* call through a task vtable's slot (a runtime's task poll) */
+};
+
+/* What a caller exit site can read of the callee's Poll<T> (caller_exit.result). */
+enum caller_result {
+	CALLER_RESULT_NOT_NEEDED, /* a compiler future: __state is read through self */
+	CALLER_RESULT_READABLE,	  /* the discriminant (or the hidden pointer) is in result_reg */
+	CALLER_RESULT_LOST,	  /* overwritten between the return and the site */
+	CALLER_RESULT_UNKNOWN,	  /* Poll<T>'s layout or convention is not known */
+};
+
+/*
+ * An exit in the caller (docs/disasm.md, "Exits in the caller"): for one call of a
+ * function, the first instruction after the return address that the kernel
+ * emulates and that only the return from that call reaches. rsp there is rsp at
+ * the callee's entry + 8.
+ */
+struct caller_exit {
+	uint64_t call_addr;	    /* the call instruction */
+	const char *caller;	    /* the function holding it (demangled), NULL if none */
+	uint8_t call;		    /* enum call_kind */
+	bool usable;		    /* a site was found (else why) */
+	const char *why;	    /* why not usable, NULL when usable */
+	uint64_t addr, file_offset; /* the site */
+	char insn[48];		    /* "jne 0xaa60c" */
+	uint8_t distance;	    /* instructions from the return address to the site */
+	/* where the callee's rax ([0]) and rdx ([1]) are at the site: the DWARF register
+	 * whose low result_bytes[k] bytes hold them; -1 when none does */
+	int8_t result_reg[2];
+	uint8_t result_bytes[2];
+	uint8_t result; /* enum caller_result: can the poll's result be decoded there */
+};
+
 struct inline_site {
 	uint64_t addr;	    /* entry pc of the inlined copy */
 	const char *caller; /* demangled name of the function it is inlined into */
@@ -237,6 +274,18 @@ struct poll_fn {
 	uint16_t self_arg_reg; /* DWARF reg holding self at the first instruction: 5 rdi, 4 rsi */
 	bool self_known;       /* false: where self arrives could not be told (abi.source) */
 	struct poll_abi abi;
+	/*
+	 * Exits in the callers (docs/disasm.md, "Exits in the caller"): one per call site.
+	 * callers_known: every call is a direct call or a call through a GOT slot found in
+	 * the code, and the function's address is taken nowhere else. caller_exits_ok:
+	 * callers known, at least one, and every one has a usable site; else
+	 * caller_exits_why says what is missing.
+	 */
+	bool callers_known;
+	bool caller_exits_ok;
+	const char *caller_exits_why;
+	struct caller_exit *caller_exits;
+	uint32_t nr_caller_exits;
 	uint32_t nr_folded;	  /* other futures whose poll is this very function (folded code) */
 	const char *disasm_error; /* NULL when disassembly succeeded */
 };
@@ -338,6 +387,37 @@ struct runtime_layout {
 	uint32_t layout_offset_f; /* async-task: TaskLayout.offset_f */
 };
 
+/*
+ * A task poll's exit (docs/disasm.md, "Task polls"): a call of a task's vtable poll
+ * function (tokio's `(vtable.poll)(ptr)` in RawTask::poll, async-task's
+ * Runnable::run, which tail-jumps through the vtable's run slot) and its
+ * continuation; rsp there is rsp at the vtable function's entry + 8.
+ */
+struct task_poll_exit {
+	uint8_t runtime;	/* enum task_runtime */
+	const char *dispatcher; /* RawTask::poll / Runnable::run (demangled) */
+	struct caller_exit site;
+};
+
+/* Per runtime: what was found of its task-poll calls. */
+struct task_poll_summary {
+	uint32_t dispatchers; /* copies of the dispatcher in the code (inlined or not) */
+	uint32_t calls;	      /* task_poll_exits of this runtime */
+	uint32_t usable;      /* of them with a usable site */
+	/* every copy's vtable call was found, every caller of an out-of-line copy that
+	 * tail-jumps is known, and every call has a usable site; else why says the first
+	 * thing that is missing or unusable */
+	bool complete;
+	const char *why;
+};
+
+/* The call-site index behind the caller exits: what it decoded and what it could not. */
+struct callsite_stats {
+	bool built;
+	uint32_t functions, undecoded;
+	uint64_t bytes, insns, calls, undecoded_bytes;
+};
+
 struct model_warning {
 	const char *text;
 };
@@ -400,6 +480,10 @@ struct model {
 		uint32_t waker_raw; /* Waker.waker (the RawWaker) */
 		uint32_t raw_data;  /* RawWaker.data */
 	} waker_layout;
+	struct task_poll_exit *task_poll_exits;
+	uint32_t nr_task_poll_exits, cap_task_poll_exits;
+	struct task_poll_summary task_polls[TASK_RT_MAX];
+	struct callsite_stats callsites;
 	struct model_warning *warnings;
 	uint32_t nr_warnings, cap_warnings;
 
@@ -442,6 +526,7 @@ struct crate_debuginfo *model__add_crate(struct model *m);
 struct tail_callee *model__add_tail_callee(struct model *m);
 /* The tail callee at addr (model.tail_callees is sorted), or NULL. */
 const struct tail_callee *model__tail_callee(const struct model *m, uint64_t addr);
+struct task_poll_exit *model__add_task_poll_exit(struct model *m);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);
@@ -458,6 +543,8 @@ const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "
 const char *self_location__name(enum self_location l);
 const char *ret_convention__name(enum ret_convention c);
 const char *abi_source__name(enum abi_source s);
+const char *call_kind__name(enum call_kind k);	       /* "direct", "slot", "vtable" */
+const char *caller_result__name(enum caller_result r); /* "not_needed", "readable", ... */
 /* Name of an x86-64 DWARF register number ("rdi"; 16 is "rip"), or "?" */
 const char *dwarf_reg__name(uint16_t dwarf_reg);
 
