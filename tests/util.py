@@ -568,6 +568,60 @@ def dwarf_async_fn_envs(binary):
     return found
 
 
+DIE_ATTR = re.compile(r"^\s+(DW_AT_\w+)\s+\((.*)\)$")
+
+
+@dataclass
+class Die:
+    """One DIE as llvm-dwarfdump prints it, with its children (dwarf_die)."""
+    offset: int
+    tag: str
+    attrs: dict = dc_field(default_factory=dict)
+    children: list = dc_field(default_factory=list)
+
+    @property
+    def name(self):
+        v = self.attrs.get("DW_AT_name")
+        return v[1:-1] if v and v.startswith('"') else None
+
+    def ref(self, attr="DW_AT_type"):
+        """The DIE offset an attribute refers to (DW_AT_type, DW_AT_discr), or None."""
+        v = self.attrs.get(attr)
+        return int(v.split()[0], 16) if v else None
+
+    def number(self, attr):
+        v = self.attrs.get(attr)
+        return int(v.split()[0], 0) if v else None
+
+
+@functools.lru_cache(maxsize=None)
+def dwarf_die(binary, offset, levels=3):
+    """The DIE at `offset` and its descendants `levels` deep, parsed from
+    llvm-dwarfdump's own output (nesting from its indentation)."""
+    text = tool(LLVM_DWARFDUMP, f"--debug-info={offset}", "-c", "-r", str(levels), binary, timeout=60)
+    root, stack = None, []
+    for line in text.splitlines():
+        m = DIE_LINE.match(line)
+        if m:
+            depth = len(m.group(2))
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            if m.group(3) == "NULL":
+                continue
+            die = Die(int(m.group(1), 16), m.group(3))
+            if stack:
+                stack[-1][1].children.append(die)
+            elif root is None:
+                root = die
+            stack.append((depth, die))
+            continue
+        a = DIE_ATTR.match(line)
+        if a and stack:
+            stack[-1][1].attrs[a.group(1)] = a.group(2)
+    assert root is not None and root.offset == offset, f"{LLVM_DWARFDUMP} shows no DIE at {offset:#x} in {binary}"
+    return root
+
+
 # ---------------------------------------------------------------------------
 # The documented JSON shape (docs/json-schema.md)
 # ---------------------------------------------------------------------------

@@ -32,10 +32,11 @@ static bool seen(const struct tree_builder *b, uint64_t off)
 }
 
 /* Strip qualifiers, typedefs, pointers and arrays down to a struct-like type;
- * *pointer says whether a pointer or reference was stripped on the way. */
-static bool underlying(Dwarf_Die *die, bool *pointer)
+ * *derefs counts the pointers and references stripped on the way (`&mut &mut T`:
+ * two, each one a pointer to follow). */
+static bool underlying(Dwarf_Die *die, uint8_t *derefs)
 {
-	*pointer = false;
+	*derefs = 0;
 	for (int i = 0; i < 16; i++) {
 		switch (dwarf_tag(die)) {
 		case DW_TAG_structure_type:
@@ -51,7 +52,7 @@ static bool underlying(Dwarf_Die *die, bool *pointer)
 			int tag = dwarf_tag(die);
 			if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
 			    tag == DW_TAG_rvalue_reference_type)
-				*pointer = true;
+				(*derefs)++;
 			if (!dwarf_formref_die(dwarf_attr(die, DW_AT_type, &a), die))
 				return false;
 			break;
@@ -69,9 +70,9 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 		     uint64_t offset)
 {
 	Dwarf_Die die = *type;
-	bool pointer;
+	uint8_t derefs;
 
-	if (!underlying(&die, &pointer))
+	if (!underlying(&die, &derefs))
 		return;
 	uint64_t off = dwarf_dieoffset(&die);
 	if (seen(b, off))
@@ -87,7 +88,7 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 	n->parent = parent;
 	n->die_offset = off;
 	n->offset = offset;
-	n->deref = pointer;
+	n->derefs = derefs;
 	int sz = dwarf_bytesize(&die);
 	n->size = sz > 0 ? (uint64_t)sz : 0;
 	n->path = cu_path ? strpool__intern(&b->w->m->strings, cu_path) : NULL;
@@ -195,12 +196,12 @@ static void edge_steps(const struct await_rec *a, int32_t target, struct await_e
 		const struct await_node *node = &a->nodes[chain[n]];
 
 		acc += node->offset;
-		if (!node->deref)
-			continue;
-		if (e->nr_steps == MODEL_AWAIT_STEPS)
-			return;
-		e->steps[e->nr_steps++] = (struct await_step){.offset = acc, .deref = true};
-		acc = 0;
+		for (uint8_t d = 0; d < node->derefs; d++) {
+			if (e->nr_steps == MODEL_AWAIT_STEPS)
+				return;
+			e->steps[e->nr_steps++] = (struct await_step){.offset = acc, .deref = true};
+			acc = 0;
+		}
 	}
 	if (acc) {
 		if (e->nr_steps == MODEL_AWAIT_STEPS)

@@ -33,9 +33,10 @@ struct await_node {
 	uint64_t size;
 	bool is_env; /* a compiler-generated future: never descended into */
 	bool is_dyn; /* a `dyn Trait` type: the concrete future is unknown statically */
-	/* where it is: at `offset` bytes into its parent, or (deref) at the address
-	 * stored there (the parent's member is a pointer); the root is the awaitee */
-	bool deref;
+	/* where it is: at `offset` bytes into its parent, or (derefs > 0) at the address
+	 * stored there (the parent's member is a pointer), through `derefs` pointers in
+	 * all (a `&mut &mut T` member: two); the root is the awaitee */
+	uint8_t derefs;
 	uint64_t offset;
 };
 
