@@ -646,10 +646,17 @@ SCHEMA_STATS = {k: (INT,) for k in ("compile_units", "dies", "cu_errors", "limit
                                     "edges", "vtables", "task_types", "roots", "inlined_only", "abi_from_code",
                                     "abi_from_dwarf", "abi_from_size", "abi_unknown", "abi_rule_overridden")}
 SCHEMA_STATS["rets_kept"] = (OBJ,)
+SCHEMA_STATS["trees"] = (OBJ,)
 SCHEMA_FUTURE = {"id": (INT,), "path": (STR, NULL), "name": (STR,), "crate": (STR, NULL), "crate_class": (STR,),
                  "kind": (STR,), "die_offset": (INT,), "size": (INT,), "state": (OBJ, NULL), "states": (LIST,),
                  "file": (STR, NULL), "line": (INT,), "drop_in_place": (OBJ, NULL), "poll": (INT, NULL),
-                 "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,), "folded_into": (INT, NULL)}
+                 "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,), "folded_into": (INT, NULL),
+                 "tree": (OBJ, NULL)}
+SCHEMA_TREE = {"discr": (OBJ, NULL), "slots": (LIST,), "cut": (INT,)}
+SCHEMA_TREE_SLOT = {"child": (INT, NULL), "dyn": (OBJ, NULL), "await_index": (INT, NULL), "member": (STR,),
+                    "conds": (LIST,), "steps": (LIST,)}
+SCHEMA_TREE_COND = {"at_step": (INT,), "offset": (INT,), "size": (INT,), "kind": (STR,), "lo": (INT,),
+                    "hi": (INT,)}
 SCHEMA_STATE = {"discr": (INT,), "kind": (STR,), "name": (STR, NULL), "file": (STR, NULL), "line": (INT,),
                 "awaitee": (STR, NULL), "awaitee_offset": (INT, NULL), "awaitee_size": (INT, NULL)}
 SCHEMA_POLL = {"id": (INT,), "name": (STR, NULL), "linkage_name": (STR, NULL), "crate": (STR, NULL),
@@ -758,6 +765,15 @@ def schema_errors(doc):
             ref(p, np_, w + ".polls[]")
         if f["polls"] != sorted(f["polls"]):
             errors.append(f"{w}.polls not ascending")
+        if f["tree"] is not None:
+            check_shape(f["tree"], SCHEMA_TREE, w + ".tree", errors)
+            for k, slot in enumerate(f["tree"].get("slots", [])):
+                check_shape(slot, SCHEMA_TREE_SLOT, f"{w}.tree.slots[{k}]", errors)
+                ref(slot.get("child"), nf, f"{w}.tree.slots[{k}].child")
+                for c in slot.get("conds", []):
+                    check_shape(c, SCHEMA_TREE_COND, f"{w}.tree.slots[{k}].conds[]", errors)
+                    if c.get("kind") not in ("in", "not_in"):
+                        errors.append(f"{w}.tree.slots[{k}].conds[].kind {c.get('kind')!r}")
     for i, p in enumerate(doc["polls"]):
         w = f"$.polls[{i}]"
         check_shape(p, SCHEMA_POLL, w, errors)

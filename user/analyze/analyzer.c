@@ -27,6 +27,7 @@
 #include "analyze/mapped_section.h"
 #include "analyze/crate.h"
 #include "analyze/runtimes.h"
+#include "analyze/trees.h"
 
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
@@ -393,7 +394,8 @@ static int walk_dwarf(struct walk *w)
 				    (uint64_t)off, dwarf_errmsg(-1));
 		}
 		analyzer__resolve_pending(w);
-		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)))
+		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)) ||
+		    (err = trees__end_cu(w)))
 			return err;
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
@@ -480,6 +482,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		}
 		analyzer__classify_crates(m);
 		if (!r)
+			r = trees__resolve(&w);
+		if (!r)
 			r = analyzer__disassemble_polls(&w);
 		if (!r)
 			r = analyzer__probe_sites(&w);
@@ -491,6 +495,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 
 	awaits__free(&w);
 	runtimes__free(&w);
+	trees__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

@@ -66,7 +66,8 @@ struct pending_poll {
 	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
-struct rt_walk; /* analyze/runtimes.c */
+struct rt_walk;	  /* analyze/runtimes.c */
+struct tree_walk; /* analyze/trees.c */
 
 struct walk {
 	struct target *t;
@@ -80,7 +81,8 @@ struct walk {
 	struct u64_map type_paths; /* DIE offset -> const char * (cu_pool) */
 	struct pending_poll *pending;
 	uint32_t nr_pending, cap_pending;
-	uint32_t first_cu_await; /* awaits recorded by this CU start here */
+	uint32_t first_cu_await;  /* awaits recorded by this CU start here */
+	uint32_t first_cu_future; /* futures this CU added start here (trees.c) */
 
 	/* whole binary */
 	struct u64_map future_by_path; /* interned path -> future index */
@@ -96,7 +98,8 @@ struct walk {
 	uint32_t nr_awaits, cap_awaits;
 	struct drop_rec *drops;
 	uint32_t nr_drops, cap_drops;
-	struct rt_walk *rt; /* the runtimes' task types (runtimes.c) */
+	struct rt_walk *rt;	 /* the runtimes' task types (runtimes.c) */
+	struct tree_walk *trees; /* the future trees' type trees (trees.c) */
 };
 
 /* DWARF helpers (walk.c) */
@@ -111,6 +114,8 @@ bool starts_with(const char *s, const char *prefix);
 bool die_type(Dwarf_Die *die, Dwarf_Die *type);
 uint64_t die_bytesize(Dwarf_Die *die);
 bool member_offset(Dwarf_Die *member, uint64_t *off);
+/* A variant's DW_AT_discr_value (a 16-byte block when its value fits in 64 bits). */
+bool die_discr_value(Dwarf_Die *variant, Dwarf_Word *v);
 
 /* walk.c */
 /* Full path of a type DIE: this CU's table, else (a DW_FORM_ref_addr into another
