@@ -133,6 +133,63 @@ static int32_t future_of(struct walk *w, const struct type_node *n)
 										     : -1;
 }
 
+/*
+ * Hand-written futures the walk saw no type of (a poll inlined without a `self`
+ * type, an awaitee without poll code, found after the walk): a type tree that holds
+ * one has its DIE. Their layouts are read now, their units' type paths indexed on
+ * demand (walk__type_path).
+ */
+static int late_layouts(struct walk *w)
+{
+	static __thread struct type_node nodes[TYPE_TREE_MAX_NODES];
+	struct tree_walk *tw = tree_walk_of(w);
+	struct u64_map laid_out, die_of;
+	uint32_t nr_recs, nr;
+	struct tree_rec *r;
+	Dwarf_Die t;
+	bool cut;
+	int err = 0;
+
+	if (!tw)
+		return -ENOMEM;
+	u64_map__init(&laid_out);
+	u64_map__init(&die_of);
+	nr_recs = tw->nr;
+	for (uint32_t i = 0; i < nr_recs && !err; i++) {
+		const struct tree_rec *rec = &tw->recs[i];
+
+		if (rec->await_index < 0)
+			err = u64_map__set(&laid_out, (uint64_t)rec->future, 1);
+		for (uint32_t k = 0; k < rec->nr && !err; k++) {
+			int32_t f = future_of(w, &rec->nodes[k]);
+
+			if (f >= 0 && rec->nodes[k].die &&
+			    !u64_map__get(&die_of, (uint64_t)f, NULL))
+				err = u64_map__set(&die_of, (uint64_t)f, rec->nodes[k].die);
+		}
+	}
+	for (uint32_t i = 0; i < w->m->nr_futures && !err; i++) {
+		const struct future *f = &w->m->futures[i];
+		uint64_t die = f->die_offset;
+
+		if (f->kind != FUTURE_HANDWRITTEN || u64_map__get(&laid_out, i, NULL) ||
+		    (!die && !u64_map__get(&die_of, i, &die)) || !dwarf_offdie(w->dw, die, &t))
+			continue;
+		if ((err = type_tree__build(w, &t, true, NULL, nodes, &nr, &cut)) ||
+		    (err = add_rec(w, (int32_t)i, -1, nodes, nr, cut, &r)))
+			break;
+		/* a DIE of its type, seen now */
+		w->m->futures[i].die_offset = die;
+		if (!w->m->futures[i].size)
+			w->m->futures[i].size = die_bytesize(&t);
+		if (nr && nodes[0].die && dwarf_offdie(w->dw, nodes[0].die, &t))
+			r->has_discr = type_tree__discr(&t, &r->discr_offset, &r->discr_size);
+	}
+	u64_map__free(&laid_out);
+	u64_map__free(&die_of);
+	return err ? -ENOMEM : 0;
+}
+
 static void append_member(char *buf, size_t len, const char *name)
 {
 	size_t at = strlen(buf);
@@ -329,17 +386,17 @@ static void future_discr(const struct future *f, const struct tree_rec *self, st
 int trees__resolve(struct walk *w)
 {
 	struct model *m = w->m;
+	int err = w->dw ? late_layouts(w) : 0;
 	struct tree_walk *tw = w->trees;
 	uint32_t nr_recs = tw ? tw->nr : 0;
 	int32_t *first = calloc(m->nr_futures ? m->nr_futures : 1, sizeof(*first));
 	int32_t *next = calloc(nr_recs ? nr_recs : 1, sizeof(*next));
 	int32_t *last = calloc(m->nr_futures ? m->nr_futures : 1, sizeof(*last));
-	int err = 0;
 
 	free(m->trees);
 	m->trees = calloc(m->nr_futures ? m->nr_futures : 1, sizeof(*m->trees));
 	m->nr_trees = m->trees ? m->nr_futures : 0;
-	if (!first || !next || !last || !m->trees) {
+	if (err || !first || !next || !last || !m->trees) {
 		err = -ENOMEM;
 		goto out;
 	}
