@@ -817,6 +817,32 @@ def suspend_awaitee_die(binary, env_die_offset, discr):
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
+def test_await_steps_reach_the_awaitees_own_member(profile, analyses):
+    """async-channel's `Recv { receiver: &Receiver, listener: Option<EventListener> }`
+    (smol_app's `chan_task->Recv`) waits on its own `listener`; the Receiver behind the
+    reference has a listener of its own (for its Stream impl). The edge to the
+    EventListener must reach Recv's: `listener`'s offset plus `Some.__0`'s, per
+    llvm-dwarfdump, no pointer on the way."""
+    a = analyses.get(profile, "smol_app")
+    m = a.model
+    task = next(f for f in m.by_caller()["chan_task"] if f["kind"] == "async_fn")
+    state = next(s for s in task["states"] if s["kind"] == "suspend" and s["index"] == 0)
+    recv = suspend_awaitee_die(a.binary, task["die_offset"], state["discr"])
+    assert recv.name.startswith("Recv<"), recv.name
+    listener = member_die(a.binary, recv, "listener")
+    option = util.dwarf_die(a.binary, listener.ref())
+    part = next(c for c in option.children if c.tag == "DW_TAG_variant_part")
+    some = next(mb for v in part.children if v.tag == "DW_TAG_variant"
+                for mb in v.children if mb.tag == "DW_TAG_member" and mb.name == "Some")
+    inner = member_die(a.binary, util.dwarf_die(a.binary, some.ref(), 1), "__0")
+    at = sum(d.number("DW_AT_data_member_location") or 0 for d in (listener, some, inner))
+    edges = [e for e in m.edges_from(task["id"], 0)
+             if e["to"] is not None and last_segment(m.futures[e["to"]]["name"]) == "EventListener"]
+    assert edges, m.edges_from(task["id"], 0)
+    assert all(e["steps"] == ([{"offset": at, "deref": False}] if at else []) for e in edges), (edges, at)
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
 def test_await_steps_through_a_pointer_to_a_pointer(profile, analyses):
     """tokio::select!'s closure holds `_ref__futures: &mut &mut (fast, slow)`: two
     pointers, two derefs (tokio_mt's `run->fast|slow`). Expected steps from
