@@ -437,7 +437,6 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 
 	if (t->dwarf) {
 		r = walk_dwarf(&w);
-		w.walked = true;
 	} else {
 		char why[1024];
 		target__explain_missing_dwarf(t, why, sizeof(why));

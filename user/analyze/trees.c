@@ -23,7 +23,8 @@
 
 /* One tree waiting for every future type to be known. */
 struct tree_rec {
-	int32_t future;
+	int32_t future;	     /* -1: an awaitee type not (yet) a future (path) */
+	const char *path;    /* then its path (model pool) */
 	int32_t await_index; /* k of Suspend<k>; -1: the future's own members */
 	bool truncated;	     /* the bounds cut it (somewhere: node.cut says where) */
 	bool has_discr;	     /* the own-members tree of an enum: its discriminant */
@@ -36,12 +37,16 @@ struct tree_rec {
 struct tree_walk {
 	struct tree_rec *recs;
 	uint32_t nr, cap;
+	struct u64_map laid_out; /* future index -> 1 once its own members' tree is read */
+	struct u64_map awaitees; /* path -> 1: awaitee types laid out before they are futures */
 };
 
 static struct tree_walk *tree_walk_of(struct walk *w)
 {
-	if (!w->trees)
-		w->trees = calloc(1, sizeof(*w->trees));
+	if (!w->trees && (w->trees = calloc(1, sizeof(*w->trees)))) {
+		u64_map__init(&w->trees->laid_out);
+		u64_map__init(&w->trees->awaitees);
+	}
 	return w->trees;
 }
 
@@ -80,7 +85,21 @@ static int add_rec(struct walk *w, int32_t future, int32_t await_index,
 	return 0;
 }
 
-int trees__end_cu(struct walk *w)
+/* A DIE of future i's type, met in another tree (its poll gave none): kept. */
+static void fill_type(struct future *f, uint64_t die, uint64_t size)
+{
+	if (!f->die_offset) {
+		f->die_offset = die;
+		f->size = f->size ? f->size : size;
+	}
+}
+
+/*
+ * The tree of future i's own members, from a DIE of its type; i -1: of the awaitee
+ * type at `path`, which may become a future once the await graph is resolved (an
+ * awaitee without poll code). 0 or -ENOMEM.
+ */
+static int lay_out(struct walk *w, int32_t i, const char *path, Dwarf_Die *type)
 {
 	static __thread struct type_node nodes[TYPE_TREE_MAX_NODES];
 	struct tree_rec *r;
@@ -89,6 +108,41 @@ int trees__end_cu(struct walk *w)
 	Dwarf_Die t;
 	int err;
 
+	if ((err = type_tree__build(w, type, true, NULL, nodes, &nr, &cut)) ||
+	    (err = add_rec(w, i, -1, nodes, nr, cut, &r)))
+		return err;
+	r->path = path;
+	err = i >= 0 ? u64_map__set(&w->trees->laid_out, (uint64_t)i, 1)
+		     : u64_map__set(&w->trees->awaitees, (uintptr_t)path, 1);
+	if (err)
+		return err;
+	if (i >= 0)
+		fill_type(&w->m->futures[i], dwarf_dieoffset(type), die_bytesize(type));
+	/* an enum's own discriminant: which variant a node of it is in */
+	if (nr && nodes[0].die && dwarf_offdie(w->dw, nodes[0].die, &t))
+		r->has_discr = type_tree__discr(&t, &r->discr_offset, &r->discr_size);
+	return 0;
+}
+
+/*
+ * The end of a unit: the trees of its await points and of the hand-written futures
+ * it added; then of the hand-written futures its trees meet that have no layout yet
+ * (a poll inlined without a `self` type gives none: hyper's ProtoServer in release),
+ * while this unit's type paths are at hand.
+ */
+int trees__end_cu(struct walk *w)
+{
+	static __thread struct type_node nodes[TYPE_TREE_MAX_NODES];
+	struct tree_walk *tw = tree_walk_of(w);
+	struct tree_rec *r;
+	uint32_t nr, first;
+	bool cut;
+	Dwarf_Die t;
+	int err;
+
+	if (!tw)
+		return -ENOMEM;
+	first = tw->nr;
 	for (uint32_t i = w->first_cu_await; i < w->nr_awaits; i++) {
 		const struct await_rec *a = &w->awaits[i];
 
@@ -101,17 +155,32 @@ int trees__end_cu(struct walk *w)
 	for (uint32_t i = w->first_cu_future; i < w->m->nr_futures; i++) {
 		const struct future *f = &w->m->futures[i];
 
-		if (f->kind != FUTURE_HANDWRITTEN || !f->die_offset ||
-		    !dwarf_offdie(w->dw, f->die_offset, &t))
-			continue;
-		if ((err = type_tree__build(w, &t, true, NULL, nodes, &nr, &cut)) ||
-		    (err = add_rec(w, (int32_t)i, -1, nodes, nr, cut, &r)))
+		if (f->kind == FUTURE_HANDWRITTEN && f->die_offset &&
+		    dwarf_offdie(w->dw, f->die_offset, &t) &&
+		    (err = lay_out(w, (int32_t)i, NULL, &t)))
 			return err;
-		/* an enum's own discriminant: which variant a node of it is in */
-		if (nr && nodes[0].die && dwarf_offdie(w->dw, nodes[0].die, &t))
-			r->has_discr = type_tree__discr(&t, &r->discr_offset, &r->discr_size);
 	}
 	w->first_cu_future = w->m->nr_futures;
+	for (uint32_t k = first; k < tw->nr; k++) /* grows: what a new layout meets, too */
+		for (uint32_t n = 0; n < tw->recs[k].nr; n++) {
+			const struct type_node *nd = &tw->recs[k].nodes[n];
+			bool awaitee = tw->recs[k].await_index >= 0 && n == 0;
+			uint64_t idx;
+
+			if (!nd->path || !nd->die || nd->is_env || nd->is_dyn ||
+			    !dwarf_offdie(w->dw, nd->die, &t))
+				continue;
+			if (u64_map__get(&w->future_by_path, (uintptr_t)nd->path, &idx)) {
+				if (w->m->futures[idx].kind == FUTURE_HANDWRITTEN &&
+				    !u64_map__get(&tw->laid_out, idx, NULL) &&
+				    (err = lay_out(w, (int32_t)idx, NULL, &t)))
+					return err;
+			} else if (awaitee &&
+				   !u64_map__get(&tw->awaitees, (uintptr_t)nd->path, NULL) &&
+				   (err = lay_out(w, -1, nd->path, &t))) {
+				return err;
+			}
+		}
 	return 0;
 }
 
@@ -133,61 +202,27 @@ static int32_t future_of(struct walk *w, const struct type_node *n)
 										     : -1;
 }
 
-/*
- * Hand-written futures the walk saw no type of (a poll inlined without a `self`
- * type, an awaitee without poll code, found after the walk): a type tree that holds
- * one has its DIE. Their layouts are read now, their units' type paths indexed on
- * demand (walk__type_path).
- */
-static int late_layouts(struct walk *w)
+/* The awaitee types laid out before they were futures: those that are now. */
+static int attach_awaitees(struct walk *w)
 {
-	static __thread struct type_node nodes[TYPE_TREE_MAX_NODES];
-	struct tree_walk *tw = tree_walk_of(w);
-	struct u64_map laid_out, die_of;
-	uint32_t nr_recs, nr;
-	struct tree_rec *r;
+	struct tree_walk *tw = w->trees;
 	Dwarf_Die t;
-	bool cut;
-	int err = 0;
+	uint64_t idx;
 
-	if (!tw)
-		return -ENOMEM;
-	u64_map__init(&laid_out);
-	u64_map__init(&die_of);
-	nr_recs = tw->nr;
-	for (uint32_t i = 0; i < nr_recs && !err; i++) {
-		const struct tree_rec *rec = &tw->recs[i];
+	for (uint32_t k = 0; tw && k < tw->nr; k++) {
+		struct tree_rec *r = &tw->recs[k];
 
-		if (rec->await_index < 0)
-			err = u64_map__set(&laid_out, (uint64_t)rec->future, 1);
-		for (uint32_t k = 0; k < rec->nr && !err; k++) {
-			int32_t f = future_of(w, &rec->nodes[k]);
-
-			if (f >= 0 && rec->nodes[k].die &&
-			    !u64_map__get(&die_of, (uint64_t)f, NULL))
-				err = u64_map__set(&die_of, (uint64_t)f, rec->nodes[k].die);
-		}
-	}
-	for (uint32_t i = 0; i < w->m->nr_futures && !err; i++) {
-		const struct future *f = &w->m->futures[i];
-		uint64_t die = f->die_offset;
-
-		if (f->kind != FUTURE_HANDWRITTEN || u64_map__get(&laid_out, i, NULL) ||
-		    (!die && !u64_map__get(&die_of, i, &die)) || !dwarf_offdie(w->dw, die, &t))
+		if (r->future >= 0 || !r->path ||
+		    !u64_map__get(&w->future_by_path, (uintptr_t)r->path, &idx) ||
+		    u64_map__get(&tw->laid_out, idx, NULL))
 			continue;
-		if ((err = type_tree__build(w, &t, true, NULL, nodes, &nr, &cut)) ||
-		    (err = add_rec(w, (int32_t)i, -1, nodes, nr, cut, &r)))
-			break;
-		/* a DIE of its type, seen now */
-		w->m->futures[i].die_offset = die;
-		if (!w->m->futures[i].size)
-			w->m->futures[i].size = die_bytesize(&t);
-		if (nr && nodes[0].die && dwarf_offdie(w->dw, nodes[0].die, &t))
-			r->has_discr = type_tree__discr(&t, &r->discr_offset, &r->discr_size);
+		r->future = (int32_t)idx;
+		if (u64_map__set(&tw->laid_out, idx, 1))
+			return -ENOMEM;
+		if (r->nr && r->nodes[0].die && dwarf_offdie(w->dw, r->nodes[0].die, &t))
+			fill_type(&w->m->futures[idx], r->nodes[0].die, die_bytesize(&t));
 	}
-	u64_map__free(&laid_out);
-	u64_map__free(&die_of);
-	return err ? -ENOMEM : 0;
+	return 0;
 }
 
 static void append_member(char *buf, size_t len, const char *name)
@@ -239,7 +274,8 @@ static int emit_slot(struct walk *w, const struct tree_rec *r, int32_t i, int32_
 								   .hi = nd->cond_hi};
 		append_member(member, sizeof(member), nd->member);
 		if (nd->is_dyn && chain[n] == i) {
-			if (nd->vtable_bad || acc + nd->vtable > UINT32_MAX) {
+			if (nd->vtable_bad || acc + nd->vtable > UINT32_MAX ||
+			    acc + nd->offset > UINT32_MAX) {
 				t->nr_cut++;
 				st->cut_conds++;
 				return 0;
@@ -386,7 +422,7 @@ static void future_discr(const struct future *f, const struct tree_rec *self, st
 int trees__resolve(struct walk *w)
 {
 	struct model *m = w->m;
-	int err = w->dw ? late_layouts(w) : 0;
+	int err = attach_awaitees(w);
 	struct tree_walk *tw = w->trees;
 	uint32_t nr_recs = tw ? tw->nr : 0;
 	int32_t *first = calloc(m->nr_futures ? m->nr_futures : 1, sizeof(*first));
@@ -456,6 +492,8 @@ void trees__free(struct walk *w)
 	for (uint32_t i = 0; i < w->trees->nr; i++)
 		free(w->trees->recs[i].nodes);
 	free(w->trees->recs);
+	u64_map__free(&w->trees->laid_out);
+	u64_map__free(&w->trees->awaitees);
 	free(w->trees);
 	w->trees = NULL;
 }

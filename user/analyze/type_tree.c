@@ -112,7 +112,7 @@ static bool dead_end(const char *path)
 	    "alloc::raw_vec::RawVec<",	  "alloc::collections::vec_deque::VecDeque<",
 	};
 
-	if (!path || !is_std(path))
+	if (!path || path[0] == '(' || !is_std(path)) /* a tuple: of whatever it holds */
 		return false;
 	if (!strchr(path, '<'))
 		return true;

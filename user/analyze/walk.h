@@ -83,7 +83,6 @@ struct walk {
 	uint32_t nr_pending, cap_pending;
 	uint32_t first_cu_await;  /* awaits recorded by this CU start here */
 	uint32_t first_cu_future; /* futures this CU added start here (trees.c) */
-	bool walked;		  /* the walk is over: every unit's type paths come on demand */
 
 	/* whole binary */
 	struct u64_map future_by_path; /* interned path -> future index */

@@ -310,10 +310,11 @@ struct tree_stats {
 	uint32_t no_layout; /* futures the DWARF describes no type of */
 	uint32_t cut_slots; /* over MODEL_TREE_SLOTS of one future */
 	uint32_t cut_steps; /* a chain over MODEL_AWAIT_STEPS steps */
-	uint32_t
-	    cut_conds;	     /* over MODEL_TREE_CONDS conditions, or one that cannot be written
-				(a niche enum's values not contiguous, a discriminant over 8 bytes) */
-	uint32_t cut_bounds; /* member trees cut short by the walk's bounds (depth, size) */
+	/* over MODEL_TREE_CONDS conditions, or one that cannot be written (a niche enum's
+	 * values not contiguous, a discriminant over 8 bytes; a dyn child whose fat
+	 * pointer has no vtable half) */
+	uint32_t cut_conds;
+	uint32_t cut_bounds; /* type trees cut short by their bounds, outside their children */
 	uint32_t no_offset;  /* await points whose __awaitee offset is unknown */
 };
 
