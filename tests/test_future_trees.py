@@ -51,62 +51,15 @@ def hyper(tmp_path_factory):
 # ---------------------------------------------------------------------------
 
 
-def dwarf(binary, offset):
-    return util.dwarf_die(binary, offset, 3)
-
-
-def byte_size(binary, type_offset):
-    t = dwarf(binary, type_offset)
-    while t.tag in ("DW_TAG_typedef", "DW_TAG_const_type", "DW_TAG_volatile_type"):
-        t = dwarf(binary, t.ref())
-    return t.number("DW_AT_byte_size")
-
-
-def variant_condition(binary, part, variant):
-    """(kind, offset, size, lo, hi) under which a variant of a variant part is live;
-    None when it always is. The untagged variant of a niche enum: outside the
-    range of the others' values (which must then have no hole)."""
-    if part.ref("DW_AT_discr") is None:  # a variant part of one variant (ProtoServer's H1)
-        assert "DW_AT_discr_value" not in variant.attrs, variant
-        return None
-    discr = next(c for c in part.children if c.offset == part.ref("DW_AT_discr"))
-    off = discr.number("DW_AT_data_member_location") or 0
-    size = byte_size(binary, discr.ref())
-    values = [v.number("DW_AT_discr_value") for v in part.children
-              if v.tag == "DW_TAG_variant" and "DW_AT_discr_value" in v.attrs]
-    if "DW_AT_discr_value" in variant.attrs:
-        v = variant.number("DW_AT_discr_value")
-        return ("in", off, size, v, v)
-    if not values:
-        return None
-    assert max(values) - min(values) + 1 == len(set(values)), ("values with a hole", values)
-    return ("not_in", off, size, min(values), max(values))
-
-
-def find_member(binary, struct, name):
-    """The member `name` of a struct, directly or in one of its enum variants (a
-    compiler future's Suspend variant is named by its type: `Suspend0`), with the
-    variant's condition."""
-    for c in struct.children:
-        if c.tag == "DW_TAG_member" and c.name == name:
-            return c, None
-    for part in (c for c in struct.children if c.tag == "DW_TAG_variant_part"):
-        for v in (v for v in part.children if v.tag == "DW_TAG_variant"):
-            for m in (m for m in v.children if m.tag == "DW_TAG_member"):
-                if m.name == name or dwarf(binary, m.ref()).name == name:
-                    return m, variant_condition(binary, part, v)
-    raise AssertionError(f"no member {name!r} in {struct.name!r} at {struct.offset:#x}")
-
-
 def through_pointers(binary, type_offset):
     """The struct a member's type leads to, and the pointers on the way."""
-    t, derefs = dwarf(binary, type_offset), 0
+    t, derefs = util.dwarf_die(binary, type_offset), 0
     for _ in range(16):
         if t.tag in ("DW_TAG_typedef", "DW_TAG_const_type", "DW_TAG_volatile_type"):
-            t = dwarf(binary, t.ref())
+            t = util.dwarf_die(binary, t.ref())
         elif t.tag == "DW_TAG_pointer_type":
             derefs += 1
-            t = dwarf(binary, t.ref())
+            t = util.dwarf_die(binary, t.ref())
         else:
             return t, derefs
     raise AssertionError(f"type chain at {type_offset:#x} too long")
@@ -119,7 +72,7 @@ def resolve(binary, root_offset, member_path):
     deref}; a condition is read where the steps so far lead, at the offset so far
     plus its discriminant's; a last member that is a fat pointer's data half to a
     dyn Future gives its data and vtable halves' offsets instead."""
-    cur, acc, steps, conds = dwarf(binary, root_offset), 0, [], []
+    cur, acc, steps, conds = util.dwarf_die(binary, root_offset), 0, [], []
     segs = member_path.split(".")
     for i, name in enumerate(segs):
         if name == "*":  # the future is a pointer (`&mut F`)
@@ -128,7 +81,7 @@ def resolve(binary, root_offset, member_path):
             acc = 0
             cur, _ = through_pointers(binary, cur.ref())
             continue
-        m, cond = find_member(binary, cur, name)
+        m, cond = util.dwarf_member(binary, cur, name)
         if cond:
             kind, off, size, lo, hi = cond
             conds.append({"at_step": len(steps), "offset": acc + off, "size": size, "kind": kind,
@@ -136,7 +89,7 @@ def resolve(binary, root_offset, member_path):
         at = m.number("DW_AT_data_member_location") or 0
         t, derefs = through_pointers(binary, m.ref())
         if i == len(segs) - 1 and DYN_FUTURE.match(t.name or ""):
-            vtable, _ = find_member(binary, cur, "vtable")
+            vtable, _ = util.dwarf_member(binary, cur, "vtable")
             return steps, conds, {"data": acc + at,
                                   "vtable": acc + vtable.number("DW_AT_data_member_location")}, t
         acc += at

@@ -20,10 +20,23 @@ import time
 import pytest
 
 import util
-from test_stacks_runtimes import Parked, stacks
-from test_future_trees import find_member, dwarf
 
 PROFILES = ["debug", "release"]
+
+
+class Parked:
+    """A running `CRATE park N` (tests/fixtures/README.md); stop() closes its stdin
+    and checks it exits 0."""
+
+    def __init__(self, profile, crate, n):
+        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "park", str(n)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.counts = json.loads(self.proc.stdout.readline())
+        assert self.counts["mode"] == "park", self.counts
+
+    def stop(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
 
 
 @pytest.fixture
@@ -40,6 +53,12 @@ def parked():
         if p.proc.poll() is None:
             p.proc.kill()
             p.proc.wait()
+
+
+def stacks(tmp_path, pid, *extra):
+    out = tmp_path / "stacks.json"
+    proc = util.run_asyncbpf("stacks", "-p", pid, "--json", out, *extra, timeout=180)
+    return proc, json.loads(out.read_text()) if out.exists() else None
 
 
 def children_of(tree, i):
@@ -81,7 +100,7 @@ def check_chain_in_tree(t):
 @pytest.mark.parametrize("crate", ["tokio_mt", "smol_app"])
 def test_runtime_task_trees_hold_their_stacks(profile, crate, parked, tmp_path):
     target = parked(profile, crate, 3)
-    proc, doc, _ = stacks(tmp_path, target.proc.pid, "--tree")
+    proc, doc = stacks(tmp_path, target.proc.pid, "--tree")
     util.assert_no_sanitizer_report(proc)
     assert proc.returncode == util.EXIT_OK, util.describe(proc)
     own = [t for t in doc["tasks"] if any(f["future"].startswith(crate + "::") for f in t["frames"])]
@@ -94,23 +113,18 @@ def test_runtime_task_trees_hold_their_stacks(profile, crate, parked, tmp_path):
     target.stop()
 
 
-def test_handwritten_task_trees_hold_their_stacks(parked, tmp_path):
+@pytest.mark.parametrize("profile", PROFILES)
+def test_handwritten_task_trees_hold_their_stacks(profile, parked, tmp_path):
     """Boxed dyn Future tasks of a hand-written executor (release: the polls inlined)."""
-    for profile in PROFILES:
-        target = subprocess.Popen([str(util.fixture_binary(profile, "handwritten")), "park", "6"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            counts = json.loads(target.stdout.readline())
-            proc, doc, _ = stacks(tmp_path, target.pid, "--tree")
-            assert proc.returncode == util.EXIT_OK, util.describe(proc)
-            assert len(doc["tasks"]) == counts["tasks"], doc["runtimes"]
-            for t in doc["tasks"]:
-                check_chain_in_tree(t)
-                # park_task -> park_middle -> park_leaf -> Parked: the tree is that chain
-                assert len(t["tree"]["nodes"]) == len(t["frames"]), t
-        finally:
-            target.stdin.close()
-            assert target.wait(timeout=30) == 0
+    target = parked(profile, "handwritten", 6)
+    proc, doc = stacks(tmp_path, target.proc.pid, "--tree")
+    assert proc.returncode == util.EXIT_OK, util.describe(proc)
+    assert len(doc["tasks"]) == target.counts["tasks"], doc["runtimes"]
+    for t in doc["tasks"]:
+        check_chain_in_tree(t)
+        # park_task -> park_middle -> park_leaf -> Parked: the tree is that chain
+        assert len(t["tree"]["nodes"]) == len(t["frames"]), t
+    target.stop()
 
 
 def read_u64(pid, addr):
@@ -122,11 +136,11 @@ def read_u64(pid, addr):
 def member_offset(binary, die_offset, *names):
     """The offset of a member path from a struct's start, per llvm-dwarfdump (each name
     a member, or an enum variant's member), and the last member's Die."""
-    cur, off, m = dwarf(binary, die_offset), 0, None
+    cur, off, m = util.dwarf_die(binary, die_offset), 0, None
     for name in names:
-        m, _ = find_member(binary, cur, name)
+        m, _ = util.dwarf_member(binary, cur, name)
         off += m.number("DW_AT_data_member_location") or 0
-        cur = dwarf(binary, m.ref())
+        cur = util.dwarf_die(binary, m.ref())
     return off, m
 
 
@@ -148,7 +162,7 @@ def test_hyper_connection_tree(profile, tmp_path):
         conn.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         assert conn.recv(4096).startswith(b"HTTP/1.1 200 OK")
         time.sleep(0.2)  # the connection task parks, waiting for the next request
-        proc, doc, _ = stacks(tmp_path, server.pid, "--tree")
+        proc, doc = stacks(tmp_path, server.pid, "--tree")
         assert proc.returncode == util.EXIT_OK, util.describe(proc)
         util.assert_no_sanitizer_report(proc)
         tasks = [t for t in doc["tasks"]

@@ -622,6 +622,49 @@ def dwarf_die(binary, offset, levels=3):
     return root
 
 
+def dwarf_byte_size(binary, type_offset):
+    t = dwarf_die(binary, type_offset)
+    while t.tag in ("DW_TAG_typedef", "DW_TAG_const_type", "DW_TAG_volatile_type"):
+        t = dwarf_die(binary, t.ref())
+    return t.number("DW_AT_byte_size")
+
+
+def dwarf_variant_condition(binary, part, variant):
+    """(kind, offset, size, lo, hi) under which a variant of a variant part is live;
+    None when it always is. The untagged variant of a niche enum: outside the
+    range of the others' values (which must then have no hole)."""
+    if part.ref("DW_AT_discr") is None:  # a variant part of one variant (ProtoServer's H1)
+        assert "DW_AT_discr_value" not in variant.attrs, variant
+        return None
+    discr = next(c for c in part.children if c.offset == part.ref("DW_AT_discr"))
+    off = discr.number("DW_AT_data_member_location") or 0
+    size = dwarf_byte_size(binary, discr.ref())
+    values = [v.number("DW_AT_discr_value") for v in part.children
+              if v.tag == "DW_TAG_variant" and "DW_AT_discr_value" in v.attrs]
+    if "DW_AT_discr_value" in variant.attrs:
+        v = variant.number("DW_AT_discr_value")
+        return ("in", off, size, v, v)
+    if not values:
+        return None
+    assert max(values) - min(values) + 1 == len(set(values)), ("values with a hole", values)
+    return ("not_in", off, size, min(values), max(values))
+
+
+def dwarf_member(binary, struct, name):
+    """The member `name` of a struct, directly or in one of its enum variants (a
+    compiler future's Suspend variant is named by its type: `Suspend0`), with the
+    variant's condition."""
+    for c in struct.children:
+        if c.tag == "DW_TAG_member" and c.name == name:
+            return c, None
+    for part in (c for c in struct.children if c.tag == "DW_TAG_variant_part"):
+        for v in (v for v in part.children if v.tag == "DW_TAG_variant"):
+            for m in (m for m in v.children if m.tag == "DW_TAG_member"):
+                if m.name == name or dwarf_die(binary, m.ref()).name == name:
+                    return m, dwarf_variant_condition(binary, part, v)
+    raise AssertionError(f"no member {name!r} in {struct.name!r} at {struct.offset:#x}")
+
+
 # ---------------------------------------------------------------------------
 # The documented JSON shape (docs/json-schema.md)
 # ---------------------------------------------------------------------------
