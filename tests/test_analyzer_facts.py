@@ -803,3 +803,76 @@ def test_await_steps_reach_the_awaited_future(profile, analyses):
             assert e["steps"] == [{"offset": fields[field], "deref": True}], (src["name"], e, fields)
             seen.add(last_segment(strip_generics(awaitee)))
     assert {"direct", "box", "dyn", "Join2", "Race2"} <= seen, seen
+
+
+def member_die(binary, struct, name):
+    """The DW_TAG_member `name` of a struct DIE (util.Die), or None."""
+    return next((c for c in struct.children if c.tag == "DW_TAG_member" and c.name == name), None)
+
+
+def suspend_awaitee_die(binary, env_die_offset, discr):
+    """The __awaitee member's type DIE of the variant with this discriminant value."""
+    env = util.dwarf_die(binary, env_die_offset)
+    part = next(c for c in env.children if c.tag == "DW_TAG_variant_part")
+    variant = next(v for v in part.children if v.tag == "DW_TAG_variant"
+                   and v.number("DW_AT_discr_value") == discr)
+    vstruct = util.dwarf_die(binary, variant.children[0].ref(), 1)
+    return util.dwarf_die(binary, member_die(binary, vstruct, "__awaitee").ref())
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_await_steps_reach_the_awaitees_own_member(profile, analyses):
+    """async-channel's `Recv { receiver: &Receiver, listener: Option<EventListener> }`
+    (smol_app's `chan_task->Recv`) waits on its own `listener`; the Receiver behind the
+    reference has a listener of its own (for its Stream impl). The edge to the
+    EventListener must reach Recv's: `listener`'s offset plus `Some.__0`'s, per
+    llvm-dwarfdump, no pointer on the way."""
+    a = analyses.get(profile, "smol_app")
+    m = a.model
+    task = next(f for f in m.by_caller()["chan_task"] if f["kind"] == "async_fn")
+    state = next(s for s in task["states"] if s["kind"] == "suspend" and s["index"] == 0)
+    recv = suspend_awaitee_die(a.binary, task["die_offset"], state["discr"])
+    assert recv.name.startswith("Recv<"), recv.name
+    listener = member_die(a.binary, recv, "listener")
+    option = util.dwarf_die(a.binary, listener.ref())
+    part = next(c for c in option.children if c.tag == "DW_TAG_variant_part")
+    some = next(mb for v in part.children if v.tag == "DW_TAG_variant"
+                for mb in v.children if mb.tag == "DW_TAG_member" and mb.name == "Some")
+    inner = member_die(a.binary, util.dwarf_die(a.binary, some.ref(), 1), "__0")
+    at = sum(d.number("DW_AT_data_member_location") or 0 for d in (listener, some, inner))
+    edges = [e for e in m.edges_from(task["id"], 0)
+             if e["to"] is not None and last_segment(m.futures[e["to"]]["name"]) == "EventListener"]
+    assert edges, m.edges_from(task["id"], 0)
+    assert all(e["steps"] == ([{"offset": at, "deref": False}] if at else []) for e in edges), (edges, at)
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_await_steps_through_a_pointer_to_a_pointer(profile, analyses):
+    """tokio::select!'s closure holds `_ref__futures: &mut &mut (fast, slow)`: two
+    pointers, two derefs (tokio_mt's `run->fast|slow`). Expected steps from
+    llvm-dwarfdump: PollFn's `f`, the closure's `_ref__futures` (the pointer chain
+    counted on its type DIEs), the tuple's `__0` / `__1`."""
+    a = analyses.get(profile, "tokio_mt")
+    m = a.model
+    k = next(i for i, mk in enumerate(util.fixture_source("tokio_mt").markers_of("run"))
+             if set(mk.callees) == {"fast", "slow"})
+    run = next(f for f in m.by_caller()["run"] if f["kind"] == "async_fn")
+    state = next(s for s in run["states"] if s["kind"] == "suspend" and s["index"] == k)
+    pollfn = suspend_awaitee_die(a.binary, run["die_offset"], state["discr"])
+    f = member_die(a.binary, pollfn, "f")
+    closure = util.dwarf_die(a.binary, f.ref(), 1)
+    refs = member_die(a.binary, closure, "_ref__futures")
+    pointers, t = 0, util.dwarf_die(a.binary, refs.ref(), 1)
+    while t.tag == "DW_TAG_pointer_type":
+        pointers += 1
+        t = util.dwarf_die(a.binary, t.ref(), 1)
+    assert pointers == 2, (refs, t)
+    first = f.number("DW_AT_data_member_location") + refs.number("DW_AT_data_member_location")
+    for name, field in (("fast", "__0"), ("slow", "__1")):
+        at = member_die(a.binary, t, field).number("DW_AT_data_member_location")
+        want = [{"offset": first, "deref": True}, {"offset": 0, "deref": True}]
+        if at:
+            want.append({"offset": at, "deref": False})
+        edges = [e for e in m.edges_from(run["id"], k)
+                 if e["to"] is not None and last_segment(m.futures[e["to"]]["name"]) == name]
+        assert edges and all(e["steps"] == want for e in edges), (name, edges, want)

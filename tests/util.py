@@ -568,6 +568,103 @@ def dwarf_async_fn_envs(binary):
     return found
 
 
+DIE_ATTR = re.compile(r"^\s+(DW_AT_\w+)\s+\((.*)\)$")
+
+
+@dataclass
+class Die:
+    """One DIE as llvm-dwarfdump prints it, with its children (dwarf_die)."""
+    offset: int
+    tag: str
+    attrs: dict = dc_field(default_factory=dict)
+    children: list = dc_field(default_factory=list)
+
+    @property
+    def name(self):
+        v = self.attrs.get("DW_AT_name")
+        return v[1:-1] if v and v.startswith('"') else None
+
+    def ref(self, attr="DW_AT_type"):
+        """The DIE offset an attribute refers to (DW_AT_type, DW_AT_discr), or None."""
+        v = self.attrs.get(attr)
+        return int(v.split()[0], 16) if v else None
+
+    def number(self, attr):
+        v = self.attrs.get(attr)
+        return int(v.split()[0], 0) if v else None
+
+
+@functools.lru_cache(maxsize=None)
+def dwarf_die(binary, offset, levels=3):
+    """The DIE at `offset` and its descendants `levels` deep, parsed from
+    llvm-dwarfdump's own output (nesting from its indentation)."""
+    text = tool(LLVM_DWARFDUMP, f"--debug-info={offset}", "-c", "-r", str(levels), binary, timeout=60)
+    root, stack = None, []
+    for line in text.splitlines():
+        m = DIE_LINE.match(line)
+        if m:
+            depth = len(m.group(2))
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            if m.group(3) == "NULL":
+                continue
+            die = Die(int(m.group(1), 16), m.group(3))
+            if stack:
+                stack[-1][1].children.append(die)
+            elif root is None:
+                root = die
+            stack.append((depth, die))
+            continue
+        a = DIE_ATTR.match(line)
+        if a and stack:
+            stack[-1][1].attrs[a.group(1)] = a.group(2)
+    assert root is not None and root.offset == offset, f"{LLVM_DWARFDUMP} shows no DIE at {offset:#x} in {binary}"
+    return root
+
+
+def dwarf_byte_size(binary, type_offset):
+    t = dwarf_die(binary, type_offset)
+    while t.tag in ("DW_TAG_typedef", "DW_TAG_const_type", "DW_TAG_volatile_type"):
+        t = dwarf_die(binary, t.ref())
+    return t.number("DW_AT_byte_size")
+
+
+def dwarf_variant_condition(binary, part, variant):
+    """(kind, offset, size, lo, hi) under which a variant of a variant part is live;
+    None when it always is. The untagged variant of a niche enum: outside the
+    range of the others' values (which must then have no hole)."""
+    if part.ref("DW_AT_discr") is None:  # a variant part of one variant (ProtoServer's H1)
+        assert "DW_AT_discr_value" not in variant.attrs, variant
+        return None
+    discr = next(c for c in part.children if c.offset == part.ref("DW_AT_discr"))
+    off = discr.number("DW_AT_data_member_location") or 0
+    size = dwarf_byte_size(binary, discr.ref())
+    values = [v.number("DW_AT_discr_value") for v in part.children
+              if v.tag == "DW_TAG_variant" and "DW_AT_discr_value" in v.attrs]
+    if "DW_AT_discr_value" in variant.attrs:
+        v = variant.number("DW_AT_discr_value")
+        return ("in", off, size, v, v)
+    if not values:
+        return None
+    assert max(values) - min(values) + 1 == len(set(values)), ("values with a hole", values)
+    return ("not_in", off, size, min(values), max(values))
+
+
+def dwarf_member(binary, struct, name):
+    """The member `name` of a struct, directly or in one of its enum variants (a
+    compiler future's Suspend variant is named by its type: `Suspend0`), with the
+    variant's condition."""
+    for c in struct.children:
+        if c.tag == "DW_TAG_member" and c.name == name:
+            return c, None
+    for part in (c for c in struct.children if c.tag == "DW_TAG_variant_part"):
+        for v in (v for v in part.children if v.tag == "DW_TAG_variant"):
+            for m in (m for m in v.children if m.tag == "DW_TAG_member"):
+                if m.name == name or dwarf_die(binary, m.ref()).name == name:
+                    return m, dwarf_variant_condition(binary, part, v)
+    raise AssertionError(f"no member {name!r} in {struct.name!r} at {struct.offset:#x}")
+
+
 # ---------------------------------------------------------------------------
 # The documented JSON shape (docs/json-schema.md)
 # ---------------------------------------------------------------------------
@@ -610,10 +707,17 @@ SCHEMA_TASK_POLLS = {"dispatchers": (INT,), "calls": (INT,), "usable": (INT,), "
                      "why": (STR, NULL)}
 CALL_KINDS = {"direct", "slot", "vtable"}
 CALLER_RESULTS = {"not_needed", "readable", "lost", "unknown"}
+SCHEMA_STATS["trees"] = (OBJ,)
 SCHEMA_FUTURE = {"id": (INT,), "path": (STR, NULL), "name": (STR,), "crate": (STR, NULL), "crate_class": (STR,),
                  "kind": (STR,), "die_offset": (INT,), "size": (INT,), "state": (OBJ, NULL), "states": (LIST,),
                  "file": (STR, NULL), "line": (INT,), "drop_in_place": (OBJ, NULL), "poll": (INT, NULL),
-                 "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,), "folded_into": (INT, NULL)}
+                 "polls": (LIST,), "inlined_only": (BOOL,), "root": (BOOL,), "folded_into": (INT, NULL),
+                 "tree": (OBJ, NULL)}
+SCHEMA_TREE = {"discr": (OBJ, NULL), "slots": (LIST,), "cut": (INT,)}
+SCHEMA_TREE_SLOT = {"child": (INT, NULL), "dyn": (OBJ, NULL), "await_index": (INT, NULL), "member": (STR,),
+                    "conds": (LIST,), "steps": (LIST,)}
+SCHEMA_TREE_COND = {"at_step": (INT,), "offset": (INT,), "size": (INT,), "kind": (STR,), "lo": (INT,),
+                    "hi": (INT,)}
 SCHEMA_STATE = {"discr": (INT,), "kind": (STR,), "name": (STR, NULL), "file": (STR, NULL), "line": (INT,),
                 "awaitee": (STR, NULL), "awaitee_offset": (INT, NULL), "awaitee_size": (INT, NULL)}
 SCHEMA_POLL = {"id": (INT,), "name": (STR, NULL), "linkage_name": (STR, NULL), "crate": (STR, NULL),
@@ -754,6 +858,15 @@ def schema_errors(doc):
             ref(p, np_, w + ".polls[]")
         if f["polls"] != sorted(f["polls"]):
             errors.append(f"{w}.polls not ascending")
+        if f["tree"] is not None:
+            check_shape(f["tree"], SCHEMA_TREE, w + ".tree", errors)
+            for k, slot in enumerate(f["tree"].get("slots", [])):
+                check_shape(slot, SCHEMA_TREE_SLOT, f"{w}.tree.slots[{k}]", errors)
+                ref(slot.get("child"), nf, f"{w}.tree.slots[{k}].child")
+                for c in slot.get("conds", []):
+                    check_shape(c, SCHEMA_TREE_COND, f"{w}.tree.slots[{k}].conds[]", errors)
+                    if c.get("kind") not in ("in", "not_in"):
+                        errors.append(f"{w}.tree.slots[{k}].conds[].kind {c.get('kind')!r}")
     for i, p in enumerate(doc["polls"]):
         w = f"$.polls[{i}]"
         check_shape(p, SCHEMA_POLL, w, errors)

@@ -31,6 +31,7 @@
 #include "analyze/tail_calls.h"
 #include "analyze/caller_exits.h"
 #include "analyze/task_exits.h"
+#include "analyze/trees.h"
 
 static const char *const env_prefixes[] = {"{async_fn_env#", "{async_block_env#",
 					   "{async_closure_env#"};
@@ -405,7 +406,7 @@ static int walk_dwarf(struct walk *w)
 		}
 		analyzer__resolve_pending(w);
 		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)) ||
-		    (err = debuginfo__end_cu(w, &cudie)))
+		    (err = debuginfo__end_cu(w, &cudie)) || (err = trees__end_cu(w)))
 			return err;
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
@@ -495,6 +496,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		if (!r)
 			r = debuginfo__finish(&w);
 		if (!r)
+			r = trees__resolve(&w);
+		if (!r)
 			r = analyzer__disassemble_polls(&w);
 		if (!r)
 			r = analyzer__probe_sites(&w);
@@ -515,6 +518,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	debuginfo__free(&w);
 	task_exits__free(&w);
 	caller_exits__free(&w);
+	trees__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

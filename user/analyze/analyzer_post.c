@@ -112,32 +112,6 @@ static bool returned_in_memory(const struct poll_layout *l, enum abi_class paylo
 	return whole == ABI_AGGREGATE;
 }
 
-/*
- * A variant's DW_AT_discr_value. A 16-byte discriminant (Poll<u128>: a u128 tag)
- * comes as a block: little-endian, accepted when it fits in 64 bits (the tag is
- * then read as its low 8 bytes, see analyzer__resolve_pending).
- */
-static bool discr_value(Dwarf_Die *variant, Dwarf_Word *v)
-{
-	Dwarf_Attribute a;
-	Dwarf_Block b;
-
-	if (!dwarf_attr(variant, DW_AT_discr_value, &a))
-		return false;
-	if (dwarf_formudata(&a, v) == 0)
-		return true;
-	if (dwarf_formblock(&a, &b) != 0 || b.length == 0 || b.length > 16)
-		return false;
-	*v = 0;
-	for (size_t i = 0; i < b.length; i++) {
-		if (i >= 8 && b.data[i])
-			return false;
-		if (i < 8)
-			*v |= (Dwarf_Word)b.data[i] << (8 * i);
-	}
-	return true;
-}
-
 /* Poll<T> return layout and the register self arrives in, once the CU's type paths
  * are known (the return type must be core::task::poll::Poll, not another Poll). */
 void analyzer__resolve_pending(struct walk *w)
@@ -173,7 +147,7 @@ void analyzer__resolve_pending(struct walk *w)
 						continue;
 					const char *vn = dwarf_diename(&mem);
 					Dwarf_Word dv;
-					bool has = discr_value(&var, &dv);
+					bool has = die_discr_value(&var, &dv);
 					if (vn && strcmp(vn, "Pending") == 0) {
 						l->pending_has_value = has;
 						l->pending_value = has ? dv : 0;

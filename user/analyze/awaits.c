@@ -4,8 +4,9 @@
  * Its type is often a wrapper (Pin<Box<F>>, MaybeDone<F>, Timeout<F>, a join!
  * closure's PollFn). At the end of each CU (while its type paths are known) we
  * record, per await point, the tree of types reachable from the awaitee through
- * members and pointers (bounded: depth, node count, no revisits). Once the whole
- * binary is read and every future type is known, the trees become edges.
+ * members and pointers (breadth first, bounded: depth, node count, no revisits).
+ * Once the whole binary is read and every future type is known, the trees become
+ * edges.
  */
 #include <dwarf.h>
 #include <errno.h>
@@ -32,10 +33,11 @@ static bool seen(const struct tree_builder *b, uint64_t off)
 }
 
 /* Strip qualifiers, typedefs, pointers and arrays down to a struct-like type;
- * *pointer says whether a pointer or reference was stripped on the way. */
-static bool underlying(Dwarf_Die *die, bool *pointer)
+ * *derefs counts the pointers and references stripped on the way (`&mut &mut T`:
+ * two, each one a pointer to follow). */
+static bool underlying(Dwarf_Die *die, uint8_t *derefs)
 {
-	*pointer = false;
+	*derefs = 0;
 	for (int i = 0; i < 16; i++) {
 		switch (dwarf_tag(die)) {
 		case DW_TAG_structure_type:
@@ -51,7 +53,7 @@ static bool underlying(Dwarf_Die *die, bool *pointer)
 			int tag = dwarf_tag(die);
 			if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
 			    tag == DW_TAG_rvalue_reference_type)
-				*pointer = true;
+				(*derefs)++;
 			if (!dwarf_formref_die(dwarf_attr(die, DW_AT_type, &a), die))
 				return false;
 			break;
@@ -62,16 +64,13 @@ static bool underlying(Dwarf_Die *die, bool *pointer)
 	return false;
 }
 
-static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, int depth);
-
 /* type, found at `offset` into the parent node (the root: the awaitee itself). */
-static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, int depth,
-		     uint64_t offset)
+static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, uint64_t offset)
 {
 	Dwarf_Die die = *type;
-	bool pointer;
+	uint8_t derefs;
 
-	if (!underlying(&die, &pointer))
+	if (!underlying(&die, &derefs))
 		return;
 	uint64_t off = dwarf_dieoffset(&die);
 	if (seen(b, off))
@@ -87,7 +86,7 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 	n->parent = parent;
 	n->die_offset = off;
 	n->offset = offset;
-	n->deref = pointer;
+	n->derefs = derefs;
 	int sz = dwarf_bytesize(&die);
 	n->size = sz > 0 ? (uint64_t)sz : 0;
 	n->path = cu_path ? strpool__intern(&b->w->m->strings, cu_path) : NULL;
@@ -95,14 +94,7 @@ static void add_type(struct tree_builder *b, Dwarf_Die *type, int32_t parent, in
 	n->is_env =
 	    name && name[0] == '{' && future_kind__from_name(name, NULL) != FUTURE_HANDWRITTEN;
 	n->is_dyn = name && strncmp(name, "dyn ", 4) == 0;
-	int32_t me = (int32_t)b->nr++;
-	if (n->is_env || n->is_dyn)
-		return;
-	if (depth + 1 >= MAX_AWAIT_DEPTH) {
-		b->truncated = true;
-		return;
-	}
-	add_children(b, &die, me, depth + 1);
+	b->nr++;
 }
 
 /* Members of a struct, and of the variants of a Rust enum's variant part. */
@@ -121,16 +113,44 @@ static void add_children(struct tree_builder *b, Dwarf_Die *st, int32_t parent, 
 			/* a member without a location (a union's) is at 0 */
 			member_offset(&child, &at);
 			if (dwarf_formref_die(dwarf_attr(&child, DW_AT_type, &a), &t))
-				add_type(b, &t, parent, depth, at);
+				add_type(b, &t, parent, at);
 			break;
 		}
 		case DW_TAG_variant_part:
 		case DW_TAG_variant:
-			add_children(b, &child, parent, depth); /* bounded: variants nest once */
+			if (depth < 2) /* a variant part's variants: nested once in Rust */
+				add_children(b, &child, parent, depth + 1);
 			break;
 		default: break;
 		}
 	} while (b->nr < MAX_AWAIT_NODES && dwarf_siblingof(&child, &child) == 0);
+}
+
+/*
+ * The tree of types under an awaitee, breadth first: a type met twice is kept where it
+ * is met first, the shallowest place (async-channel's `Recv { receiver: &Receiver,
+ * listener }` awaits its own `listener`, not the Receiver's one behind the reference).
+ */
+static void build_tree(struct tree_builder *b, Dwarf_Die *awaitee)
+{
+	add_type(b, awaitee, -1, 0);
+	for (uint32_t i = 0; i < b->nr; i++) {
+		const struct await_node *n = &b->nodes[i];
+		uint32_t depth = 0;
+		Dwarf_Die die;
+
+		if (n->is_env || n->is_dyn)
+			continue;
+		for (int32_t p = n->parent; p >= 0 && depth < MAX_AWAIT_DEPTH;
+		     p = b->nodes[p].parent)
+			depth++;
+		if (depth + 1 >= MAX_AWAIT_DEPTH) {
+			b->truncated = true;
+			continue;
+		}
+		if (dwarf_offdie(b->w->dw, n->die_offset, &die))
+			add_children(b, &die, (int32_t)i, 0);
+	}
 }
 
 int awaits__build_cu_trees(struct walk *w)
@@ -149,7 +169,7 @@ int awaits__build_cu_trees(struct walk *w)
 		if (!tn)
 			tn = dwarf_diename(&t);
 		a->awaitee_name = strpool__intern(&w->m->strings, tn);
-		add_type(&b, &t, -1, 0, 0);
+		build_tree(&b, &t);
 		if (b.truncated)
 			w->m->nr_limits_hit++;
 		if (!b.nr)
@@ -195,12 +215,12 @@ static void edge_steps(const struct await_rec *a, int32_t target, struct await_e
 		const struct await_node *node = &a->nodes[chain[n]];
 
 		acc += node->offset;
-		if (!node->deref)
-			continue;
-		if (e->nr_steps == MODEL_AWAIT_STEPS)
-			return;
-		e->steps[e->nr_steps++] = (struct await_step){.offset = acc, .deref = true};
-		acc = 0;
+		for (uint8_t d = 0; d < node->derefs; d++) {
+			if (e->nr_steps == MODEL_AWAIT_STEPS)
+				return;
+			e->steps[e->nr_steps++] = (struct await_step){.offset = acc, .deref = true};
+			acc = 0;
+		}
 	}
 	if (acc) {
 		if (e->nr_steps == MODEL_AWAIT_STEPS)

@@ -106,6 +106,32 @@ const char *walk__symbol_at(struct walk *w, uint64_t addr)
 	return name && off == 0 && GELF_ST_TYPE(sym.st_info) == STT_FUNC ? name : NULL;
 }
 
+/*
+ * A variant's DW_AT_discr_value. A 16-byte discriminant (Poll<u128>: a u128 tag)
+ * comes as a block: little-endian, accepted when it fits in 64 bits (the tag is
+ * then read as its low 8 bytes, see analyzer__resolve_pending).
+ */
+bool die_discr_value(Dwarf_Die *variant, Dwarf_Word *v)
+{
+	Dwarf_Attribute a;
+	Dwarf_Block b;
+
+	if (!dwarf_attr(variant, DW_AT_discr_value, &a))
+		return false;
+	if (dwarf_formudata(&a, v) == 0)
+		return true;
+	if (dwarf_formblock(&a, &b) != 0 || b.length == 0 || b.length > 16)
+		return false;
+	*v = 0;
+	for (size_t i = 0; i < b.length; i++) {
+		if (i >= 8 && b.data[i])
+			return false;
+		if (i < 8)
+			*v |= (Dwarf_Word)b.data[i] << (8 * i);
+	}
+	return true;
+}
+
 int32_t walk__get_future(struct walk *w, const char *path, enum future_kind kind,
 			 uint64_t die_offset, uint64_t size)
 {

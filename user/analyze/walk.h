@@ -33,9 +33,10 @@ struct await_node {
 	uint64_t size;
 	bool is_env; /* a compiler-generated future: never descended into */
 	bool is_dyn; /* a `dyn Trait` type: the concrete future is unknown statically */
-	/* where it is: at `offset` bytes into its parent, or (deref) at the address
-	 * stored there (the parent's member is a pointer); the root is the awaitee */
-	bool deref;
+	/* where it is: at `offset` bytes into its parent, or (derefs > 0) at the address
+	 * stored there (the parent's member is a pointer), through `derefs` pointers in
+	 * all (a `&mut &mut T` member: two); the root is the awaitee */
+	uint8_t derefs;
 	uint64_t offset;
 };
 
@@ -69,6 +70,7 @@ struct rt_walk;	  /* analyze/runtimes.c */
 struct dbg_walk;  /* analyze/debuginfo.c */
 struct task_walk; /* analyze/task_exits.c */
 struct callsites; /* analyze/callsites.h */
+struct tree_walk; /* analyze/trees.c */
 
 struct walk {
 	struct target *t;
@@ -86,6 +88,7 @@ struct walk {
 	/* what this CU holds, for its debug info level (debuginfo.c) */
 	uint32_t cu_types, cu_namespaces, cu_linkage_names, cu_subprograms;
 	const char *cu_first_namespace;
+	uint32_t first_cu_future; /* futures this CU added start here (trees.c) */
 
 	/* whole binary */
 	struct u64_map future_by_path; /* interned path -> future index */
@@ -106,6 +109,7 @@ struct walk {
 	uint32_t nr_unreadable_self; /* poll fns whose future neither self nor the name told */
 	struct task_walk *tasks;     /* the runtimes' task-poll dispatchers (task_exits.c) */
 	struct callsites *calls;     /* the call-site index (caller_exits.c) */
+	struct tree_walk *trees;     /* the future trees' type trees (trees.c) */
 };
 
 /* DWARF helpers (walk.c) */
@@ -120,6 +124,8 @@ bool starts_with(const char *s, const char *prefix);
 bool die_type(Dwarf_Die *die, Dwarf_Die *type);
 uint64_t die_bytesize(Dwarf_Die *die);
 bool member_offset(Dwarf_Die *member, uint64_t *off);
+/* A variant's DW_AT_discr_value (a 16-byte block when its value fits in 64 bits). */
+bool die_discr_value(Dwarf_Die *variant, Dwarf_Word *v);
 
 /* walk.c */
 /* Full path of a type DIE: this CU's table, else (a DW_FORM_ref_addr into another

@@ -15,6 +15,9 @@
 #include "lib/outfile.h"
 #include "lib/text.h"
 
+#define MODEL_STR_(x) #x
+#define MODEL_STR(x)  MODEL_STR_(x)
+
 static const char analyze_usage[] =
     "Usage: asyncbpf analyze BINARY|-p PID [--json FILE] [--dot FILE] [--all-crates] [-q] [-v]\n"
     "\n"
@@ -182,6 +185,33 @@ static void print_unnamed(const struct model *m, bool all_crates)
 	}
 }
 
+/* The future trees (docs/analyzer.md, "Future trees"): what was laid out, what cut. */
+static void print_tree_stats(const struct model *m)
+{
+	const struct tree_stats *t = &m->tree_stats;
+	const struct {
+		uint32_t n;
+		const char *what;
+	} cuts[] = {
+	    {t->cut_slots, "slots over " MODEL_STR(MODEL_TREE_SLOTS) " per future"},
+	    {t->cut_steps, "slots over " MODEL_STR(MODEL_AWAIT_STEPS) " steps"},
+	    {t->cut_conds, "slots under a condition that cannot be written"},
+	    {t->cut_bounds, "type trees at the walk's bounds"},
+	    {t->no_offset, "await points without an __awaitee offset"},
+	};
+	const char *sep = "; cut: ";
+
+	printf("  future trees: %u of %u futures laid out, %u of them holding futures "
+	       "(%u child slots, %u dyn)",
+	       t->futures, m->nr_futures, t->with_slots, t->slots, t->dyn_slots);
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++)
+		if (cuts[i].n) {
+			printf("%s%u %s", sep, cuts[i].n, cuts[i].what);
+			sep = ", ";
+		}
+	printf("%s\n", sep[0] == ';' ? ", nothing cut" : "");
+}
+
 static void print_summary(const struct model *m, bool all_crates)
 {
 	uint32_t kinds[4] = {0}, out_of_line = 0, inlined = 0, roots = 0, unresolved = 0;
@@ -218,6 +248,8 @@ static void print_summary(const struct model *m, bool all_crates)
 	printf("  %u poll functions: %u out of line (traceable), %u inlined only\n", m->nr_polls,
 	       out_of_line, inlined);
 	printf("  %u await edges (%u dynamic), %u task roots\n", m->nr_edges, unresolved, roots);
+	if (m->has_dwarf)
+		print_tree_stats(m);
 
 	uint32_t shown = 0;
 	printf("\n%s:\n", all_crates ? "All futures" : "Your async code");

@@ -30,7 +30,7 @@
 #include "stacks/snapshot.h"
 
 static const char stacks_usage[] =
-    "Usage: asyncbpf stacks -p PID [PATTERN...] [--json F] [--folded F]\n"
+    "Usage: asyncbpf stacks -p PID [PATTERN...] [--json F] [--folded F] [--tree]\n"
     "                       [--watch S [--count N]] [--no-pause] [-v]\n"
     "\n"
     "Print the async stack of every task of a running Rust program: where each one is\n"
@@ -42,6 +42,8 @@ static const char stacks_usage[] =
     "      --json F      also write the tasks as JSON (docs/stacks.md); '-' = stdout\n"
     "      --folded F    also write the stacks weighted by their tasks, one line each\n"
     "                    (flamegraph.pl / inferno input): where the tasks wait\n"
+    "      --tree        also read each task's whole tree of futures (every future\n"
+    "                    it holds: both sides of a join, a wrapper's inner futures)\n"
     "      --watch S     a snapshot every S seconds until Ctrl-C, saying which tasks\n"
     "                    did not change since the last one (stuck); the files hold\n"
     "                    the last snapshot\n"
@@ -63,7 +65,7 @@ struct stacks_args {
 	const char *json, *folded;
 	double watch_s;
 	long count;
-	bool no_pause, verbose;
+	bool no_pause, verbose, tree;
 	char **patterns;
 	int nr_patterns;
 };
@@ -71,15 +73,11 @@ struct stacks_args {
 static int parse_args(int argc, char **argv, struct stacks_args *a)
 {
 	static const struct option opts[] = {
-	    {"pid", required_argument, NULL, 'p'},
-	    {"json", required_argument, NULL, 'J'},
-	    {"folded", required_argument, NULL, 'F'},
-	    {"watch", required_argument, NULL, 'W'},
-	    {"count", required_argument, NULL, 'C'},
-	    {"no-pause", no_argument, NULL, 'N'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"pid", required_argument, NULL, 'p'},    {"json", required_argument, NULL, 'J'},
+	    {"folded", required_argument, NULL, 'F'}, {"watch", required_argument, NULL, 'W'},
+	    {"count", required_argument, NULL, 'C'},  {"no-pause", no_argument, NULL, 'N'},
+	    {"tree", no_argument, NULL, 'T'},	      {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},	      {0},
 	};
 	int c, r;
 	char *end;
@@ -111,6 +109,7 @@ static int parse_args(int argc, char **argv, struct stacks_args *a)
 			}
 			break;
 		case 'N': a->no_pause = true; break;
+		case 'T': a->tree = true; break;
 		case 'v':
 			a->verbose = true;
 			log_verbosity = 2;
@@ -134,6 +133,8 @@ static int parse_args(int argc, char **argv, struct stacks_args *a)
 
 /* What the copy of the target's memory may take (past it: live reads, said so). */
 #define IMAGE_BUDGET (1ull << 30)
+/* --tree: the futures kept per task */
+#define STACKS_TREE_NODES 64
 
 static int snapshot_status(int e)
 {
@@ -218,16 +219,28 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 			snprintf(err, sizeof(err), "out of memory");
 		}
 		for (uint32_t i = 0; out->tasks && i < out->nr; i++) {
-			out->tasks[i].root = roots[i];
+			struct stk_task *t = &out->tasks[i];
+
+			t->root = roots[i];
 			if (roots[i].addr)
 				stacks__decode(m, ix, roots[i].future, roots[i].addr,
-					       mem_image__read, &img, &out->tasks[i].stack);
+					       mem_image__read, &img, &t->stack);
 			else if (!roots[i].st.complete && !roots[i].st.closed)
-				out->tasks[i].stack =
+				t->stack =
 				    (struct task_stack){.frames = {{.future = roots[i].future,
 								    .state = FRAME_TYPE_ONLY,
 								    .await_index = -1}},
 							.nr = 1};
+			if (!roots[i].addr || !a->tree)
+				continue;
+			if (!(t->tree = malloc(STACKS_TREE_NODES * sizeof(*t->tree)))) {
+				e = -ENOMEM;
+				snprintf(err, sizeof(err), "out of memory");
+				break;
+			}
+			t->nr_tree =
+			    stacks__tree(m, ix, roots[i].future, roots[i].addr, mem_image__read,
+					 &img, t->tree, STACKS_TREE_NODES, &t->tree_stats);
 		}
 	}
 	out->read_ns = sysfacts__now_ns() - t0;

@@ -169,6 +169,21 @@ static void write_stats(struct json_writer *w, const struct model *m)
 	for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
 		jw_u64(w, kept[k], m->exits_kept[k]);
 	jw_object_end(w);
+	const struct tree_stats *t = &m->tree_stats;
+	jw_object(w, "trees");
+	jw_u64(w, "futures", t->futures);
+	jw_u64(w, "with_slots", t->with_slots);
+	jw_u64(w, "slots", t->slots);
+	jw_u64(w, "dyn_slots", t->dyn_slots);
+	jw_u64(w, "no_layout", t->no_layout);
+	jw_object(w, "cut");
+	jw_u64(w, "slots", t->cut_slots);
+	jw_u64(w, "steps", t->cut_steps);
+	jw_u64(w, "conds", t->cut_conds);
+	jw_u64(w, "bounds", t->cut_bounds);
+	jw_u64(w, "no_offset", t->no_offset);
+	jw_object_end(w);
+	jw_object_end(w);
 	jw_object_end(w);
 }
 
@@ -200,6 +215,77 @@ static void write_entry(struct json_writer *w, const struct entry_site *e)
 	else
 		jw_null(w, "sp_offset");
 	jw_object_end(w);
+	jw_object_end(w);
+}
+
+/* futures[].tree: the future's node of the future-tree table and its slots */
+static void write_tree(struct json_writer *w, const struct model *m, uint32_t id)
+{
+	const struct future_tree *t = id < m->nr_trees ? &m->trees[id] : NULL;
+
+	if (!t || !t->known) {
+		jw_null(w, "tree");
+		return;
+	}
+	jw_object(w, "tree");
+	if (t->has_discr) {
+		jw_object(w, "discr");
+		jw_u64(w, "offset", t->discr_offset);
+		jw_u64(w, "size", t->discr_size);
+		if (t->discr_max != UINT64_MAX)
+			jw_u64(w, "max", t->discr_max);
+		else
+			jw_null(w, "max");
+		jw_object_end(w);
+	} else {
+		jw_null(w, "discr");
+	}
+	jw_array(w, "slots");
+	for (uint32_t i = t->first_slot;
+	     i < t->first_slot + t->nr_slots && i < m->nr_tree_slots && !ferror(w->out); i++) {
+		const struct tree_slot *s = &m->tree_slots[i];
+
+		jw_object(w, NULL);
+		jw_future_ref(w, "child", m, s->child);
+		if (s->dyn) {
+			jw_object(w, "dyn");
+			jw_u64(w, "data", s->dyn_data);
+			jw_u64(w, "vtable", s->dyn_vtable);
+			jw_object_end(w);
+		} else {
+			jw_null(w, "dyn");
+		}
+		if (s->await_index >= 0)
+			jw_u64(w, "await_index", (uint64_t)s->await_index);
+		else
+			jw_null(w, "await_index");
+		jw_string(w, "member", s->member);
+		jw_array(w, "conds");
+		for (uint32_t k = 0; k < s->nr_conds && k < MODEL_TREE_CONDS; k++) {
+			const struct tree_cond *c = &s->conds[k];
+
+			jw_object(w, NULL);
+			jw_u64(w, "at_step", c->at_step);
+			jw_u64(w, "offset", c->offset);
+			jw_u64(w, "size", c->size);
+			jw_string(w, "kind", c->kind == TREE_COND_IN ? "in" : "not_in");
+			jw_u64(w, "lo", c->lo);
+			jw_u64(w, "hi", c->hi);
+			jw_object_end(w);
+		}
+		jw_array_end(w);
+		jw_array(w, "steps");
+		for (uint32_t k = 0; k < s->nr_steps && k < MODEL_AWAIT_STEPS; k++) {
+			jw_object(w, NULL);
+			jw_u64(w, "offset", s->steps[k].offset);
+			jw_bool(w, "deref", s->steps[k].deref);
+			jw_object_end(w);
+		}
+		jw_array_end(w);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+	jw_u64(w, "cut", t->nr_cut);
 	jw_object_end(w);
 }
 
@@ -276,6 +362,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 	jw_bool(w, "root", f->is_root);
 	jw_bool(w, "block_on_root", f->block_on_root);
 	jw_future_ref(w, "folded_into", m, f->folded_into);
+	write_tree(w, m, id);
 	jw_object_end(w);
 }
 

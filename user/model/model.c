@@ -32,6 +32,8 @@ void model__free(struct model *m)
 		free(m->tail_callees[i].ret_offsets);
 	free(m->tail_callees);
 	free(m->task_poll_exits);
+	free(m->trees);
+	free(m->tree_slots);
 	free(m->warnings);
 	free(m->crates);
 	strpool__free(&m->strings);
@@ -98,6 +100,17 @@ struct task_type *model__add_task_type(struct model *m)
 		t->future_offset = FUTURE_NO_OFFSET;
 	}
 	return t;
+}
+
+struct tree_slot *model__add_tree_slot(struct model *m)
+{
+	struct tree_slot *s =
+	    append((void **)&m->tree_slots, &m->nr_tree_slots, &m->cap_tree_slots, sizeof(*s));
+	if (s) {
+		s->child = -1;
+		s->await_index = -1;
+	}
+	return s;
 }
 
 struct wake_fn *model__add_wake_fn(struct model *m)

@@ -319,6 +319,71 @@ struct await_edge {
 };
 
 /*
+ * Future trees (docs/analyzer.md, "Future trees"): for every future type, its child
+ * slots: where inside an instance a future it polls or holds lies, under which
+ * condition, and of which type. A flat, index-based table: trees[i] is futures[i]'s,
+ * its slots are tree_slots[first_slot .. first_slot + nr_slots), so that a walker
+ * (model/future_tree.h) or a BPF program (the same table in array maps) can read a
+ * task's whole tree of futures from memory.
+ */
+#define MODEL_TREE_SLOTS 16 /* per future type; more are cut and counted */
+#define MODEL_TREE_CONDS 3  /* per slot */
+
+enum tree_cond_kind {
+	TREE_COND_IN,	  /* lo <= value <= hi (one variant's value: lo == hi) */
+	TREE_COND_NOT_IN, /* value < lo or value > hi: a niche enum's untagged variant */
+};
+
+/* One condition of a slot: an enum variant (or a Suspend state) that must be live. */
+struct tree_cond {
+	uint8_t kind;	 /* enum tree_cond_kind */
+	uint8_t size;	 /* of the discriminant: 1, 2, 4 or 8 bytes, little-endian, unsigned */
+	uint8_t at_step; /* read it where the slot's first at_step steps lead (0: the future) */
+	uint64_t offset; /* of the discriminant, from there */
+	uint64_t lo, hi;
+};
+
+struct tree_slot {
+	int32_t child;	     /* the child's future index; -1 for a dyn child */
+	bool dyn;	     /* a `dyn Future`: the vtable names the type at run time (vtables[]) */
+	int32_t await_index; /* a compiler future's: k of the Suspend<k> it belongs to; else -1 */
+	uint8_t nr_conds, nr_steps;
+	struct tree_cond conds[MODEL_TREE_CONDS];   /* every one must hold */
+	struct await_step steps[MODEL_AWAIT_STEPS]; /* from the future to the child (dyn: to its
+						       fat pointer) */
+	uint32_t dyn_data, dyn_vtable; /* dyn: the fat pointer's halves, from where the steps end */
+	const char *member;	       /* the members on the way: "state.Connected.future" */
+};
+
+/* One future type's node of the table. */
+struct future_tree {
+	bool known;	/* its layout was read (false: the DWARF has no type for it) */
+	bool has_discr; /* its own state: __state, or a hand-written enum's discriminant */
+	uint32_t discr_size;
+	uint64_t discr_offset;
+	uint64_t discr_max; /* a compiler future's largest __state (a larger one: not a live
+			       future); UINT64_MAX when any value can be live */
+	uint32_t first_slot, nr_slots;
+	uint32_t nr_cut; /* slots found but not kept (see struct tree_stats) */
+};
+
+/* What building the trees kept and cut (each cut counted once, under its first reason). */
+struct tree_stats {
+	uint32_t futures;    /* with a known layout */
+	uint32_t with_slots; /* of them, with at least one slot */
+	uint32_t slots, dyn_slots;
+	uint32_t no_layout; /* futures the DWARF describes no type of */
+	uint32_t cut_slots; /* over MODEL_TREE_SLOTS of one future */
+	uint32_t cut_steps; /* a chain over MODEL_AWAIT_STEPS steps */
+	/* over MODEL_TREE_CONDS conditions, or one that cannot be written (a niche enum's
+	 * values not contiguous, a discriminant over 8 bytes; a dyn child whose fat
+	 * pointer has no vtable half) */
+	uint32_t cut_conds;
+	uint32_t cut_bounds; /* type trees cut short by their bounds, outside their children */
+	uint32_t no_offset;  /* await points whose __awaitee offset is unknown */
+};
+
+/*
  * A `dyn Future` vtable (DWARF `<T as core::future::future::Future>::{vtable}`):
  * what a boxed future's fat pointer points at. Its words are read as the program
  * sees them (dynamic relocations applied).
@@ -471,6 +536,12 @@ struct model {
 	/* the poll fns' direct tail-jump targets, sorted by addr */
 	struct tail_callee *tail_callees;
 	uint32_t nr_tail_callees, cap_tail_callees;
+	/* future trees: trees[i] for futures[i], i < nr_trees (0 until built), and slots */
+	struct future_tree *trees;
+	uint32_t nr_trees;
+	struct tree_slot *tree_slots;
+	uint32_t nr_tree_slots, cap_tree_slots;
+	struct tree_stats tree_stats;
 	struct runtime_layout runtimes[TASK_RT_MAX];
 	/* core::task: where a poll's Context keeps its waker's data pointer (wake-ups of
 	 * executors without a known task header: matched by that pointer) */
@@ -527,6 +598,7 @@ struct tail_callee *model__add_tail_callee(struct model *m);
 /* The tail callee at addr (model.tail_callees is sorted), or NULL. */
 const struct tail_callee *model__tail_callee(const struct model *m, uint64_t addr);
 struct task_poll_exit *model__add_task_poll_exit(struct model *m);
+struct tree_slot *model__add_tree_slot(struct model *m);
 void model__warn(struct model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int32_t model__find_future(const struct model *m, const char *path);

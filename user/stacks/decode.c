@@ -297,6 +297,34 @@ void stacks__decode(const struct model *m, const struct vtable_index *ix, int32_
 	}
 }
 
+struct tree_ctx {
+	const struct vtable_index *ix;
+	stacks_read_fn read;
+	void *ctx;
+};
+
+static int tree_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct tree_ctx *c = ctx;
+
+	return c->read(c->ctx, addr, buf, len);
+}
+
+static int32_t tree_vtable(void *ctx, uint64_t vtable)
+{
+	return vtable_index__find(((const struct tree_ctx *)ctx)->ix, vtable);
+}
+
+uint32_t stacks__tree(const struct model *m, const struct vtable_index *ix, int32_t future,
+		      uint64_t addr, stacks_read_fn read, void *ctx, struct tree_walk_node *nodes,
+		      uint32_t cap, struct tree_walk_stats *st)
+{
+	struct tree_ctx c = {ix, read, ctx};
+	const struct tree_reader rd = {tree_read, tree_vtable, &c};
+
+	return future_tree__walk(m, future, addr, &rd, nodes, cap, STACKS_TREE_DEPTH, st);
+}
+
 const char *frame_state__name(uint8_t state)
 {
 	switch (state) {

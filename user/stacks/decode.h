@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/future_tree.h"
 #include "model/model.h"
 
 /* Copy len bytes of the target at addr into buf: 0, or -errno (unreadable). */
@@ -79,6 +80,16 @@ void vtable_index__free(struct vtable_index *ix);
  */
 void stacks__decode(const struct model *m, const struct vtable_index *ix, int32_t future,
 		    uint64_t addr, stacks_read_fn read, void *ctx, struct task_stack *out);
+
+/*
+ * The whole future tree of the future at addr (model/future_tree.h): its dyn children
+ * resolved through ix's `dyn Future` vtables. At most cap nodes, STACKS_TREE_DEPTH
+ * levels. Returns the number of nodes.
+ */
+#define STACKS_TREE_DEPTH 32
+uint32_t stacks__tree(const struct model *m, const struct vtable_index *ix, int32_t future,
+		      uint64_t addr, stacks_read_fn read, void *ctx, struct tree_walk_node *nodes,
+		      uint32_t cap, struct tree_walk_stats *st);
 
 /* "suspended", "unresumed", ...: for people and JSON. */
 const char *frame_state__name(uint8_t state);

@@ -97,19 +97,28 @@ static int cmp_group(const void *x, const void *y)
 	return a->first < b->first ? -1 : a->first > b->first;
 }
 
-/* Boxed dyn Futures that are frames (below the root) of another task: not tasks. */
+/* Boxed dyn Futures that are frames or tree nodes (below the root) of another task:
+ * not tasks. */
 static int mark_inner(struct stk_snapshot *s)
 {
 	struct u64_map frames;
+	int e = 0;
 
 	u64_map__init(&frames);
-	for (uint32_t i = 0; i < s->nr; i++)
-		for (uint32_t k = 1; k < s->tasks[i].stack.nr; k++)
-			if (s->tasks[i].stack.frames[k].addr &&
-			    u64_map__set(&frames, s->tasks[i].stack.frames[k].addr, 1)) {
-				u64_map__free(&frames);
-				return -ENOMEM;
-			}
+	for (uint32_t i = 0; i < s->nr && !e; i++) {
+		const struct stk_task *t = &s->tasks[i];
+
+		for (uint32_t k = 1; k < t->stack.nr && !e; k++)
+			if (t->stack.frames[k].addr)
+				e = u64_map__set(&frames, t->stack.frames[k].addr, 1);
+		for (uint32_t k = 1; k < t->nr_tree && !e; k++)
+			if (t->tree[k].addr)
+				e = u64_map__set(&frames, t->tree[k].addr, 1);
+	}
+	if (e) {
+		u64_map__free(&frames);
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < s->nr; i++) {
 		struct stk_task *t = &s->tasks[i];
 
@@ -214,6 +223,8 @@ void stk_snapshot__compare(struct stk_snapshot *s, const struct stk_snapshot *pr
 
 void stk_snapshot__free(struct stk_snapshot *s)
 {
+	for (uint32_t i = 0; s->tasks && i < s->nr; i++)
+		free(s->tasks[i].tree);
 	free(s->tasks);
 	free(s->groups);
 	s->tasks = NULL;
@@ -283,6 +294,71 @@ static void print_stack(FILE *out, const struct model *m, const struct task_stac
 		fprintf(out, "  (cut at %d frames)\n", STACKS_MAX_FRAMES);
 }
 
+/* --tree: a node's discriminant, when its layout has one and it was read */
+static bool node_discr(const struct model *m, const struct tree_walk_node *n, uint64_t *v)
+{
+	if (n->future < 0 || (uint32_t)n->future >= m->nr_trees || !m->trees[n->future].has_discr ||
+	    (n->flags & TREE_NODE_UNREADABLE))
+		return false;
+	*v = n->discr;
+	return true;
+}
+
+static const char *node_what(uint8_t flags)
+{
+	return flags & TREE_NODE_UNKNOWN_DYN  ? " (a dyn Future of a type the DWARF does not name)"
+	       : flags & TREE_NODE_NO_LAYOUT  ? " (no layout: what it holds is not known)"
+	       : flags & TREE_NODE_BAD_STATE  ? " (memory does not hold a valid state)"
+	       : flags & TREE_NODE_UNREADABLE ? " (its memory cannot be read)"
+	       : flags & TREE_NODE_DEPTH      ? " (cut: too deep)"
+					      : "";
+}
+
+/* One node of a tree and, below it, its children (bounded: STACKS_TREE_DEPTH). */
+static void print_subtree(FILE *out, const struct model *m, const struct stk_task *t, uint32_t i,
+			  int depth)
+{
+	const struct tree_walk_node *n = &t->tree[i];
+	const char *member = n->slot >= 0 && (uint32_t)n->slot < m->nr_tree_slots
+				 ? m->tree_slots[n->slot].member
+				 : "";
+	char name[512], shown[128];
+	uint64_t discr;
+
+	if (n->future >= 0 && (uint32_t)n->future < m->nr_futures)
+		future__display_name(&m->futures[n->future], name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "dyn Future");
+	rust__abbreviate(name, shown, sizeof(shown), 100);
+	fprintf(out, "    %*s%s%s%s", 2 * depth, "", member, *member ? ": " : "", shown);
+	if (node_discr(m, n, &discr) && n->future >= 0 && m->futures[n->future].has_state)
+		for (uint32_t k = 0; k < m->futures[n->future].nr_states; k++) {
+			const struct future_state *st = &m->futures[n->future].states[k];
+
+			if (st->discr != discr)
+				continue;
+			if (st->kind == STATE_SUSPEND)
+				fprintf(out, "  %s:%u", path__short(st->file), st->line);
+			else
+				fprintf(out, " (%s)", state_kind__name(st->kind));
+		}
+	fprintf(out, "%s\n", node_what(n->flags));
+	for (uint32_t j = i + 1; j < t->nr_tree && depth < STACKS_TREE_DEPTH; j++)
+		if (t->tree[j].parent == (int32_t)i)
+			print_subtree(out, m, t, j, depth + 1);
+}
+
+static void print_tree(FILE *out, const struct model *m, const struct stk_task *t, uint32_t count)
+{
+	const struct tree_walk_stats *st = &t->tree_stats;
+
+	fprintf(out, "  future tree%s:\n", count > 1 ? " (of the first of them)" : "");
+	print_subtree(out, m, t, 0, 0);
+	if (st->cut_nodes || st->cut_depth)
+		fprintf(out, "    (cut: %u futures past the %u kept, %u at the depth bound)\n",
+			st->cut_nodes, t->nr_tree, st->cut_depth);
+}
+
 static void print_thousands(FILE *out, uint64_t v)
 {
 	if (v >= 1000) {
@@ -346,7 +422,57 @@ void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct mode
 				s->groups[g].stuck_s);
 		fputs("\n", out);
 		print_stack(out, m, &t->stack);
+		if (t->nr_tree)
+			print_tree(out, m, t, s->groups[g].count);
 	}
+}
+
+/* --tree: a task's tree as JSON: its nodes breadth first, with their parents */
+static void tree_json(cJSON *o, const struct model *m, const struct stk_task *t)
+{
+	cJSON *tree = cJSON_AddObjectToObject(o, "tree"), *nodes;
+	char name[512];
+	uint64_t discr;
+
+	if (!tree || !(nodes = cJSON_AddArrayToObject(tree, "nodes")))
+		return;
+	for (uint32_t i = 0; i < t->nr_tree; i++) {
+		const struct tree_walk_node *n = &t->tree[i];
+		cJSON *no = cJSON_CreateObject(), *flags;
+
+		if (!no)
+			break;
+		if (n->future >= 0 && (uint32_t)n->future < m->nr_futures)
+			future__display_name(&m->futures[n->future], name, sizeof(name));
+		cJSON_AddItemToObject(
+		    no, "future", n->future >= 0 ? cJSON_CreateString(name) : cJSON_CreateNull());
+		cJSON_AddItemToObject(no, "parent",
+				      n->parent >= 0 ? cJSON_CreateNumber(n->parent)
+						     : cJSON_CreateNull());
+		cJSON_AddItemToObject(no, "member",
+				      n->slot >= 0 && (uint32_t)n->slot < m->nr_tree_slots
+					  ? cJSON_CreateString(m->tree_slots[n->slot].member)
+					  : cJSON_CreateNull());
+		cJSON_AddNumberToObject(no, "addr", (double)n->addr);
+		cJSON_AddItemToObject(no, "discr",
+				      node_discr(m, n, &discr) ? cJSON_CreateNumber((double)discr)
+							       : cJSON_CreateNull());
+		if ((flags = cJSON_AddArrayToObject(no, "flags"))) {
+			static const char *const names[] = {"no_layout", "bad_state", "unreadable",
+							    "unknown_dyn", "depth"};
+			_Static_assert(TREE_NODE_NO_LAYOUT == 1 && TREE_NODE_DEPTH == 1 << 4,
+				       "names[] follows enum tree_node_flag");
+
+			for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+				if (n->flags & (1u << k))
+					cJSON_AddItemToArray(flags, cJSON_CreateString(names[k]));
+		}
+		cJSON_AddItemToArray(nodes, no);
+	}
+	cJSON_AddNumberToObject(tree, "cut_nodes", t->tree_stats.cut_nodes);
+	cJSON_AddNumberToObject(tree, "cut_depth", t->tree_stats.cut_depth);
+	cJSON_AddNumberToObject(tree, "repeats", t->tree_stats.repeats);
+	cJSON_AddNumberToObject(tree, "unreadable", t->tree_stats.unreadable);
 }
 
 static cJSON *task_json(const struct model *m, uint32_t id, const struct stk_task *t)
@@ -402,6 +528,8 @@ static cJSON *task_json(const struct model *m, uint32_t id, const struct stk_tas
 		cJSON_AddNumberToObject(fo, "addr", (double)f->addr);
 		cJSON_AddItemToArray(frames, fo);
 	}
+	if (t->tree)
+		tree_json(o, m, t);
 	return o;
 }
 

@@ -20,6 +20,9 @@
 struct stk_task {
 	struct task_root root;
 	struct task_stack stack;
+	struct tree_walk_node *tree; /* --tree: the root future's whole tree (malloc'd), or NULL */
+	uint32_t nr_tree;
+	struct tree_walk_stats tree_stats;
 	bool shown;	    /* matches the patterns, not a future inside another task */
 	uint32_t group;	    /* index into the report's groups */
 	double unchanged_s; /* --watch: seconds its stack and state have not changed */
@@ -53,7 +56,8 @@ struct stk_snapshot {
 
 /*
  * Mark the tasks to show (patterns: globs over frame names, none = all; a boxed dyn
- * Future that is a frame of another task is not a task of its own), then group them.
+ * Future that is a frame of another task, or a node of its tree, is not a task of its
+ * own), then group them.
  * 0 or -ENOMEM.
  */
 int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **patterns,
