@@ -426,13 +426,14 @@ def voluntary_switches(pid):
     return n
 
 
-def trace_server_under_load(profile, server, tmp_path, conns, per_conn, extra=()):
+def trace_server_under_load(profile, server, tmp_path, conns, per_conn, extra=(), server_args=()):
     """A server (its first line {"listening":PORT,"pid":PID}) traced with -p while
     http_server's client loads it: (tracer's CompletedProcess, Run paths, the client's
     result, the server's last line as JSON, the kernel's voluntary switches of the
     server over the trace)."""
     b = require(profile, server)
-    srv = subprocess.Popen([str(b), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    srv = subprocess.Popen([str(b), "--port", "0", *server_args], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
     tracer = None
     try:
         m, _ = C._wait_line(srv.stdout, HYPER_READY, 60)
@@ -462,18 +463,23 @@ def trace_server_under_load(profile, server, tmp_path, conns, per_conn, extra=()
     return proc, r, load, json.loads(srv_out.decode().strip().splitlines()[-1]), switches
 
 
+@pytest.mark.parametrize("workers", [2, 0], ids=["2-workers", "current-thread"])
 @pytest.mark.parametrize("profile", util.PROFILES)
-def test_hyper_server_under_p(profile, tmp_path):
+def test_hyper_server_under_p(profile, workers, tmp_path):
     """hyper 0.14's server (Debian's crate; tests/conformance/hyper_server only counts)
     traced with -p under a keep-alive client with exact counts. Its tasks are hyper's
-    connection tasks, one per connection, never one per request; it never blocks
-    (non-blocking sockets, atomics), so no BLOCKING line, its voluntary blocks within the
-    kernel's own count of the process's voluntary switches over the same time; the
-    tracer's cost is stated, every hit counted by class."""
+    connection tasks, one per connection, never one per request. Its voluntary blocks
+    inside polls stay within the kernel's own count of the process's voluntary
+    switches over the same time, and their time is next to none: it uses non-blocking
+    sockets and atomics, and what may wait (a lock of tokio's or of malloc's another
+    worker holds) is rare. On tokio's current-thread runtime nothing can wait for
+    another thread: no voluntary block at all, no BLOCKING line. The tracer's cost is
+    stated, every hit counted by class."""
     conns, per_conn = 16, 40
     total = conns * per_conn
     proc, r, load, counts, switches = trace_server_under_load(profile, "hyper_server", tmp_path,
-                                                              conns, per_conn)
+                                                              conns, per_conn,
+                                                              server_args=["--workers", str(workers)])
     util.assert_no_sanitizer_report(proc)
     assert proc.returncode == 0, util.describe(proc)
     assert load == {"connections": conns, "requests": total, "ok": total}
@@ -494,18 +500,20 @@ def test_hyper_server_under_p(profile, tmp_path):
     assert len(svc) == 1, tasks["by_root"]
     assert svc[0]["tasks"] == svc[0]["completed"] == conns, svc
     # the others: block_on's root (the server future) and tokio's own blocking-pool
-    # tasks that run its 2 worker threads (--workers 2): none per request
+    # tasks that run its worker threads: none per request
     others = [t for t in tasks["by_root"] if "NewSvcTask<" not in t["name"]]
     block_on = {f["name"] for f in model["futures"] if f["block_on_root"]}
     assert all(t["name"] in block_on or t["name"].startswith("tokio::runtime::blocking::task::BlockingTask<")
                for t in others), others
-    assert sum(t["tasks"] for t in others) <= 1 + 2, others
+    assert sum(t["tasks"] for t in others) <= 1 + workers, others
     assert len(tasks["list"]) <= summary["totals"]["kept_tasks"]
-    # nothing blocks: within the kernel's count, no BLOCKING line, next to no time
+    # within the kernel's count, next to no time; one thread: none at all
     blocked, blocked_ns = blocking_totals(summary)
     assert blocked <= switches, (blocked, switches)
-    assert "BLOCKING:" not in proc.stdout + proc.stderr, util.describe(proc)
     assert blocked_ns <= 0.01 * summary["totals"]["duration_ns"], (blocked, blocked_ns)
+    if workers == 0:
+        assert blocked == 0, summary["futures"]
+        assert "BLOCKING:" not in proc.stdout + proc.stderr, util.describe(proc)
     # the tracer's own cost: every probe hit in a class, the CPU time and its share
     cost = summary["totals"]["tracer_cost"]
     assert sum(h["hits"] for h in cost["hits"]) == summary["totals"]["probe_hits"], cost

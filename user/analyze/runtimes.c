@@ -441,6 +441,52 @@ static int32_t boxed_future(const struct model *m, int32_t future)
 	return model__find_future(m, inner);
 }
 
+/*
+ * The future a `Pin<&mut F>` or `&mut F` forwards its polls to, or -1: block_on's
+ * wrappers of the future it was given, which is the task.
+ */
+static int32_t referenced_future(const struct model *m, int32_t future)
+{
+	static const char *const prefixes[] = {"core::pin::Pin<&mut ", "&mut "};
+	const char *p = future >= 0 ? m->futures[future].path : NULL;
+	char inner[4096];
+
+	for (size_t i = 0; p && i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t k = strlen(prefixes[i]), n = strlen(p);
+		bool pin = i == 0;
+
+		if (strncmp(p, prefixes[i], k) || n - k >= sizeof(inner) ||
+		    (pin && p[n - 1] != '>'))
+			continue;
+		n -= k + (pin ? 1 : 0);
+		memcpy(inner, p + k, n);
+		inner[n] = '\0';
+		return model__find_future(m, inner);
+	}
+	return -1;
+}
+
+/*
+ * A block_on root whose type names another one among its generic arguments wraps it
+ * (tokio's current-thread `PollFn<..block_on::{closure_env#0}<F>>`, async-executor's
+ * `Executor::run<T, F>`): F is the task; the wrapper is only its runtime's machinery.
+ */
+static void unmark_wrappers(struct model *m)
+{
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		const char *open;
+
+		if (!m->futures[i].block_on_root || !(open = strchr(m->futures[i].path, '<')))
+			continue;
+		for (uint32_t k = 0; k < m->nr_futures; k++)
+			if (k != i && m->futures[k].block_on_root &&
+			    strstr(open, m->futures[k].path)) {
+				m->futures[i].block_on_root = false;
+				break;
+			}
+	}
+}
+
 static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
 {
 	struct task_type *t = model__add_task_type(c->m);
@@ -527,9 +573,13 @@ int runtimes__link(struct walk *w)
 
 		if (inner >= 0)
 			f = inner;
+		/* Pin<&mut F> forwarding to F, maybe twice: the task is F */
+		for (int hop = 0; hop < 4 && (inner = referenced_future(w->m, f)) >= 0; hop++)
+			f = inner;
 		if (f >= 0)
 			w->m->futures[f].block_on_root = true;
 	}
+	unmark_wrappers(w->m);
 	/* the ones without a vtable are kept too: `analyze` says so */
 	for (uint32_t i = 0; i < rt->nr; i++)
 		if (rt->fns[i].future >= 0 && !u64_map__get(&c.typed, i, NULL) &&

@@ -6,6 +6,8 @@
 //!
 //!   hyper_server [--port P] [--workers N]
 //!       listens on 127.0.0.1:P (0: any free port), prints {"listening":PORT,"pid":PID};
+//!       N worker threads (default 2); 0: tokio's current-thread runtime, every future
+//!       on one thread (nothing it runs can wait for a lock another thread holds);
 //!       on SIGTERM or SIGINT shuts down gracefully and prints its counts as one line:
 //!       {"connections":C,"requests":R,"routes":{"/hello":H,"/work":W,"/echo":E}}
 //!
@@ -117,11 +119,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workers: usize = arg(&args, "--workers", 2);
     let port: u16 = arg(&args, "--port", 0);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = if workers == 0 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()
+    }
+    .expect("tokio runtime");
     if let Err(e) = rt.block_on(server(port)) {
         eprintln!("hyper_server: {e}");
         std::process::exit(1);
