@@ -20,6 +20,8 @@ enum record_type {
 	RECORD_BLOCK = 3,	    /* struct block_record: a thread off-CPU inside a poll */
 	RECORD_DROP = 4,	    /* struct drop_record: a traced future dropped */
 	RECORD_WAKE = 5,	    /* struct wake_record: a runtime task woken */
+	RECORD_TASK_TREE = 6,	    /* struct task_tree_record: a task's future tree at a poll's
+				       start or end (task mode) */
 	RECORD_PROFILE_SAMPLE = 16, /* struct profile_sample, on-CPU, from profile.bpf.c */
 	/* struct profile_sample on the off-CPU ring buffer: a target thread blocked where
 	 * the kernel could not unwind (a pc without an unwind rule yet); weight = the
@@ -74,8 +76,11 @@ struct check_record {
 enum probe_kind {
 	PROBE_ENTRY = 1,
 	PROBE_EXIT = 2,
-	PROBE_DROP = 4, /* core::ptr::drop_in_place::<F>'s entry: a future dropped */
-	PROBE_WAKE = 8, /* a runtime's wake function: a task woken (spec.future: runtime) */
+	PROBE_DROP = 4,	       /* core::ptr::drop_in_place::<F>'s entry: a future dropped */
+	PROBE_WAKE = 8,	       /* a runtime's wake function: a task woken (spec.future: runtime) */
+	PROBE_TASK_ENTRY = 16, /* a task vtable function's entry (spec.future: runtime) */
+	PROBE_TASK_EXIT = 32,  /* a task poll's exit: the continuation of its call, or the
+				* vtable function's uretprobe (SPEC_EXIT_RETURNED) */
 };
 
 /* Where `self` is at an entry site (enum self_location in user/model.h). */
@@ -125,6 +130,9 @@ enum hit_class {
 	HIT_WAKE_STEPPED,
 	HIT_DROP_EMULATED,
 	HIT_DROP_STEPPED,
+	HIT_TASK_EMULATED, /* task mode: a task poll's entry or exit */
+	HIT_TASK_STEPPED,
+	HIT_TASK_RETURN,
 	HIT_CLASS_COUNT,
 };
 #define SPEC_HIT_CLASS_SHIFT 16
@@ -213,6 +221,123 @@ struct poll_frame {
 };
 #define FRAME_NO_TASK 0xffff
 
+/*
+ * Task mode (docs/tracing.md, "Task mode"): one probe pair per task poll, on the
+ * runtime's task vtable function (tokio's raw::poll<T, S>, async-task's RawTask::run)
+ * and at its exit in the caller; at both the BPF program reads the task's future tree
+ * from memory with the analyzer's layouts (model future_tree: tree_nodes, tree_slots).
+ */
+#define TASK_TREE_MAX_NODES 32 /* per tree read; more are cut, counted */
+#define TASK_TREE_MAX_DEPTH 16
+#define TASK_MAX_NESTED                                                                            \
+	4		   /* task polls open at once on a thread (a task polled in a              \
+			    * task's poll: tokio's block_in_place, a nested runtime) */
+#define TASK_TREE_CONDS 3  /* MODEL_TREE_CONDS */
+#define TASK_TREE_SLOTS 16 /* MODEL_TREE_SLOTS: slots of one future */
+#define TASK_TREE_STEPS 8  /* MODEL_AWAIT_STEPS */
+
+/* A task poll open on a thread. */
+struct task_frame {
+	__u64 header;
+	__u64 sp; /* rsp at the vtable function's entry (its return address) */
+	__u64 start_ns;
+	__u64 offcpu_at_entry;
+	__u32 spec;
+	__u32 info; /* task type: index of its vtable's task_info */
+};
+
+/* One future type's node of the tree table (model.trees[i]). */
+struct tree_node_spec {
+	__u8 known, has_discr, discr_size, pad;
+	__u32 first_slot;
+	__u32 nr_slots;
+	__u32 discr_offset;
+	__u64 discr_max;
+};
+
+struct tree_cond_spec {
+	__u8 kind, size, at_step, pad; /* enum tree_cond_kind: 0 in, 1 not in */
+	__u32 offset;
+	__u64 lo, hi;
+};
+
+struct tree_step_spec {
+	__u32 offset;
+	__u8 deref;
+	__u8 pad[3];
+};
+
+/* One slot of the tree table (model.tree_slots[i]). */
+struct tree_slot_spec {
+	__s32 child; /* future index; -1: a dyn Future (dyn_vtables names it) */
+	__u8 dyn, nr_conds, nr_steps, pad;
+	__u32 dyn_data, dyn_vtable;
+	__u32 pad2;
+	struct tree_cond_spec conds[TASK_TREE_CONDS];
+	struct tree_step_spec steps[TASK_TREE_STEPS];
+};
+
+/* A task type, by its header's vtable (run-time address): where its future is, and
+ * when it is there (task_type.live_conds). */
+struct task_info {
+	__u32 root_future; /* model future index */
+	__u32 future_offset;
+	__u32 type; /* model task_types index */
+	__u8 boxed, nr_live, runtime, pad;
+	struct {
+		__s32 offset;
+		__u8 kind, size, pad[2];
+		__u64 lo, hi;
+	} live[TASK_TREE_CONDS];
+};
+
+/* task_tree_node.flags (model/future_tree.h's tree_node_flag, the same values) */
+#define TASK_NODE_NO_LAYOUT   1
+#define TASK_NODE_BAD_STATE   2
+#define TASK_NODE_UNREADABLE  4
+#define TASK_NODE_UNKNOWN_DYN 8
+#define TASK_NODE_DEPTH	      16
+
+struct task_tree_node {
+	__u64 addr;
+	__u64 discr;
+	__s32 future;
+	__s8 parent;		 /* index of its parent node, -1 for the root */
+	__u8 depth, flags, slot; /* slot: its index among the parent's slots */
+};
+
+enum task_tree_phase {
+	TASK_PHASE_START = 0, /* the tree at the poll's entry */
+	TASK_PHASE_END = 1,   /* the tree when it returned */
+	TASK_PHASE_LOST = 2,  /* the poll's exit was never seen (an unwind): no tree */
+};
+
+/* task_tree_record.flags */
+#define TASK_TREE_GONE                                                                             \
+	1			 /* the future is no longer there (returned Ready: live            \
+				  * conditions fail) */
+#define TASK_TREE_UNKNOWN_TYPE 2 /* the header's vtable is no task type known: no tree */
+#define TASK_TREE_CUT	       4 /* nodes or depth cut: cut_nodes / cut_depth say how many */
+
+struct task_tree_record {
+	__u32 type; /* RECORD_TASK_TREE */
+	__u32 pid;
+	__u32 tid;
+	__u8 phase; /* enum task_tree_phase */
+	__u8 nr_nodes;
+	__u8 flags;
+	__u8 nested; /* task polls already open on the thread below this one */
+	__u64 header;
+	__u64 start_ns; /* the task poll's entry */
+	__u64 end_ns;	/* its exit (TASK_PHASE_END, _LOST), else start_ns */
+	__u64 offcpu_ns;
+	__u32 info; /* task_info.type, ~0 unknown */
+	__u16 cut_nodes, cut_depth;
+	struct task_tree_node nodes[TASK_TREE_MAX_NODES];
+};
+#define TASK_TREE_RECORD_HEAD                                                                      \
+	(sizeof(struct task_tree_record) - TASK_TREE_MAX_NODES * sizeof(struct task_tree_node))
+
 /* A thread's logical async stack, in task storage: each frame knows its task's frame
  * (the innermost task root below it; without known roots, frames[0]). */
 struct thread_stack {
@@ -225,7 +350,9 @@ struct thread_stack {
 	__s32 pad3;
 	__s32 off_sys; /* the syscall it went off-CPU in; -1 none */
 	__u8 off_kind; /* enum offcpu_kind of that switch */
-	__u8 pad2[7];
+	__u8 pad2[3];
+	__u32 nr_tasks; /* task polls open (task mode) */
+	struct task_frame tasks[TASK_MAX_NESTED];
 	struct poll_frame frames[TRACE_MAX_DEPTH];
 };
 
@@ -382,6 +509,7 @@ enum trace_counter {
 	COUNTER_WAKE_DROPPED,	/* wake records lost to a full ring buffer */
 	COUNTER_WAKE_UNKNOWN,	/* wakes of a task whose vtable is not in wake_types */
 	COUNTER_LIVE_FULL,	/* top: an instance not tracked, live_instances was full */
+	COUNTER_TASK_DROPPED,	/* task tree records lost to a full ring buffer */
 	COUNTER_HIT0,		/* probe hits by enum hit_class, HIT_CLASS_COUNT of them */
 	COUNTER_COUNT = COUNTER_HIT0 + HIT_CLASS_COUNT,
 };
@@ -494,7 +622,13 @@ enum profile_counter {
 _Static_assert(sizeof(struct check_record) == 24, "struct check_record changed");
 _Static_assert(sizeof(struct poll_spec) == 56, "struct poll_spec changed");
 _Static_assert(sizeof(struct poll_frame) == 64, "struct poll_frame changed");
-_Static_assert(sizeof(struct thread_stack) == 48 + 64 * TRACE_MAX_DEPTH,
+_Static_assert(sizeof(struct task_frame) == 40, "struct task_frame changed");
+_Static_assert(sizeof(struct tree_slot_spec) == 24 + 24 * TASK_TREE_CONDS + 8 * TASK_TREE_STEPS,
+	       "struct tree_slot_spec changed");
+_Static_assert(sizeof(struct task_tree_node) == 24, "struct task_tree_node changed");
+_Static_assert(sizeof(struct task_tree_record) == 56 + 24 * TASK_TREE_MAX_NODES,
+	       "struct task_tree_record changed");
+_Static_assert(sizeof(struct thread_stack) == 48 + 40 * TASK_MAX_NESTED + 64 * TRACE_MAX_DEPTH,
 	       "struct thread_stack changed");
 _Static_assert(sizeof(struct poll_record) == 104, "struct poll_record changed");
 _Static_assert(sizeof(struct block_record) == 64, "struct block_record changed");

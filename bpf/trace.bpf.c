@@ -30,6 +30,8 @@ const volatile __u32 wakes_enabled = 0;
 /* some specs are SPEC_TASK_ROOT: a frame's task is the innermost root below it, and a
  * stack without one has no task; else (a runtime the analyzer does not know) frames[0] */
 const volatile __u32 roots_known = 0;
+/* task mode: the wake probes key a task by its header (task_probe's programs) */
+const volatile __u32 task_mode = 0;
 /* core::task layout (model waker_layout): Context.waker, Waker.waker, RawWaker.data */
 const volatile __u32 ctx_known = 0;
 const volatile __u32 ctx_waker_off = 0, waker_raw_off = 0, raw_data_off = 0;
@@ -667,6 +669,7 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 }
 
 #include "trace_events.bpf.h"
+#include "trace_task.bpf.h"
 
 SEC("uprobe")
 int poll_probe(void *ctx)
@@ -695,6 +698,39 @@ int poll_probe(void *ctx)
 		poll_exit(regs, spec, now, pid_tgid);
 	if (spec->kind & PROBE_DROP)
 		on_drop(regs, spec, now, pid_tgid);
+	if (spec->kind & PROBE_WAKE)
+		on_wake(regs, spec, now, pid_tgid);
+	return 0;
+}
+
+/*
+ * Task mode's program (bpf/trace_task.bpf.h): its probes only, a program of its own so
+ * that the per-future tracer's verification and run time do not carry the tree walk.
+ */
+SEC("uprobe")
+int task_probe(void *ctx)
+{
+	struct uregs *regs = ctx;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	struct poll_spec *spec;
+	__u32 index;
+
+	if ((pid_tgid >> 32) != target_tgid || !*(volatile __u32 *)&trace_ready)
+		return 0;
+	now = bpf_ktime_get_ns();
+	count(COUNTER_HITS);
+	index = (__u32)bpf_get_attach_cookie(ctx);
+	spec = index < nr_specs ? bpf_map_lookup_elem(&trace_specs, &index) : NULL;
+	if (!spec) {
+		count(COUNTER_BAD_SPEC);
+		return 0;
+	}
+	count(COUNTER_HIT0 +
+	      ((spec->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT) % HIT_CLASS_COUNT);
+	if (spec->kind & PROBE_TASK_ENTRY)
+		task_entry(regs, spec, index, now, pid_tgid);
+	if (spec->kind & PROBE_TASK_EXIT)
+		task_exit(regs, spec, now, pid_tgid);
 	if (spec->kind & PROBE_WAKE)
 		on_wake(regs, spec, now, pid_tgid);
 	return 0;

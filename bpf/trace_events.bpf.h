@@ -106,6 +106,20 @@ static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *s
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
+/* Task mode: the waker is the task polled on this thread now (its header), if any. */
+static __always_inline void waker_task(struct wake_record *r)
+{
+	struct thread_stack *st =
+	    bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	__u32 n = st ? st->nr_tasks : 0;
+
+	if (!n || n > TASK_MAX_NESTED)
+		return;
+	r->waker_task_self = st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)].header;
+	r->waker_start_ns = st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)].start_ns;
+	r->depth = n;
+}
+
 /* A runtime's wake function entered: the task (rdi: its header) and who woke it. */
 static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				    __u64 pid_tgid)
@@ -117,7 +131,11 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	__u32 rt = spec->future & 3;
 
 	count(COUNTER_WAKES);
-	if (rt == TASK_RT_STD_WAKE_BPF && header) {
+	if (task_mode) {
+		/* task mode: a task is its header; user space links the wake to the task's
+		 * next poll (its scheduling delay) */
+		self = header;
+	} else if (rt == TASK_RT_STD_WAKE_BPF && header) {
 		/* std's Wake: no header, the data is the Arc<W>; the task's next poll with
 		 * a waker of that data is the one it leads to */
 		bpf_map_update_elem(&wake_pending, &header, &now, BPF_NOEXIST);
@@ -169,6 +187,8 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 		r->waker_poll = inner->poll;
 		r->waker_start_ns = inner->start_ns;
 		r->waker_task_self = task ? task->self : 0;
+	} else if (task_mode) {
+		waker_task(r);
 	}
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }

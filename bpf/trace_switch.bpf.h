@@ -28,6 +28,40 @@ static __always_inline __s32 current_syscall(struct task_struct *task)
 	return orig_ax >= 0 && orig_ax < 4096 && ax == -38 /* -ENOSYS */ ? (__s32)orig_ax : -1;
 }
 
+/* Task mode: off-CPU inside a task poll (no future frame open): blamed on the task,
+ * its header in self and task_self, poll ~0. */
+static __always_inline void emit_task_block(struct thread_stack *st, __u64 now, __u32 tgid,
+					    __u32 tid, __u64 dt)
+{
+	__u32 n = st->nr_tasks;
+	struct task_frame *t;
+	struct block_record *r;
+
+	if (!n || n > TASK_MAX_NESTED || stats_only)
+		return;
+	t = &st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)];
+	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
+	if (!r) {
+		count(COUNTER_BLOCK_DROPPED);
+		return;
+	}
+	r->type = RECORD_BLOCK;
+	r->pid = tgid;
+	r->tid = tid;
+	r->poll = ~0u;
+	r->start_ns = st->off_start;
+	r->end_ns = now;
+	r->self = t->header;
+	r->task_self = t->header;
+	r->poll_start_ns = t->start_ns;
+	r->syscall = st->off_sys;
+	r->depth = 0;
+	r->kind = st->off_kind;
+	r->pad = 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	(void)dt;
+}
+
 static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32 tgid, __u32 tid)
 {
 	struct block_record *r;
@@ -36,6 +70,8 @@ static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32
 	__u32 depth = st->depth, top, poll;
 	__u64 dt = now - st->off_start;
 
+	if (depth == 0 && st->nr_tasks)
+		return emit_task_block(st, now, tgid, tid, dt);
 	if (depth == 0 || depth > TRACE_MAX_DEPTH)
 		return;
 	top = (depth - 1) & (TRACE_MAX_DEPTH - 1);
@@ -136,7 +172,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	now = bpf_ktime_get_ns();
 	if (prev->tgid == target_tgid) {
 		st = bpf_task_storage_get(&trace_stacks, prev, 0, 0);
-		if (st && st->depth) {
+		if (st && (st->depth || st->nr_tasks)) {
 			st->off_start = now;
 			st->off_kind = offcpu_kind(preempt, prev);
 			st->off_sys = current_syscall(prev);

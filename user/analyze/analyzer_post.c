@@ -501,6 +501,15 @@ int analyzer__probe_sites(struct walk *w)
 		return 0;
 	for (uint32_t i = 0; i < m->nr_wake_fns && !r; i++)
 		r = entry_of(w, m->wake_fns[i].addr, m->wake_fns[i].size, &m->wake_fns[i].entry);
+	for (uint32_t i = 0; i < m->nr_task_types; i++) {
+		struct task_type *tt = &m->task_types[i];
+		const uint8_t *code;
+
+		if (!tt->fn_addr || target__file_offset(w->t, tt->fn_addr, &tt->fn_file_offset))
+			tt->fn_file_offset = 0;
+		else if (!target__code(w->t, tt->fn_addr, 15, &code))
+			tt->fn_emulated = insn__uprobe_emulates(code, 15);
+	}
 	for (uint32_t i = 0; i < m->nr_futures && !r; i++)
 		if (m->futures[i].drop_file_offset)
 			r = entry_of(w, m->futures[i].drop_addr, m->futures[i].drop_size,

@@ -24,6 +24,8 @@
 #include "analyze/demangle.h"
 #include "analyze/insn.h"
 #include "analyze/target.h"
+#include "analyze/block_on.h"
+#include "analyze/type_tree.h"
 
 struct rt_fn {
 	uint8_t runtime;
@@ -35,12 +37,22 @@ struct rt_fn {
 	uint32_t cu;	   /* the walk's CU counter when seen */
 };
 
+/* The conditions under which a tokio task's future is there (task_type.live_conds). */
+struct task_live {
+	uint8_t nr;
+	bool cut;
+	struct task_live_cond conds[MODEL_TREE_CONDS];
+};
+
 struct rt_walk {
 	struct rt_fn *fns;
 	uint32_t nr, cap;
 	uint32_t first_of_cu;
-	struct u64_map by_addr;	     /* fn address -> 1 (dedupe) */
-	struct u64_map cell_offset;  /* interned key -> offset of T in tokio's Cell<T, S> */
+	struct u64_map by_addr;	    /* fn address -> 1 (dedupe) */
+	struct u64_map cell_offset; /* interned key -> offset of T in tokio's Cell<T, S> */
+	struct u64_map cell_live;   /* interned key -> index in lives + 1 (Stage's Running) */
+	struct task_live *lives;
+	uint32_t nr_lives, cap_lives;
 	uint32_t found[TASK_RT_MAX]; /* FOUND_* bits of the layout members read */
 	uint32_t waker_found;	     /* Context, Waker, RawWaker members read (bits) */
 	/* the futures some block_on polls: their type DIEs (this CU's), then paths */
@@ -67,6 +79,7 @@ static struct rt_walk *rt_of(struct walk *w)
 		if (w->rt) {
 			u64_map__init(&w->rt->by_addr);
 			u64_map__init(&w->rt->cell_offset);
+			u64_map__init(&w->rt->cell_live);
 		}
 	}
 	return w->rt;
@@ -308,6 +321,66 @@ static bool find_member_of_type(Dwarf_Die *st, uint64_t want, uint64_t base, int
 	return false;
 }
 
+/*
+ * Where in tokio's `Cell<T, S>` the future T is live: the enum variants on the way to
+ * it (`Stage<T>::Running`, niche-encoded in T's own state or tagged), as conditions
+ * relative to T's address, from the Cell's type tree (type_tree.c). After T returned
+ * Ready, tokio stores `Finished(output)` over it: reading T there is reading garbage.
+ * 0 or -ENOMEM; a Cell whose path to T is not found records nothing.
+ */
+static int cell_live(struct walk *w, struct rt_walk *rt, const char *key, Dwarf_Die *cell,
+		     Dwarf_Die *t)
+{
+	static __thread struct type_node nodes[TYPE_TREE_MAX_NODES];
+	uint64_t want = dwarf_dieoffset(t), abs[TYPE_TREE_MAX_NODES];
+	uint32_t nr = 0;
+	int32_t found = -1;
+	bool truncated = false;
+	struct task_live live = {0};
+	int r = type_tree__build(w, cell, true, NULL, nodes, &nr, &truncated);
+
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < nr && i < TYPE_TREE_MAX_NODES; i++) {
+		abs[i] = (nodes[i].parent >= 0 ? abs[nodes[i].parent] : 0) + nodes[i].offset;
+		if (found < 0 && nodes[i].die == want && !nodes[i].derefs)
+			found = (int32_t)i;
+	}
+	if (found < 0)
+		return 0;
+	for (int32_t i = found; i >= 0; i = nodes[i].parent) {
+		const struct type_node *n = &nodes[i];
+		uint64_t base = n->parent >= 0 ? abs[n->parent] : 0;
+
+		if (n->derefs) /* T behind a pointer: not the Cell's own bytes */
+			return 0;
+		if (!n->cond)
+			continue;
+		if (n->cond_bad || live.nr >= MODEL_TREE_CONDS) {
+			live.cut = true;
+			continue;
+		}
+		live.conds[live.nr++] = (struct task_live_cond){
+		    .offset = (int64_t)(base + n->cond_offset) - (int64_t)abs[found],
+		    .kind = n->cond_kind,
+		    .size = n->cond_size,
+		    .lo = n->cond_lo,
+		    .hi = n->cond_hi,
+		};
+	}
+	if (rt->nr_lives == rt->cap_lives) {
+		uint32_t cap = rt->cap_lives ? rt->cap_lives * 2 : 16;
+		struct task_live *n = realloc(rt->lives, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		rt->lives = n;
+		rt->cap_lives = cap;
+	}
+	rt->lives[rt->nr_lives++] = live;
+	return u64_map__set(&rt->cell_live, (uintptr_t)key, rt->nr_lives);
+}
+
 int runtimes__on_struct(struct walk *w, Dwarf_Die *die, const char *path, const char *name)
 {
 	struct rt_walk *rt;
@@ -351,9 +424,11 @@ int runtimes__on_struct(struct walk *w, Dwarf_Die *die, const char *path, const 
 
 			if (key && !u64_map__get(&rt->cell_offset, (uintptr_t)key, NULL) &&
 			    template_param(die, "T", &t) &&
-			    find_member_of_type(die, dwarf_dieoffset(&t), 0, 0, &off) &&
-			    u64_map__set(&rt->cell_offset, (uintptr_t)key, off))
-				return -ENOMEM;
+			    find_member_of_type(die, dwarf_dieoffset(&t), 0, 0, &off)) {
+				if (u64_map__set(&rt->cell_offset, (uintptr_t)key, off) ||
+				    cell_live(w, rt, key, die, &t))
+					return -ENOMEM;
+			}
 		}
 	} else if (strcmp(path, "tokio::runtime::task::raw") == 0 && strcmp(name, "Vtable") == 0) {
 		layout_member(rt, TASK_RT_TOKIO, die, "poll", FOUND_VTABLE_FN, &tk->vtable_fn);
@@ -412,85 +487,10 @@ struct link_ctx {
 	struct u64_map typed;	   /* rt->fns index -> 1 once it has a task type */
 };
 
-/*
- * The future inside `core::pin::Pin<alloc::boxed::Box<F, A>>` (runtimes box large
- * futures), or -1: what the task's pointer leads to.
- */
-static int32_t boxed_future(const struct model *m, int32_t future)
-{
-	static const char pin_box[] = "core::pin::Pin<alloc::boxed::Box<";
-	static const char global[] = ", alloc::alloc::Global>>";
-	const char *p = future >= 0 ? m->futures[future].path : NULL;
-	char inner[4096];
-	size_t n;
-
-	if (!p || !starts_with(p, pin_box))
-		return -1;
-	p += sizeof(pin_box) - 1;
-	n = strlen(p);
-	if (n > sizeof(global) - 1 && strcmp(p + n - (sizeof(global) - 1), global) == 0)
-		n -= sizeof(global) - 1;
-	else if (n > 2 && strcmp(p + n - 2, ">>") == 0)
-		n -= 2;
-	else
-		return -1;
-	if (n >= sizeof(inner))
-		return -1;
-	memcpy(inner, p, n);
-	inner[n] = '\0';
-	return model__find_future(m, inner);
-}
-
-/*
- * The future a `Pin<&mut F>` or `&mut F` forwards its polls to, or -1: block_on's
- * wrappers of the future it was given, which is the task.
- */
-static int32_t referenced_future(const struct model *m, int32_t future)
-{
-	static const char *const prefixes[] = {"core::pin::Pin<&mut ", "&mut "};
-	const char *p = future >= 0 ? m->futures[future].path : NULL;
-	char inner[4096];
-
-	for (size_t i = 0; p && i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t k = strlen(prefixes[i]), n = strlen(p);
-		bool pin = i == 0;
-
-		if (strncmp(p, prefixes[i], k) || n - k >= sizeof(inner) ||
-		    (pin && p[n - 1] != '>'))
-			continue;
-		n -= k + (pin ? 1 : 0);
-		memcpy(inner, p + k, n);
-		inner[n] = '\0';
-		return model__find_future(m, inner);
-	}
-	return -1;
-}
-
-/*
- * A block_on root whose type names another one among its generic arguments wraps it
- * (tokio's current-thread `PollFn<..block_on::{closure_env#0}<F>>`, async-executor's
- * `Executor::run<T, F>`): F is the task; the wrapper is only its runtime's machinery.
- */
-static void unmark_wrappers(struct model *m)
-{
-	for (uint32_t i = 0; i < m->nr_futures; i++) {
-		const char *open;
-
-		if (!m->futures[i].block_on_root || !(open = strchr(m->futures[i].path, '<')))
-			continue;
-		for (uint32_t k = 0; k < m->nr_futures; k++)
-			if (k != i && m->futures[k].block_on_root &&
-			    strstr(open, m->futures[k].path)) {
-				m->futures[i].block_on_root = false;
-				break;
-			}
-	}
-}
-
 static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
 {
 	struct task_type *t = model__add_task_type(c->m);
-	int32_t inner = boxed_future(c->m, f->future);
+	int32_t inner = runtime__boxed_future(c->m, f->future);
 	uint64_t off;
 
 	if (!t)
@@ -505,6 +505,14 @@ static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
 	if (f->runtime == TASK_RT_TOKIO && f->key &&
 	    u64_map__get(&c->rt->cell_offset, (uintptr_t)f->key, &off))
 		t->future_offset = off;
+	if (f->runtime == TASK_RT_TOKIO && f->key &&
+	    u64_map__get(&c->rt->cell_live, (uintptr_t)f->key, &off) && off) {
+		const struct task_live *l = &c->rt->lives[off - 1];
+
+		t->nr_live_conds = l->nr;
+		memcpy(t->live_conds, l->conds, sizeof(t->live_conds));
+		t->live_cut = l->cut;
+	}
 	/* async-task keeps the future's offset in the vtable's layout_info, a static
 	 * TaskLayout: read it from the file (the pointer through its relocation) */
 	const struct runtime_layout *l = &c->m->runtimes[TASK_RT_ASYNC_TASK];
@@ -567,19 +575,7 @@ int runtimes__link(struct walk *w)
 		}
 	if ((r = target__words_holding(w->t, &c.fn_by_addr, on_vtable_word, &c)))
 		goto out;
-	for (uint32_t i = 0; i < rt->nr_bo; i++) {
-		int32_t f = rt->bo_paths[i] ? model__find_future(w->m, rt->bo_paths[i]) : -1;
-		int32_t inner = boxed_future(w->m, f);
-
-		if (inner >= 0)
-			f = inner;
-		/* Pin<&mut F> forwarding to F, maybe twice: the task is F */
-		for (int hop = 0; hop < 4 && (inner = referenced_future(w->m, f)) >= 0; hop++)
-			f = inner;
-		if (f >= 0)
-			w->m->futures[f].block_on_root = true;
-	}
-	unmark_wrappers(w->m);
+	block_on__mark_roots(w->m, rt->bo_paths, rt->nr_bo);
 	/* the ones without a vtable are kept too: `analyze` says so */
 	for (uint32_t i = 0; i < rt->nr; i++)
 		if (rt->fns[i].future >= 0 && !u64_map__get(&c.typed, i, NULL) &&
@@ -772,6 +768,8 @@ void runtimes__free(struct walk *w)
 	free(w->rt->bo_paths);
 	u64_map__free(&w->rt->by_addr);
 	u64_map__free(&w->rt->cell_offset);
+	u64_map__free(&w->rt->cell_live);
+	free(w->rt->lives);
 	free(w->rt);
 	w->rt = NULL;
 }

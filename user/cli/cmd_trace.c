@@ -146,6 +146,35 @@ static int select_futures(const struct trace_args *a, const struct model *m, str
 }
 
 /* Analyze the target, select, and build the probe plan. An exit status. */
+/* Task mode: the runtimes' task polls, their trees read in the kernel. */
+static int plan_task_probes(struct trace_run *r)
+{
+	char err[1024] = "";
+	int n = trace_plan__build_tasks(&r->plan, &r->m, !r->a->no_wakes, err, sizeof(err));
+
+	if (n < 0) {
+		pr_warn("trace: out of memory\n");
+		return EXIT_FAILURE_INTERNAL;
+	}
+	if (err[0])
+		pr_warn("trace: task mode: %s\n", err);
+	if (!n) {
+		pr_warn("trace: task mode: nothing to probe in %s: no runtime task type (tokio, "
+			"async-task) whose task polls can be seen; trace without --tasks probes "
+			"futures instead\n",
+			r->m.path);
+		return EXIT_NO_MATCH;
+	}
+	if (selection__init(&r->sel, &r->m)) {
+		pr_warn("trace: out of memory\n");
+		return EXIT_FAILURE_INTERNAL;
+	}
+	pr_info("trace: task mode: %u task types, %u task-poll exit sites on instructions the "
+		"kernel emulates, %u return probes; each task poll reads its tree of futures\n",
+		r->plan.nr_task_types, r->plan.nr_task_exits, r->plan.nr_task_returns);
+	return EXIT_OK;
+}
+
 static int plan_probes(struct trace_run *r)
 {
 	const struct trace_args *a = r->a;
@@ -158,11 +187,15 @@ static int plan_probes(struct trace_run *r)
 		spec.path = session__exe(r->s);
 	else
 		spec.pid = session__pid(r->s);
-	status = load_model("trace", &spec, &r->m);
+	/* task mode ends task polls in their callers: it needs the call-site index */
+	status = a->tasks ? load_model_caller_exits("trace", &spec, &r->m)
+			  : load_model("trace", &spec, &r->m);
 	r->model_loaded = true;
 	if (status || (status = session__check_exe(r->s)))
 		return status;
 	print_warnings("trace", &r->m);
+	if (a->tasks)
+		return plan_task_probes(r);
 	if ((status = select_futures(a, &r->m, &r->sel)))
 		return status;
 	print_debuginfo(
@@ -301,6 +334,7 @@ static int start_tracer(struct trace_run *r)
 	trace_summary__set_blocking(&r->sum, off, (uint64_t)(a->block_threshold * 1e9));
 	trace_summary__set_cancel(&r->sum, r->plan.nr_drops > 0);
 	trace_summary__set_wakes(&r->sum, r->plan.nr_wakes > 0);
+	r->sum.task_mode = r->plan.task_mode;
 	trace_consumer__set_wake_resolver(r->consumer, resolve_woken, r->t);
 	tracer__fill_wake_types(r->t); /* -p: now; launch mode: once the command exec'd */
 	if (off && !a->no_blocking)

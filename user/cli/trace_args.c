@@ -27,6 +27,8 @@ const char trace_usage[] =
     "  -e, --expand DIR       grow the selection along the await graph: up, down, both\n"
     "  -w, --whitelist F      select from a whitelist file (asyncbpf list -o F)\n"
     "      --all-crates       default selection is every crate's futures\n"
+    "      --tasks            task mode: one probe pair per task poll, each task's tree\n"
+    "                         of futures read from memory (docs/tracing.md, Task mode)\n"
     "  -o, --output F         Perfetto trace (default asyncbpf-PID.pftrace)\n"
     "      --task-tracks      Perfetto: also a track per task with its polls (~+30 bytes\n"
     "                         per task poll); else a flow links a task's polls\n"
@@ -189,6 +191,7 @@ static int parse_option(int c, const char *arg, struct trace_args *a)
 	case 'B': a->no_blocking = true; break;
 	case 'K': a->no_cancel = true; break;
 	case 'W': a->no_wakes = true; break;
+	case 'Q': a->tasks = true; break;
 	case 'b':
 		if (args__parse_seconds(arg, &a->block_threshold)) {
 			pr_warn("trace: --block-threshold takes positive seconds, not '%s'\n", arg);
@@ -252,6 +255,7 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"no-blocking", no_argument, NULL, 'B'},
 	    {"no-cancel", no_argument, NULL, 'K'},
 	    {"no-wakes", no_argument, NULL, 'W'},
+	    {"tasks", no_argument, NULL, 'Q'},
 	    {"block-threshold", required_argument, NULL, 'b'},
 	    {"all-crates", no_argument, NULL, 'a'},
 	    {"verbose", no_argument, NULL, 'v'},

@@ -29,6 +29,7 @@ struct trace_args {
 	bool no_blocking; /* --no-blocking */
 	bool no_cancel;	  /* --no-cancel */
 	bool no_wakes;	  /* --no-wakes */
+	bool tasks;	  /* --tasks: task mode */
 	/* asyncbpf top (cmd_top.c): statistics only, a table every interval */
 	bool top, batch;
 	double interval;

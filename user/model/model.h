@@ -414,17 +414,32 @@ enum task_runtime {
  * dynamic relocation (or data word) that stores that function's address.
  */
 struct task_type {
-	uint8_t runtime;     /* enum task_runtime */
-	int32_t future;	     /* the task's root future (model index) */
-	const char *fn;	     /* linkage name of that vtable function */
-	uint64_t fn_addr;    /* its link-time address */
-	uint64_t vtable;     /* link-time address of the vtable; 0 if none was found */
-	uint32_t nr_vtables; /* vtables found for it (codegen units may repeat one) */
+	uint8_t runtime;	 /* enum task_runtime */
+	int32_t future;		 /* the task's root future (model index) */
+	const char *fn;		 /* linkage name of that vtable function */
+	uint64_t fn_addr;	 /* its link-time address */
+	uint64_t fn_file_offset; /* of fn_addr, for a uprobe (task mode); 0 if none */
+	bool fn_emulated;	 /* the kernel emulates its first instruction (jmp, push) */
+	uint64_t vtable;	 /* link-time address of the vtable; 0 if none was found */
+	uint32_t nr_vtables;	 /* vtables found for it (codegen units may repeat one) */
 	/* the future from the task header: tokio, from `Cell<T, S>` in the DWARF;
 	 * FUTURE_NO_OFFSET: read at run time (async-task keeps it in the vtable's
 	 * `layout_info`) or unknown */
 	uint64_t future_offset;
 	bool boxed; /* the task holds a Pin<Box<future>>: one pointer more to the future */
+	/*
+	 * When the future is still there (tokio: `Stage<T>`'s `Running` variant; after it
+	 * returned Ready tokio replaces it with `Finished(output)`): every condition must
+	 * hold, each a discriminant at live_conds[i].offset from the future (negative: a
+	 * tag before it) read as in a tree slot. nr_live_conds 0: nothing to check.
+	 */
+	uint8_t nr_live_conds;
+	struct task_live_cond {
+		int64_t offset;
+		uint8_t kind, size; /* enum tree_cond_kind; 1, 2, 4 or 8 */
+		uint64_t lo, hi;
+	} live_conds[MODEL_TREE_CONDS];
+	bool live_cut; /* the Stage's conditions could not all be written: not checked */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include "export/perfetto.h"
 #include "export/trace_outputs.h"
 #include "trace/probe_cost.h"
+#include "trace/task_trees.h"
 #include "trace/trace_consumer.h"
 #include "trace/trace_summary.h"
 
@@ -27,7 +28,9 @@ struct trace_consumer {
 	int (*resolve)(void *ctx, uint8_t runtime, uint64_t header, uint64_t vtable,
 		       uint64_t *self);
 	void *resolve_ctx;
-	int write_err; /* first writer error (-errno) */
+	int write_err;		  /* first writer error (-errno) */
+	struct task_trees *tasks; /* task mode: start trees waiting for their end */
+	uint64_t task_records, task_bad;
 };
 
 /* the BPF side's results are the consumer's, value for value */
@@ -263,12 +266,137 @@ static void name_thread(struct trace_consumer *c, uint32_t pid, uint32_t tid)
 		c->write_err = r;
 }
 
+static const char *const fate_names[] = {"pending", "ready", "ended"};
+
+/*
+ * A task poll to the trace writers: its await chain (root to the deepest future of
+ * the tree it ended with, or began with when it completed) as nested polls spanning
+ * the task poll, innermost first as a thread's records come. Per-future durations are
+ * not measured in task mode: every frame of the chain spans the whole task poll.
+ */
+static void task_poll_to_writers(struct trace_consumer *c, const struct task_poll *tp)
+{
+	const struct task_tree *t = tp->end && tp->end->nr ? tp->end : tp->start;
+	uint32_t chain[TASK_TREE_MAX_NODES], n = 0, deepest = 0;
+	int r;
+
+	if (!t || !t->nr)
+		return;
+	for (uint32_t i = 1; i < t->nr; i++)
+		if (t->nodes[i].depth > t->nodes[deepest].depth)
+			deepest = i;
+	for (int32_t i = (int32_t)deepest; i >= 0 && n < TASK_TREE_MAX_NODES;
+	     i = t->nodes[i].parent)
+		chain[n++] = (uint32_t)i; /* innermost first */
+	for (uint32_t k = 0; k < n; k++) {
+		const struct task_tree_node *nd = &t->nodes[chain[k]];
+		const struct task_tree_node *pa = nd->parent >= 0 ? &t->nodes[nd->parent] : NULL;
+		int32_t f = nd->future, pf = -1;
+		struct trace_poll p = {
+		    .start_ns = tp->start_ns,
+		    .end_ns = tp->end_ns,
+		    .pid = tp->pid,
+		    .tid = tp->tid,
+		    .future = f >= 0 ? (uint32_t)f : TRACE_NO_INDEX,
+		    .self = nd->addr,
+		    .parent_poll = TRACE_NO_INDEX,
+		    .depth = (uint16_t)(n - 1 - k),
+		    .result = tp->completed ? POLL_READY
+			      : tp->lost    ? POLL_TRUNCATED
+					    : POLL_PENDING,
+		    .await_index = -1,
+		    .offcpu_ns = k == n - 1 ? tp->offcpu_ns : 0,
+		};
+
+		p.poll = f >= 0 && (uint32_t)f < c->m->nr_futures && c->m->futures[f].poll >= 0
+			     ? (uint32_t)c->m->futures[f].poll
+			     : TRACE_NO_INDEX;
+		if (pa) {
+			pf = pa->future;
+			p.parent_self = pa->addr;
+			p.parent_poll = pf >= 0 && (uint32_t)pf < c->m->nr_futures &&
+						c->m->futures[pf].poll >= 0
+					    ? (uint32_t)c->m->futures[pf].poll
+					    : TRACE_NO_INDEX;
+		}
+		p.task_self = t->nodes[0].addr;
+		p.task_poll = t->nodes[0].future >= 0 &&
+				      (uint32_t)t->nodes[0].future < c->m->nr_futures &&
+				      c->m->futures[t->nodes[0].future].poll >= 0
+				  ? (uint32_t)c->m->futures[t->nodes[0].future].poll
+				  : TRACE_NO_INDEX;
+		if (p.result == POLL_PENDING && f >= 0 && (uint32_t)f < c->m->nr_futures &&
+		    c->m->futures[f].has_state && nd->discr >= STATE_SUSPEND0_VALUE)
+			p.await_index = (int32_t)(nd->discr - STATE_SUSPEND0_VALUE);
+		if (c->out.perfetto && (r = perfetto_writer__add_poll(c->out.perfetto, &p)) &&
+		    !c->write_err)
+			c->write_err = r;
+		if (c->out.chrome && (r = chrome_trace__add_poll(c->out.chrome, &p)) &&
+		    !c->write_err)
+			c->write_err = r;
+		if (c->out.folded)
+			trace_folded__add(c->out.folded, &p);
+		if (c->out.dot && (r = trace_dot__add(c->out.dot, &p)) && !c->write_err)
+			c->write_err = r;
+	}
+}
+
+/* A task poll of task mode, with what its trees say: the outputs' (task_trees.h). */
+static void on_task_poll(void *ctx, const struct task_poll *tp)
+{
+	struct trace_consumer *c = ctx;
+
+	name_thread(c, tp->pid, tp->tid);
+	trace_summary__add_task_poll(c->out.summary, tp);
+	task_poll_to_writers(c, tp);
+	if (!c->out.records)
+		return;
+	fprintf(c->out.records,
+		"{\"task_poll\":{\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"pid\":%" PRIu32
+		",\"tid\":%" PRIu32 ",\"header\":%" PRIu64 ",\"type\":%" PRId64 ",\"root\":%" PRId32
+		",\"completed\":%s,\"lost\":%s"
+		",\"cut\":%s,\"nested\":%u,\"offcpu_ns\":%" PRIu64 ",\"futures\":[",
+		tp->start_ns, tp->end_ns, tp->pid, tp->tid, tp->header,
+		tp->info == UINT32_MAX ? (int64_t)-1 : (int64_t)tp->info, tp->root,
+		tp->completed ? "true" : "false", tp->lost ? "true" : "false",
+		tp->cut ? "true" : "false", (unsigned)tp->nested, tp->offcpu_ns);
+	for (uint32_t i = 0; i < tp->nr_events; i++) {
+		const struct task_future_event *e = &tp->events[i];
+
+		fprintf(c->out.records,
+			"%s{\"future\":%" PRId32 ",\"self\":%" PRIu64 ",\"depth\":%u"
+			",\"started\":%s,\"fate\":\"%s\",\"await_index\":%" PRId32
+			",\"state\":%" PRIu64 "}",
+			i ? "," : "", e->future, e->addr, e->depth, e->started ? "true" : "false",
+			fate_names[e->fate < 3 ? e->fate : 2], e->await_index, e->discr);
+	}
+	fputs("]}}\n", c->out.records);
+}
+
+static int handle_task_tree(struct trace_consumer *c, const void *data, size_t size)
+{
+	struct task_tree t;
+
+	c->task_records++;
+	if (task_tree__decode(data, size, &t)) {
+		c->out.summary->bad_records++;
+		return 0;
+	}
+	if (!c->tasks && !(c->tasks = task_trees__new(c->m)))
+		return 0;
+	if (task_trees__add(c->tasks, &t, on_task_poll, c))
+		c->task_bad++;
+	return 0;
+}
+
 int trace_consumer__handle(void *ctx, void *data, size_t size)
 {
 	struct trace_consumer *c = ctx;
 	struct trace_poll p;
 	int r;
 
+	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_TASK_TREE)
+		return handle_task_tree(c, data, size);
 	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_BLOCK)
 		return handle_block(c, data, size);
 	if (size >= sizeof(__u32) && *(const __u32 *)data == RECORD_DROP)
@@ -341,5 +469,6 @@ void trace_consumer__free(struct trace_consumer *c)
 		return;
 	u64_map__free(&c->threads);
 	probe_tally__free(c->tally);
+	task_trees__free(c->tasks);
 	free(c);
 }

@@ -22,6 +22,7 @@
 #include "lib/procmaps.h"
 #include "lib/sysfacts.h"
 #include "trace.skel.h"
+#include "trace/task_maps.h"
 #include "trace/tracer.h"
 
 struct tracer {
@@ -41,6 +42,9 @@ struct tracer {
 	unsigned long *site_offsets;	   /* every probe site's file offset (the plan's) */
 	uint32_t nr_sites;
 	bool sites_filled;	  /* probe_addrs holds their run-time addresses */
+	bool task_mode;		  /* task_infos and dyn_vtables to fill once mapped */
+	struct bpf_program *prog; /* the probes' program: poll_probe, or task_probe */
+	bool tasks_filled;
 	uint32_t blocked_at_stop; /* threads off-CPU inside a poll at the end */
 	uint32_t nr_links;
 	uint32_t nr_polls; /* the model's, sizes trace_stats */
@@ -123,6 +127,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	skel->rodata->raw_data_off = t->m->waker_layout.raw_data;
 	skel->rodata->wakes_enabled = plan->nr_wakes > 0;
 	skel->rodata->roots_known = plan->roots_known;
+	skel->rodata->task_mode = plan->task_mode;
 	/* blocking: a tp_btf program, which makes libbpf read the kernel's BTF; not
 	 * loaded at all when it is off (then the load reads no BTF) */
 	if (o->blocking && !t->blocking_off[0] && access("/sys/kernel/btf/vmlinux", R_OK))
@@ -139,15 +144,23 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 					  t->nr_wake_types ? t->nr_wake_types : 1)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.probe_addrs, plan->nr ? plan->nr : 1)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.tree_nodes, task_maps__nr_nodes(t->m))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.tree_slots, task_maps__nr_slots(t->m))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.dyn_vtables, task_maps__nr_dyn(t->m))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.task_infos, task_maps__nr_infos(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
 		return r;
 	}
+	/* one program serves every probe: task mode's or the per-future tracer's */
+	t->prog = plan->task_mode ? skel->progs.task_probe : skel->progs.poll_probe;
+	bpf_program__set_autoload(plan->task_mode ? skel->progs.poll_probe : skel->progs.task_probe,
+				  false);
 	/* libbpf 1.1 knows no "uprobe.multi" section: set the attach type by hand */
 	if (multi)
 		bpf_program__set_expected_attach_type(
-		    skel->progs.poll_probe, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+		    t->prog, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 	/* -v: the verifier's statistics for each program (log level 4: stats only) */
 	static char vlog[4][512];
 	struct bpf_program *prog;
@@ -190,6 +203,13 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 		return r;
 	}
 	t->multi = multi;
+	if (plan->task_mode &&
+	    (r = task_maps__fill_table(bpf_map__fd(skel->maps.tree_nodes),
+				       bpf_map__fd(skel->maps.tree_slots), t->m))) {
+		snprintf(err, errlen, "filling the future-tree table failed: %s", strerror(-r));
+		return r;
+	}
+	t->task_mode = plan->task_mode;
 	return fill_specs(bpf_map__fd(skel->maps.trace_specs), plan, err, errlen);
 }
 
@@ -258,13 +278,14 @@ static int attach_perf(struct tracer *t, const struct trace_plan *plan, const st
 
 		if (o->progress && i && i % 1000 == 0)
 			o->progress(i, plan->nr);
-		t->links[i] = bpf_program__attach_uprobe_opts(t->skel->progs.poll_probe, o->pid,
-							      o->path, plan->offsets[i], &opts);
+		t->links[i] = bpf_program__attach_uprobe_opts(t->prog, o->pid, o->path,
+							      plan->offsets[i], &opts);
 		if (!t->links[i]) {
 			int r = -errno;
 
-			snprintf(err, errlen, "prog 'poll_probe': failed to attach to %s+0x%lx: %s",
-				 o->name ? o->name : o->path, plan->offsets[i], strerror(-r));
+			snprintf(err, errlen, "prog '%s': failed to attach to %s+0x%lx: %s",
+				 bpf_program__name(t->prog), o->name ? o->name : o->path,
+				 plan->offsets[i], strerror(-r));
 			t->probes_failed = plan->nr - i;
 			return r;
 		}
@@ -297,8 +318,8 @@ static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 			offsets[k] = plan->offsets[i];
 			cookies[k++] = plan->cookies[i];
 		}
-	fd = uprobe_multi__attach(bpf_program__fd(t->skel->progs.poll_probe), o->path, offsets,
-				  cookies, n, o->pid, ret);
+	fd = uprobe_multi__attach(bpf_program__fd(t->prog), o->path, offsets, cookies, n, o->pid,
+				  ret);
 	free(offsets);
 	free(cookies);
 	return fd;
@@ -405,7 +426,8 @@ int tracer__fill_wake_types(struct tracer *t)
 	uint64_t bias;
 	int fd, r;
 
-	if ((t->wakes_filled || !t->nr_wake_types) && t->sites_filled)
+	if ((t->wakes_filled || !t->nr_wake_types) && t->sites_filled &&
+	    (!t->task_mode || t->tasks_filled))
 		return 0;
 	if (!t->skel)
 		return 0;
@@ -418,6 +440,13 @@ int tracer__fill_wake_types(struct tracer *t)
 		if ((r = fill_probe_addrs(t)))
 			return r;
 		t->sites_filled = true;
+	}
+	if (t->task_mode && !t->tasks_filled) {
+		if ((r = task_maps__fill_addresses(bpf_map__fd(t->skel->maps.task_infos),
+						   bpf_map__fd(t->skel->maps.dyn_vtables), t->m,
+						   bias)))
+			return r;
+		t->tasks_filled = true;
 	}
 	if (t->wakes_filled || !t->nr_wake_types)
 		return 0;
@@ -510,7 +539,7 @@ uint64_t tracer__probes_failed(const struct tracer *t)
 
 int tracer__prog_fd(const struct tracer *t)
 {
-	return bpf_program__fd(t->skel->progs.poll_probe);
+	return bpf_program__fd(t->prog);
 }
 
 int tracer__specs_fd(const struct tracer *t)

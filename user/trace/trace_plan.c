@@ -91,6 +91,10 @@ static enum hit_class hit_class_of(const struct poll_spec *spec)
 {
 	bool stepped = (spec->flags & SPEC_SINGLE_STEPPED) != 0;
 
+	if (spec->kind & (PROBE_TASK_ENTRY | PROBE_TASK_EXIT))
+		return spec->flags & SPEC_EXIT_RETURNED ? HIT_TASK_RETURN
+		       : stepped			? HIT_TASK_STEPPED
+							: HIT_TASK_EMULATED;
 	if (spec->kind & PROBE_WAKE)
 		return stepped ? HIT_WAKE_STEPPED : HIT_WAKE_EMULATED;
 	if (spec->kind & PROBE_DROP)
@@ -102,7 +106,7 @@ static enum hit_class hit_class_of(const struct poll_spec *spec)
 	return stepped ? HIT_EXIT_STEPPED : HIT_EXIT_EMULATED;
 }
 
-static int plan_add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
+int trace_plan__add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
 		    bool ret)
 {
 	if (plan->nr == plan->cap && plan_grow(plan))
@@ -200,8 +204,8 @@ static int plan_uretprobe(struct trace_plan *plan, const struct model *m, uint32
 	exit.flags |= SPEC_EXIT_RETURNED;
 	exit.sp_delta = 8; /* the ret popped the return address */
 	entry->flags |= SPEC_URETPROBE_EXITS;
-	if (plan_add(plan, &exit, pf->file_offset, true) ||
-	    plan_add(plan, entry, entry_offset, false))
+	if (trace_plan__add(plan, &exit, pf->file_offset, true) ||
+	    trace_plan__add(plan, entry, entry_offset, false))
 		return -ENOMEM;
 	plan->nr_entries++;
 	plan->nr_exits++;
@@ -264,7 +268,7 @@ static int plan_callee(struct trace_plan *plan, uint32_t poll, const struct tail
 		spec.future = ~0u;
 		spec.exit_cond = SPEC_COND_ALWAYS;
 		spec.flags = SPEC_EXIT_TAIL_CALLEE | SPEC_SINGLE_STEPPED;
-		if (plan_add(plan, &spec, off, false))
+		if (trace_plan__add(plan, &spec, off, false))
 			return -ENOMEM;
 		plan->nr_exits++;
 		plan->nr_tail_callee_exits++;
@@ -385,7 +389,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, const struc
 		} else if (x->state_src != EXIT_STATE_MEMORY) {
 			continue; /* cannot happen: the analyzer reads state only with __state */
 		}
-		if (plan_add(plan, &exit, x->file_offset, false))
+		if (trace_plan__add(plan, &exit, x->file_offset, false))
 			return -ENOMEM;
 		plan->nr_emulated_exits += x->emulated;
 		exits++;
@@ -400,7 +404,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, const struc
 		entry.kind |= PROBE_EXIT;
 	if (followed)
 		entry.flags |= SPEC_TAIL_CALLS;
-	if (plan_add(plan, &entry, entry_offset, false))
+	if (trace_plan__add(plan, &entry, entry_offset, false))
 		return -ENOMEM;
 	plan->nr_entries++;
 	plan->nr_emulated_entries += pf->entry.valid && pf->entry.emulated;
@@ -468,7 +472,7 @@ static int plan_drops(struct trace_plan *plan, const struct model *m, const stru
 			spec.state_offset = (__u32)fu->state_offset;
 			spec.state_size = (__u8)fu->state_size;
 		}
-		if (plan_add(plan, &spec, offset, false))
+		if (trace_plan__add(plan, &spec, offset, false))
 			return -ENOMEM;
 		plan->nr_drops++;
 		plan->nr_emulated_drops += !(spec.flags & SPEC_SINGLE_STEPPED);
@@ -647,7 +651,7 @@ static int plan_wakes(struct trace_plan *plan, const struct model *m)
 		spec.exit_cond = SPEC_COND_ALWAYS;
 		offset = f->file_offset;
 		cheap_site(&f->entry, &spec, &offset);
-		if (plan_add(plan, &spec, offset, false))
+		if (trace_plan__add(plan, &spec, offset, false))
 			return -ENOMEM;
 		plan->nr_wakes++;
 		plan->nr_emulated_wakes += !(spec.flags & SPEC_SINGLE_STEPPED);

@@ -58,8 +58,11 @@ struct trace_plan {
 	uint32_t nr_emulated_drops, nr_emulated_wakes; /* of them, on emulated instructions */
 	uint32_t nr_wakes_unattributable; /* wake functions not probed: no traced task */
 	bool roots_known;		  /* task roots (trace_plan__task_roots) were found */
-	uint8_t *task_roots;		  /* by model poll: its entries are SPEC_TASK_ROOT */
-	struct plan_problem *problems;	  /* one per poll fn skipped or partly probed */
+	bool task_mode;			  /* task probes, no per-future ones (build_tasks) */
+	uint32_t nr_task_types;		  /* task types whose vtable function is probed */
+	uint32_t nr_task_exits, nr_task_returns; /* continuation sites; uretprobes */
+	uint8_t *task_roots;			 /* by model poll: its entries are SPEC_TASK_ROOT */
+	struct plan_problem *problems;		 /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
 
@@ -91,7 +94,20 @@ const char *plan_problem__describe(uint32_t kind);
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
 		      enum plan_exits mode, unsigned extras, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
+/* One probe site more (its hit class set from its kind and flags). 0 or -ENOMEM. */
+int trace_plan__add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
+		    bool ret);
 
+/*
+ * Task mode (docs/tracing.md, "Task mode"): a probe on each task type's vtable
+ * function (tokio's raw::poll<T, S>, async-task's RawTask::run) and the task polls'
+ * exits: the continuations of their calls where every call has one, else (tokio,
+ * which catches a task's panic below that function) a uretprobe on it. A runtime
+ * whose task polls cannot all be ended is left out and said in err. Returns the task
+ * types probed (0: none; err says why), or -ENOMEM.
+ */
+int trace_plan__build_tasks(struct trace_plan *plan, const struct model *m, bool wakes, char *err,
+			    size_t errlen);
 /*
  * How far inside a task's root future f its first traced future lies (traced[] by
  * model future): while the root is not traced (a runtime's wrapper: async-executor's

@@ -382,6 +382,7 @@ void trace_summary__free(struct trace_summary *s)
 	s->bpf = NULL;
 	instance_table__free(&s->instances);
 	task_table__free(&s->tasks);
+	summary_tasks__free(s);
 	free(s->task_roots);
 	summary_block__free(s);
 }

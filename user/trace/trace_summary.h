@@ -25,6 +25,7 @@
 #include "model/trace_event.h"
 #include "trace/probe_cost.h"
 #include "trace/trace_instances.h"
+#include "trace/task_trees.h"
 #include "trace/trace_tasks.h"
 #include "trace/u64_vec.h"
 
@@ -107,14 +108,55 @@ struct poll_summary {
 	uint64_t started_before;  /* Ready instances first seen past Unresumed: no lifetime */
 };
 
+/* Task mode (trace_summary_tasks.c): a future type as the task polls' trees saw it. */
+struct task_future_summary {
+	uint64_t polls, started, ready, ended, pending;
+};
+
+/* A task type, by its root future: its task polls and tasks. */
+struct task_root_summary {
+	uint64_t polls, busy_ns, offcpu_ns, tasks, completed;
+	struct u64_vec durations;
+	uint64_t wakes, self_wakes;
+	struct u64_vec delays; /* wake -> the task's next poll's start */
+	/* off-CPU inside its task polls: voluntary, preempted, the tracer's */
+	uint64_t blocked, blocked_ns, preempted_ns, tracer_ns;
+	uint64_t over;	   /* task polls that blocked longer than the threshold */
+	uint64_t worst_ns; /* the most one task poll blocked (voluntary) */
+	int32_t worst_syscall;
+};
+
+struct task_mode_summary {
+	uint64_t task_polls, lost, cut, unknown_task_polls, unknown_dyn;
+	uint64_t finished_polls;	     /* polls of a task whose future was gone already */
+	uint64_t concurrent_polls;	     /* begun while another thread polled the task */
+	struct task_future_summary *futures; /* by model future */
+	struct task_root_summary *roots;     /* by model future (a task's root) */
+	struct key_map pending;		     /* (future, addr) -> await index + 1 */
+	struct key_map live_tasks;	     /* (0, header) -> root future, until completed */
+	struct key_map woken;		     /* (0, header) -> first wake's time since its poll */
+	struct key_map woken_by;	     /* (0, header) -> that wake's waker task header */
+	struct key_map blocking;	     /* (tid, header) -> index in blocks: this poll's */
+	struct task_block {
+		uint64_t blocked, blocked_ns, preempted_ns, tracer_ns, longest_ns;
+		int32_t longest_syscall;
+	} * blocks;
+	uint32_t nr_blocks, cap_blocks;
+	uint64_t wakes_unlinked; /* a task woken but not polled again while traced */
+	uint64_t untracked_tasks, untracked_instances;
+	bool oom;
+};
+
 struct trace_summary {
 	const struct model *m;
 	struct poll_summary *polls; /* indexed like m->polls */
 	uint64_t records, bad_records, first_ns, last_ns;
 	struct instance_table instances;
 	struct task_table tasks;
-	uint8_t *task_roots;	/* by poll fn, NULL: every outermost frame is a task */
-	struct poll_stats *bpf; /* per poll fn, after the run (NULL until set) */
+	struct task_mode_summary *tm; /* task mode's, NULL until a task poll came */
+	bool task_mode;		      /* records are task polls' trees (task_trees.h) */
+	uint8_t *task_roots;	      /* by poll fn, NULL: every outermost frame is a task */
+	struct poll_stats *bpf;	      /* per poll fn, after the run (NULL until set) */
 	uint32_t nr_bpf;
 	bool oom; /* something could not be stored: the numbers concerned are partial */
 	struct probe_costs costs;     /* measured before tracing (costs.measured) */
@@ -163,6 +205,18 @@ int trace_summary__set_task_roots(struct trace_summary *s, const uint8_t *roots)
 void trace_summary__add(struct trace_summary *s, const struct trace_poll *p);
 /* Blocking: whether it is watched (NULL) or why not, and the BLOCKING threshold. */
 void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint64_t threshold_ns);
+/* Task mode: one task poll and what its trees said (trace/task_trees.h). */
+struct task_poll;
+void trace_summary__add_task_poll(struct trace_summary *s, const struct task_poll *p);
+void summary_tasks__print(struct trace_summary *s, FILE *out);
+void summary_tasks__free(struct trace_summary *s);
+/* Task mode's part of --summary-json (the `task_mode` object). 0 or -ENOMEM. */
+struct cJSON;
+int summary_tasks__json(struct trace_summary *s, struct cJSON *root);
+/* Task mode: a thread off-CPU inside a task poll (block.self is the task's header). */
+void summary_tasks__add_block(struct trace_summary *s, const struct trace_block *b);
+/* Task mode: a task woken (by header); its next task poll gives the delay. */
+void summary_tasks__add_wake(struct trace_summary *s, const struct trace_wake *w);
 /* A thread off-CPU inside a poll (its poll's record comes later). */
 void trace_summary__add_block(struct trace_summary *s, const struct trace_block *b);
 /* A selected future dropped: cancelled or not, and no longer pending. */

@@ -75,6 +75,10 @@ void trace_summary__add_block(struct trace_summary *s, const struct trace_block 
 	uint64_t ns = b->end_ns - b->start_ns;
 
 	s->blocks++;
+	if (s->task_mode) {
+		summary_tasks__add_block(s, b);
+		return;
+	}
 	if (b->poll >= s->m->nr_polls) {
 		s->bad_records++;
 		return;

@@ -485,6 +485,8 @@ int trace_summary__write_json(struct trace_summary *s, const struct trace_run_to
 	if (add_pending(root, s) || add_tasks(root, s))
 		goto out;
 	add_totals(root, s, t);
+	if (s->task_mode && summary_tasks__json(s, root))
+		goto out;
 	add_blocking(s, root);
 	cJSON *wk = cJSON_AddObjectToObject(root, "wakeups");
 	if (wk) {

@@ -514,9 +514,13 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 {
 	const struct trace_totals *tt = &t->totals;
 
-	print_futures(s, out);
-	print_pending(s, out);
-	print_tasks(s, out);
+	if (s->tm) {
+		summary_tasks__print(s, out);
+	} else {
+		print_futures(s, out);
+		print_pending(s, out);
+		print_tasks(s, out);
+	}
 	print_blocking(s, out);
 	print_wakes(s, out);
 	print_cancel(s, out);

@@ -31,6 +31,11 @@ void trace_summary__add_wake(struct trace_summary *s, const struct trace_wake *w
 	uint64_t i = 0;
 	struct pending_wake *pw;
 
+	if (s->task_mode) { /* a task is its header: trace_summary_tasks.c links them */
+		s->wakes++;
+		summary_tasks__add_wake(s, w);
+		return;
+	}
 	s->wakes++;
 	/* std's Wake: the task is known by its waker's data only (its next poll's) */
 	uint64_t key = w->runtime == TASK_RT_STD_WAKE ? w->header : w->woken_self;

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Part of trace.bpf.c (included once): task mode (docs/tracing.md, "Task mode"). A
+ * probe on each runtime's task vtable function (the header in rdi) and one at the
+ * exit of its call; at both the task's future tree is read from memory with the
+ * analyzer's table (the walk of user/model/future_tree.c, the reference: breadth
+ * first, conditions and derefs per slot, a (future, address) pair kept once, bounded
+ * nodes and depth) and sent as one task_tree_record.
+ */
+#ifndef ASYNCBPF_TRACE_TASK_BPF_H
+#define ASYNCBPF_TRACE_TASK_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by user space: the model's futures */
+	__type(key, __u32);
+	__type(value, struct tree_node_spec);
+} tree_nodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by user space: the model's tree slots */
+	__type(key, __u32);
+	__type(value, struct tree_slot_spec);
+} tree_slots SEC(".maps");
+
+/* A dyn Future's vtable (run-time address) -> its future type. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space */
+	__type(key, __u64);
+	__type(value, __u32);
+} dyn_vtables SEC(".maps");
+
+/* A task header's vtable (run-time address) -> its task type. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space: the model's task types */
+	__type(key, __u64);
+	__type(value, struct task_info);
+} task_infos SEC(".maps");
+
+/* The record being built (too big for the stack), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct task_tree_record);
+} task_scratch SEC(".maps");
+
+/* A little-endian unsigned discriminant of size 1, 2, 4 or 8: one read, masked (no
+ * branch per size: the verifier walks every branch of every step). */
+static __always_inline __u64 read_discr(__u64 addr, __u8 size)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return size >= 8 ? v : v & ((1ULL << ((size & 7) * 8)) - 1);
+}
+
+static __always_inline int cond_holds_at(__u64 base, const struct tree_cond_spec *c)
+{
+	__u64 v = read_discr(base + c->offset, c->size);
+	int in = v >= c->lo && v <= c->hi;
+
+	return c->kind ? !in : in;
+}
+
+/*
+ * Where slot s of a future at addr leads (future_tree__follow): 1 with *to and, for a
+ * dyn child, *child from its vtable; 0 when a condition does not hold, a pointer is
+ * null, or a dyn vtable is unknown (*unknown_dyn set).
+ */
+static __always_inline int follow(const struct tree_slot_spec *s, __u64 addr, __u64 *to,
+				  __s32 *child, int *unknown_dyn)
+{
+	__u64 a = addr;
+
+	*child = s->child;
+	for (int i = 0; i <= TASK_TREE_STEPS; i++) {
+		for (int k = 0; k < TASK_TREE_CONDS; k++)
+			if (k < s->nr_conds && s->conds[k].at_step == i &&
+			    !cond_holds_at(a, &s->conds[k]))
+				return 0;
+		if (i >= s->nr_steps || i >= TASK_TREE_STEPS)
+			break;
+		a += s->steps[i].offset;
+		if (s->steps[i].deref) {
+			a = read_user_uint(a, 8);
+			if (!a)
+				return 0;
+		}
+	}
+	if (s->dyn) {
+		__u64 vt = read_user_uint(a + s->dyn_vtable, 8);
+		__u32 *f = vt ? bpf_map_lookup_elem(&dyn_vtables, &vt) : NULL;
+
+		a = read_user_uint(a + s->dyn_data, 8);
+		if (!a)
+			return 0;
+		if (!f) {
+			*unknown_dyn = 1;
+			*child = -1;
+		} else {
+			*child = (__s32)*f;
+		}
+	}
+	*to = a;
+	return 1;
+}
+
+struct walk_ctx {
+	struct task_tree_record *r;
+	__u32 node; /* expanding nodes[node] */
+	__u32 slot; /* its next slot; 0: read its discriminant first */
+};
+
+/* One step of the walk: a node's discriminant, or one of its slots. */
+static long walk_step(__u64 i, void *data)
+{
+	struct walk_ctx *c = data;
+	struct task_tree_record *r = c->r;
+	struct task_tree_node *n, *k;
+	const struct tree_node_spec *ns;
+	const struct tree_slot_spec *ss;
+	__u32 idx, nr = r->nr_nodes, key;
+	__u64 to = 0;
+	__s32 child = -1;
+	int unknown_dyn = 0;
+
+	if (c->node >= nr || c->node >= TASK_TREE_MAX_NODES)
+		return 1;
+	n = &r->nodes[c->node & (TASK_TREE_MAX_NODES - 1)];
+	key = (__u32)n->future;
+	ns = n->future >= 0 ? bpf_map_lookup_elem(&tree_nodes, &key) : NULL;
+	if (c->slot == 0) {
+		if (!ns || !ns->known) {
+			n->flags |= n->future >= 0 ? TASK_NODE_NO_LAYOUT : 0;
+			goto next_node;
+		}
+		if (ns->has_discr) {
+			n->discr = read_discr(n->addr + ns->discr_offset, ns->discr_size);
+			if (n->discr > ns->discr_max) {
+				n->flags |= TASK_NODE_BAD_STATE;
+				goto next_node;
+			}
+		}
+		if (n->depth >= TASK_TREE_MAX_DEPTH) {
+			n->flags |= TASK_NODE_DEPTH;
+			r->cut_depth++;
+			goto next_node;
+		}
+	}
+	if (!ns || c->slot >= ns->nr_slots)
+		goto next_node;
+	idx = ns->first_slot + c->slot;
+	c->slot++;
+	ss = bpf_map_lookup_elem(&tree_slots, &idx);
+	if (!ss || !follow(ss, n->addr, &to, &child, &unknown_dyn))
+		return 0;
+	/* a (future, address) pair kept once: cycles, two slots reaching one future */
+	for (__u32 j = 0; j < TASK_TREE_MAX_NODES; j++) {
+		if (j >= nr)
+			break;
+		if (r->nodes[j].addr == to && r->nodes[j].future == child)
+			return 0;
+	}
+	if (nr >= TASK_TREE_MAX_NODES) {
+		r->cut_nodes++;
+		return 0;
+	}
+	k = &r->nodes[nr & (TASK_TREE_MAX_NODES - 1)];
+	k->addr = to;
+	k->discr = 0;
+	k->future = child;
+	k->parent = (__s8)c->node;
+	k->depth = n->depth + 1;
+	k->flags = unknown_dyn ? TASK_NODE_UNKNOWN_DYN : 0;
+	k->slot = (__u8)(c->slot - 1);
+	r->nr_nodes = nr + 1;
+	return 0;
+next_node:
+	c->node++;
+	c->slot = 0;
+	return 0;
+}
+
+/* Is the task's future there (task_info.live)? Out of the header's bytes. */
+static __always_inline int task_future_live(const struct task_info *ti, __u64 fut)
+{
+	for (int k = 0; k < TASK_TREE_CONDS; k++) {
+		__u64 v, in;
+
+		if (k >= ti->nr_live)
+			break;
+		v = read_discr(fut + (__s64)ti->live[k].offset, ti->live[k].size);
+		in = v >= ti->live[k].lo && v <= ti->live[k].hi;
+		if (ti->live[k].kind ? in : !in)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * The task's tree into this CPU's scratch record (phase, times filled by the caller).
+ * A global function: the verifier checks it once, not at each call. 0, or -1 without
+ * a scratch record.
+ */
+__noinline int fill_task_tree(__u64 header, __u32 rt)
+{
+	__u32 zero = 0;
+	struct task_tree_record *r = bpf_map_lookup_elem(&task_scratch, &zero);
+	struct task_info *ti;
+	struct walk_ctx c = {};
+	__u64 vt = 0, fut;
+
+	if (!r)
+		return -1;
+	r->type = RECORD_TASK_TREE;
+	r->nr_nodes = 0;
+	r->flags = 0;
+	r->header = header;
+	r->info = ~0u;
+	r->cut_nodes = 0;
+	r->cut_depth = 0;
+	bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt & 3]));
+	ti = vt ? bpf_map_lookup_elem(&task_infos, &vt) : NULL;
+	if (!ti) {
+		r->flags |= TASK_TREE_UNKNOWN_TYPE;
+		return 0;
+	}
+	r->info = ti->type;
+	fut = header + ti->future_offset;
+	if (!task_future_live(ti, fut)) {
+		r->flags |= TASK_TREE_GONE;
+		return 0;
+	}
+	if (ti->boxed)
+		fut = read_user_uint(fut, 8);
+	if (!fut) {
+		r->flags |= TASK_TREE_GONE;
+		return 0;
+	}
+	r->nodes[0].addr = fut;
+	r->nodes[0].discr = 0;
+	r->nodes[0].future = (__s32)ti->root_future;
+	r->nodes[0].parent = -1;
+	r->nodes[0].depth = 0;
+	r->nodes[0].flags = 0;
+	r->nodes[0].slot = 0;
+	r->nr_nodes = 1;
+	c.r = r;
+	bpf_loop(TASK_TREE_MAX_NODES * (TASK_TREE_SLOTS + 1), walk_step, &c, 0);
+	if (r->cut_nodes || r->cut_depth)
+		r->flags |= TASK_TREE_CUT;
+	return 0;
+}
+
+static __always_inline struct task_tree_record *read_task_tree(__u64 header, __u32 rt)
+{
+	__u32 zero = 0;
+
+	if (fill_task_tree(header, rt))
+		return NULL;
+	return bpf_map_lookup_elem(&task_scratch, &zero);
+}
+
+static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __u64 pid_tgid,
+				      __u64 start, __u64 end, __u64 offcpu, __u32 nested)
+{
+	__u64 size;
+	__u32 n;
+
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->phase = phase;
+	r->start_ns = start;
+	r->end_ns = end;
+	r->offcpu_ns = offcpu;
+	r->nested = nested;
+	if (stats_only)
+		return;
+	n = r->nr_nodes;
+	if (n > TASK_TREE_MAX_NODES)
+		n = TASK_TREE_MAX_NODES;
+	size = TASK_TREE_RECORD_HEAD + (__u64)n * sizeof(struct task_tree_node);
+	if (size > sizeof(*r))
+		size = sizeof(*r);
+	if (bpf_ringbuf_output(&trace_events, r, size, BPF_RB_NO_WAKEUP))
+		count(COUNTER_TASK_DROPPED);
+}
+
+/* A task poll whose exit was never seen: no tree, its start is the user's to pair. */
+static __always_inline void send_lost(const struct task_frame *t, __u64 pid_tgid, __u64 now,
+				      __u64 offcpu, __u32 nested)
+{
+	__u32 zero = 0;
+	struct task_tree_record *r = bpf_map_lookup_elem(&task_scratch, &zero);
+
+	if (!r)
+		return;
+	r->type = RECORD_TASK_TREE;
+	r->nr_nodes = 0;
+	r->flags = 0;
+	r->header = t->header;
+	r->info = ~0u;
+	r->cut_nodes = 0;
+	r->cut_depth = 0;
+	send_tree(r, TASK_PHASE_LOST, pid_tgid, t->start_ns, now, offcpu, nested);
+}
+
+/* The runtime's task vtable function entered: header in rdi (or where the spec says). */
+static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec *spec,
+				       __u32 spec_index, __u64 now, __u64 pid_tgid)
+{
+	struct thread_stack *st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 header = first_arg(ctx, spec), sp = ctx->sp - (__s64)spec->sp_delta;
+	struct task_tree_record *r;
+	struct task_frame *t;
+	__u32 n;
+
+	if (!st) {
+		count(COUNTER_NO_STORAGE);
+		return;
+	}
+	st->pid_tgid = pid_tgid;
+	n = st->nr_tasks;
+	/* task polls whose exit an unwind skipped: at or below our stack pointer (their
+	 * start trees were sent; these say they ended unseen) */
+	for (int k = 0; k < TASK_MAX_NESTED; k++) {
+		if (n == 0 || n > TASK_MAX_NESTED ||
+		    st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)].sp > sp)
+			break;
+		t = &st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)];
+		send_lost(t, pid_tgid, now, st->offcpu_ns - t->offcpu_at_entry, n - 1);
+		n--;
+	}
+	if (n >= TASK_MAX_NESTED) {
+		st->nr_tasks = n;
+		count(COUNTER_STACK_OVERFLOW);
+		return;
+	}
+	t = &st->tasks[n & (TASK_MAX_NESTED - 1)];
+	t->header = header;
+	t->sp = sp;
+	t->start_ns = now;
+	t->offcpu_at_entry = st->offcpu_ns;
+	t->spec = spec_index;
+	t->info = 0;
+	st->nr_tasks = n + 1;
+	r = read_task_tree(header, spec->future);
+	if (r)
+		send_tree(r, TASK_PHASE_START, pid_tgid, now, now, 0, n);
+}
+
+/* A task poll returned (the continuation of its call, or its uretprobe). */
+static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
+				      __u64 pid_tgid)
+{
+	struct thread_stack *st =
+	    bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
+	__u64 sp = ctx->sp - (__s64)spec->sp_delta;
+	struct task_tree_record *r;
+	struct task_frame *t;
+	__u32 n;
+
+	if (!st || !(n = st->nr_tasks) || n > TASK_MAX_NESTED) {
+		count(COUNTER_UNMATCHED_EXIT);
+		return;
+	}
+	t = &st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)];
+	if (t->sp != sp) {
+		count(COUNTER_UNMATCHED_EXIT);
+		return;
+	}
+	st->nr_tasks = n - 1;
+	r = read_task_tree(t->header, spec->future);
+	if (r)
+		send_tree(r, TASK_PHASE_END, pid_tgid, t->start_ns, now,
+			  st->offcpu_ns - t->offcpu_at_entry, n - 1);
+}
+
+#endif

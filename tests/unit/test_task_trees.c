@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Task mode's trees (user/trace/task_trees.c): what a start and an end tree say of each
+ * future, and the pairing of a thread's records, on hand-made trees. Futures: 0 task
+ * and 1 middle (compiler futures, states Unresumed/Returned/Panicked/Suspend0/1), 2 a
+ * hand-written combinator (no __state) holding 3 and 4, compiler leaves.
+ */
+#include "trace/task_trees.h"
+#include "testlib.h"
+
+static void add_future(struct model *m, const char *path, bool state)
+{
+	struct future *f = must(model__add_future(m));
+
+	f->path = path;
+	f->kind = state ? FUTURE_ASYNC_FN : FUTURE_HANDWRITTEN;
+	f->has_state = state;
+	if (state) {
+		f->states = must(calloc(5, sizeof(*f->states)));
+		f->nr_states = 5;
+		for (uint32_t k = 0; k < 5; k++) {
+			f->states[k].discr = k;
+			f->states[k].kind = k == 0   ? STATE_UNRESUMED
+					    : k == 1 ? STATE_RETURNED
+					    : k == 2 ? STATE_PANICKED
+						     : STATE_SUSPEND;
+			f->states[k].suspend_index = k >= 3 ? k - 3 : 0;
+		}
+	}
+	f->poll = -1;
+	f->folded_into = -1;
+}
+
+static void build(struct model *m)
+{
+	model__init(m);
+	add_future(m, "t::task::{async_fn_env#0}", true);
+	add_future(m, "t::middle::{async_fn_env#0}", true);
+	add_future(m, "t::Join", false);
+	add_future(m, "t::a::{async_fn_env#0}", true);
+	add_future(m, "t::b::{async_fn_env#0}", true);
+}
+
+static struct task_tree_node node(int32_t future, uint64_t addr, int8_t parent, uint64_t discr)
+{
+	return (struct task_tree_node){
+	    .addr = addr, .discr = discr, .future = future, .parent = parent};
+}
+
+static struct task_tree tree(uint8_t phase, uint64_t start, uint32_t nr,
+			     const struct task_tree_node *n)
+{
+	struct task_tree t = {.phase = phase,
+			      .tid = 7,
+			      .header = 0x1000,
+			      .start_ns = start,
+			      .end_ns = start + 50,
+			      .info = 0,
+			      .nr = nr};
+
+	memcpy(t.nodes, n, nr * sizeof(*n));
+	for (uint32_t i = 1; i < nr; i++)
+		t.nodes[i].depth = t.nodes[t.nodes[i].parent].depth + 1;
+	return t;
+}
+
+static const struct task_future_event *event(const struct task_poll *p, int32_t f, uint64_t a)
+{
+	for (uint32_t i = 0; i < p->nr_events; i++)
+		if (p->events[i].future == f && p->events[i].addr == a)
+			return &p->events[i];
+	return NULL;
+}
+
+/*
+ * task (Suspend0) -> middle (Suspend1) -> Join -> {a (Suspend0), b (Suspend0)}.
+ * At the end: task still Suspend0, middle moved to Suspend0 (a new await), the Join
+ * gone with a and b: middle moved on, so the Join was Ready; a and b left with their
+ * awaiter, a hand-written one: ended, not known how. A new leaf b' under middle.
+ */
+static void test_diff(void)
+{
+	struct model m;
+	struct task_poll p;
+	const struct task_tree_node s[] = {node(0, 0x100, -1, 3), node(1, 0x200, 0, 4),
+					   node(2, 0x300, 1, 0), node(3, 0x400, 2, 3),
+					   node(4, 0x500, 2, 3)};
+	const struct task_tree_node e[] = {node(0, 0x100, -1, 3), node(1, 0x200, 0, 3),
+					   node(4, 0x600, 1, 0)};
+	struct task_tree st = tree(TASK_PHASE_START, 100, 5, s),
+			 et = tree(TASK_PHASE_END, 100, 3, e);
+	const struct task_future_event *x;
+
+	build(&m);
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK(!p.completed);
+	CHECK_EQ_U64(p.nr_events, 6);
+	CHECK((x = event(&p, 0, 0x100)) && x->fate == TASK_FUTURE_PENDING && x->await_index == 0);
+	CHECK((x = event(&p, 1, 0x200)) && x->fate == TASK_FUTURE_PENDING && x->await_index == 0);
+	CHECK((x = event(&p, 2, 0x300)) && x->fate == TASK_FUTURE_READY);
+	CHECK((x = event(&p, 3, 0x400)) && x->fate == TASK_FUTURE_ENDED);
+	CHECK((x = event(&p, 4, 0x500)) && x->fate == TASK_FUTURE_ENDED);
+	CHECK((x = event(&p, 4, 0x600)) && x->fate == TASK_FUTURE_PENDING && x->started);
+
+	/* the task's future gone (it returned Ready): the root Ready, the chain below a
+	 * compiler awaiter Ready, below the hand-written Join not known */
+	et = tree(TASK_PHASE_END, 100, 0, e);
+	et.flags = TASK_TREE_GONE;
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK(p.completed);
+	CHECK((x = event(&p, 0, 0x100)) && x->fate == TASK_FUTURE_READY);
+	CHECK((x = event(&p, 1, 0x200)) && x->fate == TASK_FUTURE_READY);
+	CHECK((x = event(&p, 2, 0x300)) && x->fate == TASK_FUTURE_READY);
+	CHECK((x = event(&p, 3, 0x400)) && x->fate == TASK_FUTURE_ENDED);
+
+	/* a panic in middle's await: middle Panicked, what it awaited not Ready */
+	const struct task_tree_node e2[] = {node(0, 0x100, -1, 3), node(1, 0x200, 0, 2)};
+	et = tree(TASK_PHASE_END, 100, 2, e2);
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK((x = event(&p, 2, 0x300)) && x->fate == TASK_FUTURE_ENDED);
+	model__free(&m);
+}
+
+static int polls_seen;
+static struct task_poll last;
+
+static void on_poll(void *ctx, const struct task_poll *p)
+{
+	(void)ctx;
+	polls_seen++;
+	last = *p;
+}
+
+/* A nested task poll between a start and its end; an end without its start. */
+static void test_pairing(void)
+{
+	struct model m;
+	struct task_trees *t;
+	const struct task_tree_node s[] = {node(0, 0x100, -1, 3)};
+	struct task_tree a = tree(TASK_PHASE_START, 100, 1, s), b = a, a_end, b_end, stray;
+
+	build(&m);
+	t = must(task_trees__new(&m));
+	b.nested = 1;
+	b.header = 0x2000;
+	b.start_ns = 120;
+	a_end = a;
+	a_end.phase = TASK_PHASE_END;
+	a_end.end_ns = 200;
+	b_end = b;
+	b_end.phase = TASK_PHASE_END;
+	b_end.end_ns = 150;
+	stray = a_end;
+	stray.start_ns = 999;
+	CHECK_EQ_I64(task_trees__add(t, &a, on_poll, NULL), 0);
+	CHECK_EQ_I64(task_trees__add(t, &b, on_poll, NULL), 0);
+	CHECK_EQ_U64(task_trees__open(t), 2);
+	CHECK_EQ_I64(task_trees__add(t, &b_end, on_poll, NULL), 0);
+	CHECK_EQ_U64(polls_seen, 1);
+	CHECK_EQ_U64(last.header, 0x2000);
+	CHECK_EQ_U64(last.end_ns - last.start_ns, 30);
+	CHECK_EQ_I64(task_trees__add(t, &a_end, on_poll, NULL), 0);
+	CHECK_EQ_U64(polls_seen, 2);
+	CHECK_EQ_U64(last.header, 0x1000);
+	CHECK_EQ_I64(task_trees__add(t, &stray, on_poll, NULL), 0);
+	CHECK_EQ_U64(polls_seen, 2);
+	CHECK_EQ_U64(task_trees__unmatched(t), 1);
+	CHECK_EQ_U64(task_trees__open(t), 0);
+	task_trees__free(t);
+	model__free(&m);
+}
+
+/* Decoding refuses records whose parents do not point back. */
+static void test_decode(void)
+{
+	struct task_tree_record r = {.type = RECORD_TASK_TREE, .nr_nodes = 2};
+	struct task_tree out;
+
+	r.nodes[0].parent = -1;
+	r.nodes[1].parent = 0;
+	CHECK_EQ_I64(task_tree__decode(&r, TASK_TREE_RECORD_HEAD + 2 * sizeof(r.nodes[0]), &out),
+		     0);
+	CHECK_EQ_U64(out.nr, 2);
+	r.nodes[1].parent = 1;
+	CHECK(task_tree__decode(&r, sizeof(r), &out) != 0);
+	r.nodes[1].parent = 0;
+	CHECK(task_tree__decode(&r, TASK_TREE_RECORD_HEAD + sizeof(r.nodes[0]), &out) != 0);
+	r.nr_nodes = TASK_TREE_MAX_NODES + 1;
+	CHECK(task_tree__decode(&r, sizeof(r), &out) != 0);
+}
+
+int main(void)
+{
+	test_diff();
+	test_pairing();
+	test_decode();
+	TEST_MAIN_END();
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The maps of task mode (task_maps.h). */
+#include "trace/task_maps.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+_Static_assert(TASK_TREE_CONDS == MODEL_TREE_CONDS, "tree conditions: BPF and model");
+_Static_assert(TASK_TREE_STEPS == MODEL_AWAIT_STEPS, "tree steps: BPF and model");
+_Static_assert(TASK_TREE_SLOTS >= MODEL_TREE_SLOTS, "tree slots: BPF and model");
+
+uint32_t task_maps__nr_nodes(const struct model *m)
+{
+	return m->nr_futures ? m->nr_futures : 1;
+}
+
+uint32_t task_maps__nr_slots(const struct model *m)
+{
+	return m->nr_tree_slots ? m->nr_tree_slots : 1;
+}
+
+uint32_t task_maps__nr_dyn(const struct model *m)
+{
+	return m->nr_vtables ? m->nr_vtables : 1;
+}
+
+uint32_t task_maps__nr_infos(const struct model *m)
+{
+	return m->nr_task_types ? m->nr_task_types : 1;
+}
+
+void task_maps__node(const struct model *m, uint32_t i, struct tree_node_spec *out)
+{
+	const struct future_tree *t = i < m->nr_trees ? &m->trees[i] : NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!t || !t->known || t->discr_offset > UINT32_MAX || t->nr_slots > TASK_TREE_SLOTS)
+		return;
+	out->known = 1;
+	out->has_discr = t->has_discr && (t->discr_size == 1 || t->discr_size == 2 ||
+					  t->discr_size == 4 || t->discr_size == 8);
+	out->discr_size = (__u8)t->discr_size;
+	out->discr_offset = (__u32)t->discr_offset;
+	out->discr_max = t->discr_max;
+	out->first_slot = t->first_slot;
+	out->nr_slots = t->nr_slots;
+}
+
+void task_maps__slot(const struct model *m, uint32_t i, struct tree_slot_spec *out)
+{
+	const struct tree_slot *s = i < m->nr_tree_slots ? &m->tree_slots[i] : NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->child = -1;
+	if (!s)
+		return;
+	out->child = s->child;
+	out->dyn = s->dyn;
+	out->dyn_data = s->dyn_data;
+	out->dyn_vtable = s->dyn_vtable;
+	out->nr_steps = s->nr_steps <= TASK_TREE_STEPS ? s->nr_steps : TASK_TREE_STEPS;
+	for (uint32_t k = 0; k < out->nr_steps; k++) {
+		/* an offset past 4 GiB cannot be in a future: the slot leads nowhere */
+		if (s->steps[k].offset > UINT32_MAX) {
+			out->nr_steps = 0;
+			out->nr_conds = 1; /* a condition that never holds: lo > hi */
+			out->conds[0] = (struct tree_cond_spec){.size = 1, .lo = 1, .hi = 0};
+			return;
+		}
+		out->steps[k].offset = (__u32)s->steps[k].offset;
+		out->steps[k].deref = s->steps[k].deref;
+	}
+	out->nr_conds = s->nr_conds <= TASK_TREE_CONDS ? s->nr_conds : TASK_TREE_CONDS;
+	for (uint32_t k = 0; k < out->nr_conds; k++)
+		out->conds[k] = (struct tree_cond_spec){
+		    .kind = s->conds[k].kind,
+		    .size = s->conds[k].size,
+		    .at_step = s->conds[k].at_step,
+		    .offset = (__u32)s->conds[k].offset,
+		    .lo = s->conds[k].lo,
+		    .hi = s->conds[k].hi,
+		};
+}
+
+bool task_maps__info(const struct model *m, uint32_t i, struct task_info *out)
+{
+	const struct task_type *t = &m->task_types[i];
+
+	memset(out, 0, sizeof(*out));
+	if (!t->vtable || t->future < 0 || t->future_offset == FUTURE_NO_OFFSET ||
+	    t->future_offset > UINT32_MAX || t->nr_live_conds > TASK_TREE_CONDS)
+		return false;
+	out->root_future = (__u32)t->future;
+	out->future_offset = (__u32)t->future_offset;
+	out->type = i;
+	out->boxed = t->boxed;
+	out->runtime = t->runtime;
+	out->nr_live = t->live_cut ? 0 : t->nr_live_conds;
+	for (uint32_t k = 0; k < out->nr_live; k++) {
+		if (t->live_conds[k].offset < INT32_MIN || t->live_conds[k].offset > INT32_MAX)
+			return false;
+		out->live[k].offset = (__s32)t->live_conds[k].offset;
+		out->live[k].kind = t->live_conds[k].kind;
+		out->live[k].size = t->live_conds[k].size;
+		out->live[k].lo = t->live_conds[k].lo;
+		out->live[k].hi = t->live_conds[k].hi;
+	}
+	return true;
+}
+
+int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m)
+{
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		struct tree_node_spec n;
+
+		task_maps__node(m, i, &n);
+		if (bpf_map_update_elem(nodes_fd, &i, &n, BPF_ANY))
+			return -errno;
+	}
+	for (uint32_t i = 0; i < m->nr_tree_slots; i++) {
+		struct tree_slot_spec s;
+
+		task_maps__slot(m, i, &s);
+		if (bpf_map_update_elem(slots_fd, &i, &s, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+int task_maps__fill_addresses(int infos_fd, int dyn_fd, const struct model *m, uint64_t bias)
+{
+	for (uint32_t i = 0; i < m->nr_task_types; i++) {
+		struct task_info ti;
+		__u64 key = m->task_types[i].vtable + bias;
+
+		if (task_maps__info(m, i, &ti) && bpf_map_update_elem(infos_fd, &key, &ti, BPF_ANY))
+			return -errno;
+	}
+	for (uint32_t i = 0; i < m->nr_vtables; i++) {
+		const struct future_vtable *v = &m->vtables[i];
+		__u64 key = v->addr + bias;
+		__u32 f;
+
+		if (!v->addr || v->future < 0)
+			continue;
+		f = (__u32)v->future;
+		if (bpf_map_update_elem(dyn_fd, &key, &f, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}

@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The summary of task mode (docs/tracing.md, "Task mode"): per future type, what the
+ * task polls' trees said of it (polls, first polls, Ready, ended, pending at the end
+ * with its await); per task type (its root future), its task polls' durations and
+ * its tasks (by header: distinct while alive, completed when its future is gone).
+ * Bounded: live instances and live tasks are capped like the rest of the summary.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/syscalls.h"
+#include "lib/text.h"
+#include "trace/trace_summary.h"
+
+static struct task_mode_summary *tm_of(struct trace_summary *s)
+{
+	struct task_mode_summary *t = s->tm;
+
+	if (t)
+		return t;
+	if (!(t = calloc(1, sizeof(*t))))
+		return NULL;
+	t->futures = calloc(s->m->nr_futures ? s->m->nr_futures : 1, sizeof(*t->futures));
+	t->roots = calloc(s->m->nr_futures ? s->m->nr_futures : 1, sizeof(*t->roots));
+	if (!t->futures || !t->roots) {
+		free(t->futures);
+		free(t->roots);
+		free(t);
+		return NULL;
+	}
+	key_map__init(&t->pending);
+	key_map__init(&t->live_tasks);
+	key_map__init(&t->woken);
+	key_map__init(&t->woken_by);
+	key_map__init(&t->blocking);
+	s->tm = t;
+	return t;
+}
+
+/* (future, addr) pending at await k now, or no longer pending. */
+static void note_pending(struct task_mode_summary *t, const struct task_future_event *e,
+			 bool pending)
+{
+	uint64_t v;
+
+	if (!pending) {
+		key_map__delete(&t->pending, (uint32_t)e->future, e->addr);
+		return;
+	}
+	if (!key_map__get(&t->pending, (uint32_t)e->future, e->addr, &v) &&
+	    t->pending.nr_used >= TRACE_SUMMARY_MAX_INSTANCES) {
+		t->untracked_instances++;
+		return;
+	}
+	/* the await index + 1 (0: none) */
+	if (key_map__set(&t->pending, (uint32_t)e->future, e->addr, (uint64_t)(e->await_index + 1)))
+		t->oom = true;
+}
+
+void summary_tasks__add_wake(struct trace_summary *s, const struct trace_wake *w)
+{
+	struct task_mode_summary *t = tm_of(s);
+	uint64_t v;
+
+	if (!t) {
+		s->oom = true;
+		return;
+	}
+	if (!w->header) {
+		s->wakes_unknown++;
+		return;
+	}
+	/* the first wake since its last poll starts the delay */
+	if (key_map__get(&t->woken, 0, w->header, &v))
+		return;
+	if (t->woken.nr_used >= TRACE_SUMMARY_MAX_TASKS ||
+	    key_map__set(&t->woken, 0, w->header, w->time_ns) ||
+	    key_map__set(&t->woken_by, 0, w->header, w->waker_task_self))
+		t->wakes_unlinked++;
+}
+
+void summary_tasks__add_block(struct trace_summary *s, const struct trace_block *b)
+{
+	struct task_mode_summary *t = tm_of(s);
+	struct task_block *k;
+	uint64_t i, ns = b->end_ns > b->start_ns ? b->end_ns - b->start_ns : 0;
+
+	if (!t) {
+		s->oom = true;
+		return;
+	}
+	if (!key_map__get(&t->blocking, b->tid, b->self, &i)) {
+		if (t->nr_blocks == t->cap_blocks) {
+			uint32_t cap = t->cap_blocks ? t->cap_blocks * 2 : 16;
+			struct task_block *n = realloc(t->blocks, cap * sizeof(*n));
+
+			if (!n) {
+				t->oom = true;
+				return;
+			}
+			t->blocks = n;
+			t->cap_blocks = cap;
+		}
+		i = t->nr_blocks++;
+		memset(&t->blocks[i], 0, sizeof(t->blocks[i]));
+		if (key_map__set(&t->blocking, b->tid, b->self, i)) {
+			t->nr_blocks--;
+			t->oom = true;
+			return;
+		}
+	}
+	k = &t->blocks[i];
+	if (b->kind == OFFCPU_TRACER) {
+		k->tracer_ns += ns;
+		s->tracer_offcpu++;
+		s->tracer_offcpu_ns += ns;
+	} else if (b->kind == OFFCPU_PREEMPTED) {
+		k->preempted_ns += ns;
+	} else {
+		k->blocked++;
+		k->blocked_ns += ns;
+		if (ns > k->longest_ns) {
+			k->longest_ns = ns;
+			k->longest_syscall = b->syscall;
+		}
+	}
+}
+
+/* This task poll's off-CPU time onto its root's row; its BLOCKING accounting. */
+static void fold_blocks(struct trace_summary *s, struct task_mode_summary *t,
+			struct task_root_summary *r, const struct task_poll *p)
+{
+	uint64_t i;
+	struct task_block *k;
+
+	if (!key_map__get(&t->blocking, p->tid, p->header, &i) || i >= t->nr_blocks)
+		return;
+	k = &t->blocks[i];
+	key_map__delete(&t->blocking, p->tid, p->header);
+	r->blocked += k->blocked;
+	r->blocked_ns += k->blocked_ns;
+	r->preempted_ns += k->preempted_ns;
+	r->tracer_ns += k->tracer_ns;
+	if (k->blocked_ns > s->block_threshold_ns)
+		r->over++;
+	if (k->blocked_ns > r->worst_ns) {
+		r->worst_ns = k->blocked_ns;
+		r->worst_syscall = k->longest_syscall;
+	}
+	/* the slot is reused: the last one moves into it */
+	if (i != t->nr_blocks - 1) {
+		uint64_t j;
+
+		t->blocks[i] = t->blocks[t->nr_blocks - 1];
+		for (size_t x = 0; x < t->blocking.nr_slots; x++) {
+			struct key_map_slot *sl = &t->blocking.slots[x];
+
+			if (sl->poll != UINT32_MAX && sl->value == t->nr_blocks - 1) {
+				sl->value = i;
+				break;
+			}
+		}
+		(void)j;
+	}
+	t->nr_blocks--;
+}
+
+/* The wake that led to this task poll: its delay, on the task's root's row. */
+static void link_wake(struct task_mode_summary *t, struct task_root_summary *r,
+		      const struct task_poll *p)
+{
+	uint64_t at, by = 0;
+
+	if (!key_map__get(&t->woken, 0, p->header, &at) || at > p->start_ns)
+		return;
+	key_map__get(&t->woken_by, 0, p->header, &by);
+	key_map__delete(&t->woken, 0, p->header);
+	key_map__delete(&t->woken_by, 0, p->header);
+	r->wakes++;
+	if (by == p->header) {
+		r->self_wakes++; /* yield_now: no delay worth counting */
+		return;
+	}
+	if (u64_vec__push(&r->delays, p->start_ns - at))
+		t->oom = true;
+}
+
+void trace_summary__add_task_poll(struct trace_summary *s, const struct task_poll *p)
+{
+	struct task_mode_summary *t = tm_of(s);
+	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0, seen;
+
+	if (!t) {
+		s->oom = true;
+		return;
+	}
+	t->task_polls++;
+	if (p->finished) { /* a finished task's poll: no task, no future */
+		t->finished_polls++;
+		return;
+	}
+	if (p->concurrent) { /* the other thread's poll says what happened */
+		t->concurrent_polls++;
+		return;
+	}
+	t->lost += p->lost;
+	t->cut += p->cut;
+	if (p->root >= 0 && (uint32_t)p->root < s->m->nr_futures) {
+		struct task_root_summary *r = &t->roots[p->root];
+
+		r->polls++;
+		r->busy_ns += d;
+		link_wake(t, r, p);
+		fold_blocks(s, t, r, p);
+		r->offcpu_ns += p->offcpu_ns;
+		if (u64_vec__push(&r->durations, d))
+			t->oom = true;
+		/* a task is its header while its future lives */
+		if (!key_map__get(&t->live_tasks, 0, p->header, &seen)) {
+			if (t->live_tasks.nr_used < TRACE_SUMMARY_MAX_TASKS) {
+				r->tasks++;
+				if (key_map__set(&t->live_tasks, 0, p->header, (uint64_t)p->root))
+					t->oom = true;
+			} else {
+				t->untracked_tasks++;
+			}
+		}
+		if (p->completed) {
+			r->completed++;
+			key_map__delete(&t->live_tasks, 0, p->header);
+		}
+	} else {
+		t->unknown_task_polls++;
+	}
+	for (uint32_t i = 0; i < p->nr_events; i++) {
+		const struct task_future_event *e = &p->events[i];
+		struct task_future_summary *f;
+
+		if (e->future < 0 || (uint32_t)e->future >= s->m->nr_futures) {
+			t->unknown_dyn++;
+			continue;
+		}
+		f = &t->futures[e->future];
+		f->polls++;
+		f->started += e->started;
+		if (e->fate == TASK_FUTURE_READY)
+			f->ready++;
+		else if (e->fate == TASK_FUTURE_ENDED)
+			f->ended++;
+		else
+			f->pending++;
+		note_pending(t, e, e->fate == TASK_FUTURE_PENDING);
+	}
+}
+
+void summary_tasks__free(struct trace_summary *s)
+{
+	struct task_mode_summary *t = s->tm;
+
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < s->m->nr_futures; i++)
+		free(t->roots[i].durations.v);
+	free(t->roots);
+	free(t->futures);
+	key_map__free(&t->pending);
+	key_map__free(&t->live_tasks);
+	key_map__free(&t->woken);
+	key_map__free(&t->woken_by);
+	key_map__free(&t->blocking);
+	free(t->blocks);
+	for (uint32_t i = 0; i < s->m->nr_futures; i++)
+		free(t->roots[i].delays.v);
+	free(t);
+	s->tm = NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void future_name(const struct model *m, uint32_t f, char *buf, size_t len)
+{
+	char full[4096];
+
+	future__display_name(&m->futures[f], full, sizeof(full));
+	rust__abbreviate(full, buf, len, 100);
+}
+
+/* Pending at the end, grouped by future and await: counted from the pending map. */
+static void print_pending(const struct trace_summary *s, const struct task_mode_summary *t,
+			  FILE *out)
+{
+	uint64_t *counts = calloc((size_t)s->m->nr_futures * 2 + 1, sizeof(*counts));
+	char name[256];
+	bool any = false;
+
+	if (!counts)
+		return;
+	for (size_t i = 0; i < t->pending.nr_slots; i++) {
+		const struct key_map_slot *k = &t->pending.slots[i];
+
+		if (k->poll == UINT32_MAX || k->poll >= s->m->nr_futures)
+			continue;
+		counts[k->poll]++;
+	}
+	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+		if (!counts[f])
+			continue;
+		if (!any)
+			fprintf(out,
+				"\nfutures pending when tracing stopped (their last task poll's "
+				"tree):\n");
+		any = true;
+		future_name(s->m, f, name, sizeof(name));
+		fprintf(out, "  %" PRIu64 " x %s\n", counts[f], name);
+	}
+	if (!any)
+		fprintf(out, "\nno future pending in the trees when tracing stopped\n");
+	free(counts);
+}
+
+/* Off-CPU inside task polls, per task type; BLOCKING past the threshold in one poll. */
+static void print_blocking(const struct trace_summary *s, const struct task_mode_summary *t,
+			   FILE *out)
+{
+	char name[256];
+	bool header = false;
+
+	if (s->blocking_off) {
+		fprintf(out, "\nblocking inside task polls: %s\n", s->blocking_off);
+		return;
+	}
+	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+		const struct task_root_summary *r = &t->roots[f];
+
+		if (!r->blocked && !r->preempted_ns)
+			continue;
+		if (!header)
+			fprintf(out, "\noff-CPU inside task polls:\n  %8s %10s %10s  %s\n",
+				"blocked", "total ms", "preempt ms", "task");
+		header = true;
+		future_name(s->m, f, name, sizeof(name));
+		fprintf(out, "  %8" PRIu64 " %10.1f %10.1f  %s\n", r->blocked,
+			(double)r->blocked_ns / 1e6, (double)r->preempted_ns / 1e6, name);
+	}
+	if (!header)
+		fprintf(out, "\nblocking inside task polls: watched; no task poll blocked its "
+			     "thread\n");
+	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+		const struct task_root_summary *r = &t->roots[f];
+
+		if (!r->over)
+			continue;
+		future_name(s->m, f, name, sizeof(name));
+		fprintf(
+		    out,
+		    "BLOCKING: a task of %s blocked its thread %.1f ms in one poll (%s); %" PRIu64
+		    " poll%s over %.1f ms\n",
+		    name, (double)r->worst_ns / 1e6,
+		    r->worst_syscall < 0 ? "not in a syscall" : syscall__name(r->worst_syscall),
+		    r->over, r->over == 1 ? "" : "s", (double)s->block_threshold_ns / 1e6);
+	}
+}
+
+void summary_tasks__print(struct trace_summary *s, FILE *out)
+{
+	struct task_mode_summary *t = s->tm;
+	char name[256];
+
+	if (!t) {
+		fprintf(out, "task mode: no task poll completed\n");
+		return;
+	}
+	fprintf(out,
+		"task mode: %" PRIu64 " task polls; each future as the tasks' trees saw it "
+		"(per-future poll times need --deep or asyncbpf profile)\n",
+		t->task_polls);
+	fprintf(out, "%9s %9s %9s %9s %9s  %s\n", "POLLS", "STARTED", "READY", "ENDED", "PENDING",
+		"FUTURE");
+	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+		const struct task_future_summary *x = &t->futures[f];
+
+		if (!x->polls)
+			continue;
+		future_name(s->m, f, name, sizeof(name));
+		fprintf(out,
+			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 "  %s\n",
+			x->polls, x->started, x->ready, x->ended, x->pending, name);
+	}
+	fprintf(out, "\n%9s %9s %9s %10s %10s %10s %10s %9s %10s %10s  %s\n", "TASKS", "COMPLETED",
+		"POLLS", "BUSY_MS", "P50_US", "P99_US", "MAX_US", "WAKES", "DELAY50_US",
+		"DELAY99_US", "TASK (ROOT FUTURE)");
+	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+		struct task_root_summary *r = &t->roots[f];
+		uint64_t n = r->durations.nr;
+
+		if (!r->polls)
+			continue;
+		qsort(r->durations.v, n, sizeof(uint64_t), cmp_u64);
+		qsort(r->delays.v, r->delays.nr, sizeof(uint64_t), cmp_u64);
+		future_name(s->m, f, name, sizeof(name));
+		fprintf(out,
+			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64
+			" %10.3f %10.1f %10.1f %10.1f %9" PRIu64 " %10.1f %10.1f  %s\n",
+			r->tasks, r->completed, r->polls, (double)r->busy_ns / 1e6,
+			(double)summary__percentile(r->durations.v, n, 50) / 1e3,
+			(double)summary__percentile(r->durations.v, n, 99) / 1e3,
+			n ? (double)r->durations.v[n - 1] / 1e3 : 0.0, r->wakes,
+			(double)summary__percentile(r->delays.v, r->delays.nr, 50) / 1e3,
+			(double)summary__percentile(r->delays.v, r->delays.nr, 99) / 1e3, name);
+	}
+	print_blocking(s, t, out);
+	print_pending(s, t, out);
+	if (t->lost || t->cut || t->unknown_task_polls || t->untracked_tasks ||
+	    t->untracked_instances)
+		fprintf(out,
+			"WARNING: task polls whose exit was never seen %" PRIu64
+			", trees cut at their bounds %" PRIu64 ", task polls of an unknown task "
+			"type %" PRIu64 ", tasks past the cap %" PRIu64 ", instances past the cap "
+			"%" PRIu64 "\n",
+			t->lost, t->cut, t->unknown_task_polls, t->untracked_tasks,
+			t->untracked_instances);
+}
+
+static void add_u64(cJSON *o, const char *key, uint64_t v)
+{
+	cJSON_AddNumberToObject(o, key, (double)v);
+}
+
+static cJSON *add_object(cJSON *arr)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int summary_tasks__json(struct trace_summary *s, cJSON *root)
+{
+	struct task_mode_summary *t = s->tm;
+	cJSON *o = cJSON_AddObjectToObject(root, "task_mode"), *arr;
+	char name[1024];
+	uint64_t *counts;
+
+	if (!o)
+		return -ENOMEM;
+	add_u64(o, "task_polls", t ? t->task_polls : 0);
+	if (!t)
+		return 0;
+	add_u64(o, "lost", t->lost);
+	add_u64(o, "finished_polls", t->finished_polls);
+	add_u64(o, "concurrent_polls", t->concurrent_polls);
+	add_u64(o, "cut", t->cut);
+	add_u64(o, "unknown_task_polls", t->unknown_task_polls);
+	add_u64(o, "unknown_dyn", t->unknown_dyn);
+	add_u64(o, "untracked_tasks", t->untracked_tasks);
+	add_u64(o, "untracked_instances", t->untracked_instances);
+	add_u64(o, "wakes_unlinked", t->wakes_unlinked);
+	if ((arr = cJSON_AddArrayToObject(o, "futures")))
+		for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+			const struct task_future_summary *x = &t->futures[f];
+			cJSON *e;
+
+			if (!x->polls || !(e = add_object(arr)))
+				continue;
+			future__display_name(&s->m->futures[f], name, sizeof(name));
+			cJSON_AddStringToObject(e, "name", name);
+			cJSON_AddStringToObject(e, "path", s->m->futures[f].path);
+			add_u64(e, "future", f);
+			add_u64(e, "polls", x->polls);
+			add_u64(e, "started", x->started);
+			add_u64(e, "ready", x->ready);
+			add_u64(e, "ended", x->ended);
+			add_u64(e, "pending", x->pending);
+		}
+	if ((arr = cJSON_AddArrayToObject(o, "tasks")))
+		for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+			struct task_root_summary *r = &t->roots[f];
+			uint64_t n = r->durations.nr, nd = r->delays.nr;
+			cJSON *e;
+
+			if (!r->polls || !(e = add_object(arr)))
+				continue;
+			qsort(r->durations.v, n, sizeof(uint64_t), cmp_u64);
+			qsort(r->delays.v, nd, sizeof(uint64_t), cmp_u64);
+			future__display_name(&s->m->futures[f], name, sizeof(name));
+			cJSON_AddStringToObject(e, "name", name);
+			add_u64(e, "root", f);
+			add_u64(e, "tasks", r->tasks);
+			add_u64(e, "completed", r->completed);
+			add_u64(e, "polls", r->polls);
+			add_u64(e, "busy_ns", r->busy_ns);
+			add_u64(e, "offcpu_ns", r->offcpu_ns);
+			add_u64(e, "p50_ns", summary__percentile(r->durations.v, n, 50));
+			add_u64(e, "p99_ns", summary__percentile(r->durations.v, n, 99));
+			add_u64(e, "max_ns", n ? r->durations.v[n - 1] : 0);
+			add_u64(e, "wakes", r->wakes);
+			add_u64(e, "self_wakes", r->self_wakes);
+			add_u64(e, "delay_p50_ns", summary__percentile(r->delays.v, nd, 50));
+			add_u64(e, "delay_p99_ns", summary__percentile(r->delays.v, nd, 99));
+			add_u64(e, "delay_max_ns", nd ? r->delays.v[nd - 1] : 0);
+			add_u64(e, "blocked", r->blocked);
+			add_u64(e, "blocked_ns", r->blocked_ns);
+			add_u64(e, "preempted_ns", r->preempted_ns);
+			add_u64(e, "tracer_ns", r->tracer_ns);
+			add_u64(e, "polls_over_threshold", r->over);
+		}
+	counts = calloc(s->m->nr_futures ? s->m->nr_futures : 1, sizeof(*counts));
+	if (!counts)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->pending.nr_slots; i++)
+		if (t->pending.slots[i].poll < s->m->nr_futures)
+			counts[t->pending.slots[i].poll]++;
+	if ((arr = cJSON_AddArrayToObject(o, "pending_at_end")))
+		for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+			cJSON *e;
+
+			if (!counts[f] || !(e = add_object(arr)))
+				continue;
+			future__display_name(&s->m->futures[f], name, sizeof(name));
+			cJSON_AddStringToObject(e, "name", name);
+			add_u64(e, "future", f);
+			add_u64(e, "count", counts[f]);
+		}
+	free(counts);
+	return 0;
+}
