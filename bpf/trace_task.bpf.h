@@ -316,7 +316,6 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	struct thread_stack *st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0,
 						       BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u64 header = first_arg(ctx, spec), sp = ctx->sp - (__s64)spec->sp_delta;
-	struct task_tree_record *r;
 	struct task_frame *t;
 	__u32 n;
 
@@ -349,9 +348,8 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	t->spec = spec_index;
 	t->info = 0;
 	st->nr_tasks = n + 1;
-	r = read_task_tree(header, spec->future);
-	if (r)
-		send_tree(r, TASK_PHASE_START, pid_tgid, now, now, 0, n);
+	/* no tree here: a task's tree changes only while it is polled, so the tree its
+	 * last poll ended with is the one this poll starts with (user space keeps it) */
 }
 
 /* A task poll returned (the continuation of its call, or its uretprobe). */

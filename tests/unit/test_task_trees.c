@@ -131,41 +131,46 @@ static void on_poll(void *ctx, const struct task_poll *p)
 	last = *p;
 }
 
-/* A nested task poll between a start and its end; an end without its start. */
+/*
+ * Polls of one task, each record its end tree: the first has no tree before it; the
+ * next starts with the tree the last one ended with; one that began before the last
+ * ended overlapped another thread's poll (told apart); after the task completed, a
+ * poll at its header is a new task's first.
+ */
 static void test_pairing(void)
 {
 	struct model m;
 	struct task_trees *t;
-	const struct task_tree_node s[] = {node(0, 0x100, -1, 3)};
-	struct task_tree a = tree(TASK_PHASE_START, 100, 1, s), b = a, a_end, b_end, stray;
+	const struct task_tree_node n1[] = {node(0, 0x100, -1, 3), node(1, 0x200, 0, 3)};
+	const struct task_tree_node n2[] = {node(0, 0x100, -1, 4)};
+	struct task_tree e1 = tree(TASK_PHASE_END, 100, 2, n1), e2 = tree(TASK_PHASE_END, 200, 1, n2),
+			 over = e2, gone = tree(TASK_PHASE_END, 400, 0, n2), again = e1;
+	const struct task_future_event *x;
 
 	build(&m);
 	t = must(task_trees__new(&m));
-	b.nested = 1;
-	b.header = 0x2000;
-	b.start_ns = 120;
-	a_end = a;
-	a_end.phase = TASK_PHASE_END;
-	a_end.end_ns = 200;
-	b_end = b;
-	b_end.phase = TASK_PHASE_END;
-	b_end.end_ns = 150;
-	stray = a_end;
-	stray.start_ns = 999;
-	CHECK_EQ_I64(task_trees__add(t, &a, on_poll, NULL), 0);
-	CHECK_EQ_I64(task_trees__add(t, &b, on_poll, NULL), 0);
-	CHECK_EQ_U64(task_trees__open(t), 2);
-	CHECK_EQ_I64(task_trees__add(t, &b_end, on_poll, NULL), 0);
+	CHECK_EQ_I64(task_trees__add(t, &e1, on_poll, NULL), 0);
 	CHECK_EQ_U64(polls_seen, 1);
-	CHECK_EQ_U64(last.header, 0x2000);
-	CHECK_EQ_U64(last.end_ns - last.start_ns, 30);
-	CHECK_EQ_I64(task_trees__add(t, &a_end, on_poll, NULL), 0);
+	CHECK(last.first && !last.concurrent);
+	CHECK_EQ_I64(task_trees__add(t, &e2, on_poll, NULL), 0);
 	CHECK_EQ_U64(polls_seen, 2);
-	CHECK_EQ_U64(last.header, 0x1000);
-	CHECK_EQ_I64(task_trees__add(t, &stray, on_poll, NULL), 0);
-	CHECK_EQ_U64(polls_seen, 2);
-	CHECK_EQ_U64(task_trees__unmatched(t), 1);
-	CHECK_EQ_U64(task_trees__open(t), 0);
+	CHECK(!last.first);
+	/* middle (a compiler future's awaitee) left while the task moved on: Ready */
+	CHECK((x = event(&last, 1, 0x200)) && x->fate == TASK_FUTURE_READY);
+	CHECK((x = event(&last, 0, 0x100)) && x->fate == TASK_FUTURE_PENDING &&
+	      x->await_index == 1);
+	over.start_ns = 150; /* before e2 ended (250) */
+	CHECK_EQ_I64(task_trees__add(t, &over, on_poll, NULL), 0);
+	CHECK(last.concurrent);
+	gone.flags = TASK_TREE_GONE;
+	CHECK_EQ_I64(task_trees__add(t, &gone, on_poll, NULL), 0);
+	CHECK(last.completed && !last.concurrent);
+	CHECK((x = event(&last, 0, 0x100)) && x->fate == TASK_FUTURE_READY);
+	again.start_ns = 600;
+	again.end_ns = 650;
+	CHECK_EQ_I64(task_trees__add(t, &again, on_poll, NULL), 0);
+	CHECK(last.first && !last.completed);
+	CHECK_EQ_U64(polls_seen, 5);
 	task_trees__free(t);
 	model__free(&m);
 }

@@ -136,7 +136,7 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		    .future = n->future,
 		    .addr = n->addr,
 		    .depth = n->depth,
-		    .started = true,
+		    .started = start != NULL, /* without a tree before: not known */
 		    .fate = TASK_FUTURE_PENDING,
 		    .await_index = await_of(m, n->future, n->discr),
 		    .discr = n->discr,
@@ -144,21 +144,30 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 	}
 }
 
-/* A thread's open start trees, by nesting level. */
-struct open_trees {
-	uint32_t tid;
-	uint32_t depth;
-	struct task_tree trees[TASK_MAX_NESTED];
+/*
+ * The tree each task's last poll ended with: the tree its next poll starts with (a
+ * task's futures change only while it is polled). A finished task's entry stays as a
+ * tombstone (its end time) until its header is reused, so that a poll overlapping its
+ * last one (another thread's, which ended after it) is told apart.
+ */
+struct last_tree {
+	uint64_t end_ns;
+	bool completed;
+	uint32_t nr;
+	struct task_tree_node *nodes;
 };
 
 struct task_trees {
 	const struct model *m;
-	struct u64_map open_by_header; /* header -> task polls open on any thread */
-	struct u64_map by_tid;	       /* tid -> index in threads */
-	struct open_trees *threads;
+	struct u64_map by_header; /* header -> index in last */
+	struct last_tree *last;
 	uint32_t nr, cap;
-	uint64_t unmatched;
-	struct task_poll poll; /* built here, handed out */
+	uint32_t *free_list;
+	uint32_t nr_free, cap_free;
+	uint32_t max; /* tasks kept at once */
+	uint64_t unmatched, untracked;
+	struct task_tree start; /* the previous tree, as a start tree */
+	struct task_poll poll;	/* built here, handed out */
 };
 
 struct task_trees *task_trees__new(const struct model *m)
@@ -168,8 +177,8 @@ struct task_trees *task_trees__new(const struct model *m)
 	if (!t)
 		return NULL;
 	t->m = m;
-	u64_map__init(&t->by_tid);
-	u64_map__init(&t->open_by_header);
+	t->max = 100000;
+	u64_map__init(&t->by_header);
 	return t;
 }
 
@@ -177,122 +186,129 @@ void task_trees__free(struct task_trees *t)
 {
 	if (!t)
 		return;
-	u64_map__free(&t->by_tid);
-	u64_map__free(&t->open_by_header);
-	free(t->threads);
+	for (uint32_t i = 0; i < t->nr; i++)
+		free(t->last[i].nodes);
+	u64_map__free(&t->by_header);
+	free(t->last);
+	free(t->free_list);
 	free(t);
 }
 
-/* One open poll of this task fewer: true when another is still open. */
-static bool close_open(struct task_trees *t, uint64_t header)
-{
-	uint64_t open = 0;
-
-	if (u64_map__get(&t->open_by_header, header, &open) && open)
-		u64_map__set(&t->open_by_header, header, open - 1);
-	return open > 1;
-}
-
-/*
- * A poll of this task ended on `by`'s thread while another thread's poll of it is
- * still open: that one's trees span this one's work (its end tree shows what this
- * poll did), so what it says is not its own: it is counted apart when it ends.
- */
-static void overtake(struct task_trees *t, const struct open_trees *by, uint64_t header)
-{
-	for (uint32_t i = 0; i < t->nr; i++) {
-		struct open_trees *th = &t->threads[i];
-
-		for (uint32_t k = 0; th != by && k < th->depth && k < TASK_MAX_NESTED; k++)
-			if (th->trees[k].header == header)
-				th->trees[k].concurrent = true;
-	}
-}
-
-static struct open_trees *thread_of(struct task_trees *t, uint32_t tid)
+/* The entry of this header (a new one if need be, NULL past the cap or out of memory). */
+static struct last_tree *last_of(struct task_trees *t, uint64_t header, bool create)
 {
 	uint64_t i;
 
-	if (u64_map__get(&t->by_tid, tid, &i))
-		return &t->threads[i];
-	if (t->nr == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 8;
-		struct open_trees *n = realloc(t->threads, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		t->threads = n;
-		t->cap = cap;
-	}
-	if (u64_map__set(&t->by_tid, tid, t->nr))
+	if (u64_map__get(&t->by_header, header, &i) && i != UINT64_MAX)
+		return &t->last[i];
+	if (!create)
 		return NULL;
-	t->threads[t->nr] = (struct open_trees){.tid = tid};
-	return &t->threads[t->nr++];
+	if (t->nr_free) {
+		i = t->free_list[--t->nr_free];
+	} else {
+		if (t->nr >= t->max)
+			return NULL;
+		if (t->nr == t->cap) {
+			uint32_t cap = t->cap ? t->cap * 2 : 64;
+			struct last_tree *n = realloc(t->last, cap * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			t->last = n;
+			t->cap = cap;
+		}
+		i = t->nr++;
+		memset(&t->last[i], 0, sizeof(t->last[i]));
+	}
+	if (u64_map__set(&t->by_header, header, i))
+		return NULL;
+	return &t->last[i];
+}
+
+static int keep(struct last_tree *l, const struct task_tree *tree, bool completed)
+{
+	struct task_tree_node *n = NULL;
+
+	if (!completed && tree->nr) {
+		n = malloc(tree->nr * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memcpy(n, tree->nodes, tree->nr * sizeof(*n));
+	}
+	free(l->nodes);
+	l->nodes = n;
+	l->nr = n ? tree->nr : 0;
+	l->end_ns = tree->end_ns;
+	l->completed = completed;
+	return 0;
 }
 
 int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 		    void (*fn)(void *ctx, const struct task_poll *p), void *ctx)
 {
-	struct open_trees *th = thread_of(t, tree->tid);
-	const struct task_tree *start;
+	struct last_tree *l;
 	struct task_poll *p = &t->poll;
+	const struct task_tree *start = NULL;
+	bool lost = tree->phase == TASK_PHASE_LOST, concurrent = false;
 
-	if (!th)
-		return -ENOMEM;
-	if (tree->nested >= TASK_MAX_NESTED)
-		return -EINVAL;
-	if (tree->phase == TASK_PHASE_START) {
-		uint64_t open = 0;
-
-		/* a start over one not ended at this level: that one ended unseen */
-		for (uint32_t k = tree->nested; k < th->depth && k < TASK_MAX_NESTED; k++)
-			close_open(t, th->trees[k].header);
-		u64_map__get(&t->open_by_header, tree->header, &open);
-		th->trees[tree->nested] = *tree;
-		th->trees[tree->nested].concurrent = false;
-		th->depth = tree->nested + 1u;
-		return u64_map__set(&t->open_by_header, tree->header, open + 1);
-	}
-	/* an end: the start at its level, of the same task and poll */
-	start = th->depth > tree->nested ? &th->trees[tree->nested] : NULL;
-	if (!start || start->header != tree->header || start->start_ns != tree->start_ns) {
-		t->unmatched++;
+	if (tree->phase == TASK_PHASE_START)
+		return 0; /* (older records) the last tree is the start */
+	l = last_of(t, tree->header, true);
+	if (!l) {
+		t->untracked++;
 		return 0;
 	}
-	th->depth = tree->nested;
-	if (close_open(t, tree->header))
-		overtake(t, th, tree->header);
+	if (l->end_ns && tree->start_ns < l->end_ns) {
+		/* it began before the task's last poll ended: another thread's poll of it
+		 * overlapped (tokio ran it there meanwhile); its tree is not its own */
+		concurrent = true;
+	} else if (l->end_ns && !l->completed) {
+		t->start = (struct task_tree){.phase = TASK_PHASE_START,
+					      .header = tree->header,
+					      .info = tree->info,
+					      .nr = l->nr};
+		memcpy(t->start.nodes, l->nodes, l->nr * sizeof(l->nodes[0]));
+		start = &t->start;
+	}
 	memset(p, 0, offsetof(struct task_poll, events));
-	p->concurrent = start->concurrent;
 	p->pid = tree->pid;
 	p->tid = tree->tid;
 	p->header = tree->header;
-	p->start_ns = start->start_ns;
+	p->start_ns = tree->start_ns;
 	p->end_ns = tree->end_ns;
 	p->offcpu_ns = tree->offcpu_ns;
-	p->info = start->info;
+	p->info = tree->info;
 	p->nested = tree->nested;
-	p->root = start->nr ? start->nodes[0].future : -1;
-	p->lost = tree->phase == TASK_PHASE_LOST;
-	p->finished = (start->flags & TASK_TREE_GONE) != 0;
-	p->cut = (start->flags | tree->flags) & TASK_TREE_CUT;
-	task_poll__diff(t->m, start, p->lost ? NULL : tree, p);
+	p->lost = lost;
+	p->concurrent = concurrent;
+	p->first = !start && !concurrent;
+	p->cut = (tree->flags & TASK_TREE_CUT) != 0;
+	p->root = tree->nr ? tree->nodes[0].future : start && start->nr ? start->nodes[0].future : -1;
+	p->finished = false;
+	task_poll__diff(t->m, start, lost ? NULL : tree, p);
 	p->start = start;
-	p->end = p->lost ? NULL : tree;
+	p->end = lost ? NULL : tree;
 	fn(ctx, p);
-	return 0;
+	if (concurrent)
+		return 0;
+	if (lost) { /* its futures' state is unknown now: start over at its next poll */
+		keep(l, tree, false);
+		l->nr = 0;
+		free(l->nodes);
+		l->nodes = NULL;
+		l->end_ns = 0;
+		return 0;
+	}
+	return keep(l, tree, p->completed);
 }
 
 uint32_t task_trees__open(const struct task_trees *t)
 {
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < t->nr; i++)
-		n += t->threads[i].depth;
-	return n;
+	(void)t;
+	return 0;
 }
 
 uint64_t task_trees__unmatched(const struct task_trees *t)
 {
-	return t->unmatched;
+	return t->unmatched + t->untracked;
 }

@@ -73,6 +73,8 @@ struct task_poll {
 			     * a finished task (tokio polls a task notified while it
 			     * completed, and finds it done) */
 	bool lost;	    /* its exit was never seen (an unwind): no end tree */
+	bool first;	    /* no tree of the task before it (its first poll since tracing
+			     * began, or a new task at a freed task's header) */
 	bool cut;	    /* a tree was cut (nodes or depth) */
 	uint32_t nr_events; /* events[]: the union of both trees */
 	struct task_future_event events[2 * TASK_TREE_MAX_NODES];

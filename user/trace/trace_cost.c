@@ -10,6 +10,8 @@
 
 #include <inttypes.h>
 
+_Static_assert(HIT_CLASS_COUNT == 12, "a hit class without a name in the table below");
+
 static const struct {
 	const char *probe, *how;
 	unsigned kind; /* enum probe_kind of the probes of this class */
@@ -23,6 +25,9 @@ static const struct {
     [HIT_WAKE_STEPPED] = {"wakes", "single-stepped", PROBE_WAKE},
     [HIT_DROP_EMULATED] = {"drops", "emulated", PROBE_DROP},
     [HIT_DROP_STEPPED] = {"drops", "single-stepped", PROBE_DROP},
+    [HIT_TASK_EMULATED] = {"task polls", "emulated", PROBE_TASK_ENTRY | PROBE_TASK_EXIT},
+    [HIT_TASK_STEPPED] = {"task polls", "single-stepped", PROBE_TASK_ENTRY | PROBE_TASK_EXIT},
+    [HIT_TASK_RETURN] = {"task polls", "return probe", PROBE_TASK_EXIT},
 };
 
 const char *hit_class__probe(enum hit_class k)
@@ -45,8 +50,10 @@ static uint64_t per_hit(const struct tracer_cost *c, enum hit_class k, bool cpu)
 	case HIT_ENTRY_STEPPED:
 	case HIT_EXIT_STEPPED:
 	case HIT_WAKE_STEPPED:
-	case HIT_DROP_STEPPED: return cpu ? p->cpu_stepped_ns : p->stepped_ns;
-	case HIT_EXIT_RETURN: return cpu ? p->cpu_returned_ns : p->returned_ns;
+	case HIT_DROP_STEPPED:
+	case HIT_TASK_STEPPED: return cpu ? p->cpu_stepped_ns : p->stepped_ns;
+	case HIT_EXIT_RETURN:
+	case HIT_TASK_RETURN: return cpu ? p->cpu_returned_ns : p->returned_ns;
 	default: return cpu ? p->cpu_emulated_ns : p->emulated_ns;
 	}
 }
@@ -100,6 +107,7 @@ static uint64_t stepped_ns(const struct tracer_cost *c)
 {
 	return tracer_cost__class_ns(c, HIT_ENTRY_STEPPED) +
 	       tracer_cost__class_ns(c, HIT_EXIT_STEPPED) +
+	       tracer_cost__class_ns(c, HIT_TASK_STEPPED) +
 	       tracer_cost__class_ns(c, HIT_WAKE_STEPPED) +
 	       tracer_cost__class_ns(c, HIT_DROP_STEPPED);
 }
