@@ -235,6 +235,8 @@ struct poll_frame {
 #define TASK_TREE_CONDS 3  /* MODEL_TREE_CONDS */
 #define TASK_TREE_SLOTS 16 /* MODEL_TREE_SLOTS: slots of one future */
 #define TASK_TREE_STEPS 8  /* MODEL_AWAIT_STEPS */
+#define TASK_TREE_CACHE 2048 /* bytes of a task copied at once (a power of two) */
+#define TASK_NODE_CACHE 512  /* ... and of a future outside it (a power of two) */
 
 /* A task poll open on a thread. */
 struct task_frame {
@@ -253,6 +255,8 @@ struct tree_node_spec {
 	__u32 nr_slots;
 	__u32 discr_offset;
 	__u64 discr_max;
+	__u32 size; /* the future's size in bytes */
+	__u32 pad2;
 };
 
 struct tree_cond_spec {
@@ -283,7 +287,9 @@ struct task_info {
 	__u32 root_future; /* model future index */
 	__u32 future_offset;
 	__u32 type; /* model task_types index */
-	__u8 boxed, nr_live, runtime, pad;
+	__u8 boxed, nr_live, runtime, known; /* known: 0 in a task type's empty slot */
+	__u32 root_size; /* the root future's size: how much of it to copy at once */
+	__u32 pad2;
 	struct {
 		__s32 offset;
 		__u8 kind, size, pad[2];
@@ -510,6 +516,8 @@ enum trace_counter {
 	COUNTER_WAKE_UNKNOWN,	/* wakes of a task whose vtable is not in wake_types */
 	COUNTER_LIVE_FULL,	/* top: an instance not tracked, live_instances was full */
 	COUNTER_TASK_DROPPED,	/* task tree records lost to a full ring buffer */
+	COUNTER_TREES,		/* task polls ended: their trees read (task_exit) */
+	COUNTER_TREE_NS,	/* time in task_exit's BPF work (ns): beyond a hit's fixed cost */
 	COUNTER_HIT0,		/* probe hits by enum hit_class, HIT_CLASS_COUNT of them */
 	COUNTER_COUNT = COUNTER_HIT0 + HIT_CLASS_COUNT,
 };

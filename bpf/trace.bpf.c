@@ -149,6 +149,15 @@ static __always_inline void count(enum trace_counter which)
 		__sync_fetch_and_add(&c->values[which], 1);
 }
 
+static __always_inline void count_add(enum trace_counter which, __u64 v)
+{
+	__u32 zero = 0;
+	struct trace_counters *c = bpf_map_lookup_elem(&trace_counters, &zero);
+
+	if (c && which < COUNTER_COUNT)
+		__sync_fetch_and_add(&c->values[which], v);
+}
+
 /*
  * DWARF x86-64 register numbers (the analyzer's self_reg). Read through the offset,
  * as libbpf's usdt.bpf.h does: clang folds a switch of ctx->reg loads into a variable

@@ -32,11 +32,19 @@ struct {
 	__type(value, __u32);
 } dyn_vtables SEC(".maps");
 
-/* A task header's vtable (run-time address) -> its task type. */
+/* A task header's vtable (run-time address) -> its task type (task_info.type). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* sized by user space: the model's task types */
 	__type(key, __u64);
+	__type(value, __u32);
+} task_vtables SEC(".maps");
+
+/* A task type (the model's task_types index) -> how to read its tree. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by user space: the model's task types */
+	__type(key, __u32);
 	__type(value, struct task_info);
 } task_infos SEC(".maps");
 
@@ -48,19 +56,107 @@ struct {
 	__type(value, struct task_tree_record);
 } task_scratch SEC(".maps");
 
+/*
+ * Copies of the task's bytes (per CPU), so that most reads of a walk are not one
+ * bpf_probe_read_user each: that helper costs about as much as a walk step, more
+ * where the kernel's usercopy hardening looks the destination up (BPF's private
+ * stacks are per-CPU memory). Region 0: the header through the end of its root
+ * future (or a boxed root), read once per walk; most of a tree lives inline there.
+ * Region 1: a future outside it (behind a Box or a dyn pointer), read when the walk
+ * reaches it, with the futures it holds inline.
+ */
+struct task_cache {
+	__u64 base[2], len[2];
+	__u8 root[TASK_TREE_CACHE];
+	__u8 node[TASK_NODE_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct task_cache);
+} task_cache SEC(".maps");
+
+static __always_inline struct task_cache *cache_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&task_cache, &zero);
+}
+
+/* Copy [base, base + len) into region 0, at most its size (none if the copy fails:
+ * reads then go to memory). */
+static __always_inline void cache_fill_root(struct task_cache *tc, __u64 base, __u64 len)
+{
+	if (!tc)
+		return;
+	if (len > TASK_TREE_CACHE)
+		len = TASK_TREE_CACHE;
+	tc->base[0] = base;
+	tc->len[0] = 0;
+	tc->len[1] = 0;
+	if (len > 0 && len <= TASK_TREE_CACHE &&
+	    !bpf_probe_read_user(tc->root, len, (void *)base))
+		tc->len[0] = len;
+}
+
+static __always_inline int cache_has(const struct task_cache *tc, __u64 addr)
+{
+	return (addr >= tc->base[0] && addr - tc->base[0] < tc->len[0]) ||
+	       (addr >= tc->base[1] && addr - tc->base[1] < tc->len[1]);
+}
+
+/* A future at addr of size bytes, outside the copies: into region 1. */
+static __always_inline void cache_fill_node(struct task_cache *tc, __u64 addr, __u64 len)
+{
+	if (!tc || !len || cache_has(tc, addr))
+		return;
+	if (len > TASK_NODE_CACHE)
+		len = TASK_NODE_CACHE;
+	tc->base[1] = addr;
+	tc->len[1] = 0;
+	if (len > 0 && len <= TASK_NODE_CACHE &&
+	    !bpf_probe_read_user(tc->node, len, (void *)addr))
+		tc->len[1] = len;
+}
+
+/* 8 bytes at addr (little-endian), from a copy when they are all in it. */
+static __always_inline __u64 read_u64(const struct task_cache *tc, __u64 addr)
+{
+	__u64 v = 0, off;
+
+	if (tc && addr >= tc->base[0]) {
+		off = addr - tc->base[0];
+		if (off + 8 <= tc->len[0] && off <= TASK_TREE_CACHE - 8) {
+			__builtin_memcpy(&v, &tc->root[off], sizeof(v));
+			return v;
+		}
+	}
+	if (tc && addr >= tc->base[1]) {
+		off = addr - tc->base[1];
+		if (off + 8 <= tc->len[1] && off <= TASK_NODE_CACHE - 8) {
+			__builtin_memcpy(&v, &tc->node[off], sizeof(v));
+			return v;
+		}
+	}
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
 /* A little-endian unsigned discriminant of size 1, 2, 4 or 8: one read, masked (no
  * branch per size: the verifier walks every branch of every step). */
-static __always_inline __u64 read_discr(__u64 addr, __u8 size)
+static __always_inline __u64 read_discr(const struct task_cache *tc, __u64 addr, __u8 size)
 {
-	__u64 v = 0;
+	__u64 v = read_u64(tc, addr);
 
-	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
 	return size >= 8 ? v : v & ((1ULL << ((size & 7) * 8)) - 1);
 }
 
-static __always_inline int cond_holds_at(__u64 base, const struct tree_cond_spec *c)
+static __always_inline int cond_holds_at(const struct task_cache *tc, __u64 base,
+					 const struct tree_cond_spec *c)
 {
-	__u64 v = read_discr(base + c->offset, c->size);
+	__u64 v = read_discr(tc, base + c->offset, c->size);
 	int in = v >= c->lo && v <= c->hi;
 
 	return c->kind ? !in : in;
@@ -71,8 +167,8 @@ static __always_inline int cond_holds_at(__u64 base, const struct tree_cond_spec
  * dyn child, *child from its vtable; 0 when a condition does not hold, a pointer is
  * null, or a dyn vtable is unknown (*unknown_dyn set).
  */
-static __always_inline int follow(const struct tree_slot_spec *s, __u64 addr, __u64 *to,
-				  __s32 *child, int *unknown_dyn)
+static __always_inline int follow(const struct task_cache *tc, const struct tree_slot_spec *s,
+				  __u64 addr, __u64 *to, __s32 *child, int *unknown_dyn)
 {
 	__u64 a = addr;
 
@@ -80,22 +176,22 @@ static __always_inline int follow(const struct tree_slot_spec *s, __u64 addr, __
 	for (int i = 0; i <= TASK_TREE_STEPS; i++) {
 		for (int k = 0; k < TASK_TREE_CONDS; k++)
 			if (k < s->nr_conds && s->conds[k].at_step == i &&
-			    !cond_holds_at(a, &s->conds[k]))
+			    !cond_holds_at(tc, a, &s->conds[k]))
 				return 0;
 		if (i >= s->nr_steps || i >= TASK_TREE_STEPS)
 			break;
 		a += s->steps[i].offset;
 		if (s->steps[i].deref) {
-			a = read_user_uint(a, 8);
+			a = read_u64(tc, a);
 			if (!a)
 				return 0;
 		}
 	}
 	if (s->dyn) {
-		__u64 vt = read_user_uint(a + s->dyn_vtable, 8);
+		__u64 vt = read_u64(tc, a + s->dyn_vtable);
 		__u32 *f = vt ? bpf_map_lookup_elem(&dyn_vtables, &vt) : NULL;
 
-		a = read_user_uint(a + s->dyn_data, 8);
+		a = read_u64(tc, a + s->dyn_data);
 		if (!a)
 			return 0;
 		if (!f) {
@@ -120,10 +216,11 @@ static long walk_step(__u64 i, void *data)
 {
 	struct walk_ctx *c = data;
 	struct task_tree_record *r = c->r;
+	struct task_cache *tc = cache_get();
 	struct task_tree_node *n, *k;
 	const struct tree_node_spec *ns;
 	const struct tree_slot_spec *ss;
-	__u32 idx, nr = r->nr_nodes, key;
+	__u32 idx, nr = r->nr_nodes, key, cur;
 	__u64 to = 0;
 	__s32 child = -1;
 	int unknown_dyn = 0;
@@ -138,8 +235,10 @@ static long walk_step(__u64 i, void *data)
 			n->flags |= n->future >= 0 ? TASK_NODE_NO_LAYOUT : 0;
 			goto next_node;
 		}
+		/* its bytes at once, unless it is inline in what was copied */
+		cache_fill_node(tc, n->addr, ns->size);
 		if (ns->has_discr) {
-			n->discr = read_discr(n->addr + ns->discr_offset, ns->discr_size);
+			n->discr = read_discr(tc, n->addr + ns->discr_offset, ns->discr_size);
 			if (n->discr > ns->discr_max) {
 				n->flags |= TASK_NODE_BAD_STATE;
 				goto next_node;
@@ -154,9 +253,15 @@ static long walk_step(__u64 i, void *data)
 	if (!ns || c->slot >= ns->nr_slots)
 		goto next_node;
 	idx = ns->first_slot + c->slot;
+	cur = c->node;
 	c->slot++;
+	/* the node's last slot: the next step expands the next node (one step fewer) */
+	if (c->slot >= ns->nr_slots) {
+		c->node++;
+		c->slot = 0;
+	}
 	ss = bpf_map_lookup_elem(&tree_slots, &idx);
-	if (!ss || !follow(ss, n->addr, &to, &child, &unknown_dyn))
+	if (!ss || !follow(tc, ss, n->addr, &to, &child, &unknown_dyn))
 		return 0;
 	/* a (future, address) pair kept once: cycles, two slots reaching one future */
 	for (__u32 j = 0; j < TASK_TREE_MAX_NODES; j++) {
@@ -173,10 +278,10 @@ static long walk_step(__u64 i, void *data)
 	k->addr = to;
 	k->discr = 0;
 	k->future = child;
-	k->parent = (__s8)c->node;
+	k->parent = (__s8)cur;
 	k->depth = n->depth + 1;
 	k->flags = unknown_dyn ? TASK_NODE_UNKNOWN_DYN : 0;
-	k->slot = (__u8)(c->slot - 1);
+	k->slot = (__u8)(idx - ns->first_slot);
 	r->nr_nodes = nr + 1;
 	return 0;
 next_node:
@@ -186,14 +291,15 @@ next_node:
 }
 
 /* Is the task's future there (task_info.live)? Out of the header's bytes. */
-static __always_inline int task_future_live(const struct task_info *ti, __u64 fut)
+static __always_inline int task_future_live(const struct task_cache *tc, const struct task_info *ti,
+					    __u64 fut)
 {
 	for (int k = 0; k < TASK_TREE_CONDS; k++) {
 		__u64 v, in;
 
 		if (k >= ti->nr_live)
 			break;
-		v = read_discr(fut + (__s64)ti->live[k].offset, ti->live[k].size);
+		v = read_discr(tc, fut + (__s64)ti->live[k].offset, ti->live[k].size);
 		in = v >= ti->live[k].lo && v <= ti->live[k].hi;
 		if (ti->live[k].kind ? in : !in)
 			return 0;
@@ -206,13 +312,15 @@ static __always_inline int task_future_live(const struct task_info *ti, __u64 fu
  * A global function: the verifier checks it once, not at each call. 0, or -1 without
  * a scratch record.
  */
-__noinline int fill_task_tree(__u64 header, __u32 rt)
+__noinline int fill_task_tree(__u64 header, __u32 rt, __u32 type)
 {
 	__u32 zero = 0;
 	struct task_tree_record *r = bpf_map_lookup_elem(&task_scratch, &zero);
-	struct task_info *ti;
+	struct task_cache *tc = cache_get();
+	struct task_info *ti = NULL;
 	struct walk_ctx c = {};
 	__u64 vt = 0, fut;
+	__u32 *t;
 
 	if (!r)
 		return -1;
@@ -223,20 +331,31 @@ __noinline int fill_task_tree(__u64 header, __u32 rt)
 	r->info = ~0u;
 	r->cut_nodes = 0;
 	r->cut_depth = 0;
-	bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt & 3]));
-	ti = vt ? bpf_map_lookup_elem(&task_infos, &vt) : NULL;
-	if (!ti) {
+	/* the type its entry probe was planned for; else (a function several types
+	 * share) the one its header's vtable names */
+	if (type == ~0u) {
+		bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt & 3]));
+		t = vt ? bpf_map_lookup_elem(&task_vtables, &vt) : NULL;
+		type = t ? *t : ~0u;
+	}
+	if (type != ~0u)
+		ti = bpf_map_lookup_elem(&task_infos, &type);
+	if (!ti || !ti->known) {
 		r->flags |= TASK_TREE_UNKNOWN_TYPE;
 		return 0;
 	}
 	r->info = ti->type;
 	fut = header + ti->future_offset;
-	if (!task_future_live(ti, fut)) {
+	/* the header through the end of an inline root, or the pointer to a boxed one */
+	cache_fill_root(tc, header, (__u64)ti->future_offset + (ti->boxed ? 8 : ti->root_size));
+	if (!task_future_live(tc, ti, fut)) {
 		r->flags |= TASK_TREE_GONE;
 		return 0;
 	}
-	if (ti->boxed)
-		fut = read_user_uint(fut, 8);
+	if (ti->boxed) {
+		fut = read_u64(tc, fut);
+		cache_fill_root(tc, fut, ti->root_size);
+	}
 	if (!fut) {
 		r->flags |= TASK_TREE_GONE;
 		return 0;
@@ -256,11 +375,12 @@ __noinline int fill_task_tree(__u64 header, __u32 rt)
 	return 0;
 }
 
-static __always_inline struct task_tree_record *read_task_tree(__u64 header, __u32 rt)
+static __always_inline struct task_tree_record *read_task_tree(__u64 header, __u32 rt,
+								 __u32 type)
 {
 	__u32 zero = 0;
 
-	if (fill_task_tree(header, rt))
+	if (fill_task_tree(header, rt, type))
 		return NULL;
 	return bpf_map_lookup_elem(&task_scratch, &zero);
 }
@@ -346,7 +466,7 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	t->start_ns = now;
 	t->offcpu_at_entry = st->offcpu_ns;
 	t->spec = spec_index;
-	t->info = 0;
+	t->info = spec->poll; /* its task type, ~0 when the function is shared */
 	st->nr_tasks = n + 1;
 	/* no tree here: a task's tree changes only while it is polled, so the tree its
 	 * last poll ended with is the one this poll starts with (user space keeps it) */
@@ -373,10 +493,13 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 		return;
 	}
 	st->nr_tasks = n - 1;
-	r = read_task_tree(t->header, spec->future);
+	r = read_task_tree(t->header, spec->future, t->info);
 	if (r)
 		send_tree(r, TASK_PHASE_END, pid_tgid, t->start_ns, now,
 			  st->offcpu_ns - t->offcpu_at_entry, n - 1);
+	/* the tree's walk is the part of this program a hit's measured cost leaves out */
+	count(COUNTER_TREES);
+	count_add(COUNTER_TREE_NS, bpf_ktime_get_ns() - now);
 }
 
 #endif

@@ -33,6 +33,7 @@
 #include "trace/trace_summary.h"
 #include "trace/top.h"
 #include "trace/tracer.h"
+#include "trace/wake_sampler.h"
 
 /* Everything one run holds, freed in one place. */
 struct trace_run {
@@ -46,6 +47,7 @@ struct trace_run {
 	struct trace_summary sum;
 	struct trace_consumer *consumer;
 	struct tracer *t;
+	struct wake_sampler *ws; /* the wake probes, attached part of the time */
 	struct ring_buffer *rb;
 	struct rb_budget budget;
 	struct trace_run_totals totals;
@@ -268,6 +270,14 @@ static int resolve_woken(void *ctx, uint8_t runtime, uint64_t header, uint64_t v
 	return tracer__resolve_woken(ctx, runtime, header, vtable, self);
 }
 
+/* The share of the time the wake probes are attached (--wake-sample, its default). */
+static double wake_fraction(const struct trace_run *r)
+{
+	if (r->a->wake_sample > 0)
+		return r->a->wake_sample;
+	return r->plan.task_mode ? WAKE_SAMPLE_DEFAULT : 1;
+}
+
 /* The consumer, the BPF side loaded and attached, the ring buffer. An exit status. */
 static int start_tracer(struct trace_run *r)
 {
@@ -282,6 +292,7 @@ static int start_tracer(struct trace_run *r)
 	    .verbose = a->verbose,
 	    .blocking = !a->no_blocking,
 	    .stats_only = a->top,
+	    .wakes_apart = r->plan.nr_wakes && wake_fraction(r) < 1,
 	};
 	struct trace_sinks sinks;
 	char err[1024] = "";
@@ -309,6 +320,14 @@ static int start_tracer(struct trace_run *r)
 		return e == -ESRCH		     ? EXIT_NO_INPUT
 		       : e == -EPERM || e == -EACCES ? EXIT_NO_PERMISSION
 						     : EXIT_KERNEL;
+	}
+	if (tracer__wakes_apart(r->t)) {
+		r->ws = wake_sampler__new(tracer__prog_fd(r->t), o.path, o.pid, &r->plan,
+					  wake_fraction(r), WAKE_SAMPLE_PERIOD_NS);
+		if (!r->ws) {
+			pr_warn("trace: out of memory\n");
+			return EXIT_FAILURE_INTERNAL;
+		}
 	}
 	r->budget = (struct rb_budget){.fn = trace_consumer__handle, .ctx = r->consumer};
 	r->rb = ring_buffer__new(tracer__ringbuf_fd(r->t), rb_budget__sample, &r->budget, NULL);
@@ -343,6 +362,13 @@ static int start_tracer(struct trace_run *r)
 }
 
 /* ---- the stop loop's hooks ---- */
+
+static uint64_t hook_pulse(void *ctx, uint64_t now)
+{
+	struct trace_run *r = ctx;
+
+	return wake_sampler__pulse(r->ws, now);
+}
 
 static uint32_t hook_execs(void *ctx)
 {
@@ -407,6 +433,8 @@ static void hook_top(void *ctx, uint64_t now, uint64_t start)
 	/* the tracer's own cost over the interval (trace_cost.h) */
 	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
 		cost.hits[k] = counters[COUNTER_HIT0 + k] - r->top_prev_counters[COUNTER_HIT0 + k];
+	cost.trees = counters[COUNTER_TREES] - r->top_prev_counters[COUNTER_TREES];
+	cost.tree_ns = counters[COUNTER_TREE_NS] - r->top_prev_counters[COUNTER_TREE_NS];
 	cost.target_cpu_ns =
 	    cpu >= 0 && r->top_prev_cpu >= 0 && cpu >= r->top_prev_cpu ? cpu - r->top_prev_cpu : -1;
 	share = tracer_cost__share(&cost);
@@ -478,6 +506,11 @@ static void stop_tracer(struct trace_run *r)
 	    r->switches_start && !sysfacts__process_switches((int)session__pid(r->s), &vol, &invol);
 
 	r->detach_ns = sysfacts__now_ns();
+	if (r->ws) {
+		wake_sampler__stop(r->ws, r->detach_ns);
+		wake_sampler__stats(r->ws, &r->sum.wake_sample);
+		r->sum.wakes_sampled = true;
+	}
 	tracer__detach(r->t);
 	pr_info("trace: detached %" PRIu64 " probes in %.1f ms\n", tracer__probes_attached(r->t),
 		(double)(sysfacts__now_ns() - r->detach_ns) / 1e6);
@@ -511,10 +544,14 @@ static void stop_tracer(struct trace_run *r)
 	t->stack_overflow = counters[COUNTER_STACK_OVERFLOW];
 	t->no_storage = counters[COUNTER_NO_STORAGE];
 	t->hits = counters[COUNTER_HITS];
+	t->task_trees = counters[COUNTER_TREES];
+	t->task_dropped = counters[COUNTER_TASK_DROPPED];
 	/* the tracer's own cost: its hits by class at the cost measured at start */
 	t->cost.hits_known = counters_read;
 	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
 		t->cost.hits[k] = counters[COUNTER_HIT0 + k];
+	t->cost.trees = counters[COUNTER_TREES];
+	t->cost.tree_ns = counters[COUNTER_TREE_NS];
 	t->cost.per_hit = r->sum.costs;
 	t->cost.target_cpu_ns =
 	    r->cpu_start >= 0 && cpu_end >= r->cpu_start ? cpu_end - r->cpu_start : -1;
@@ -552,6 +589,7 @@ static void trace_run__free(struct trace_run *r)
 {
 	free(r->top_prev);
 	ring_buffer__free(r->rb);
+	wake_sampler__free(r->ws);
 	tracer__free(r->t);
 	trace_consumer__free(r->consumer);
 	trace_files__free(&r->files);
@@ -573,7 +611,11 @@ int trace__run(const struct trace_args *a)
 				  .duration = a->duration};
 	struct trace_run r = {.a = a, .cpu_start = -1};
 	struct session_hooks hooks = {
-	    .exec_count = hook_execs, .should_stop = hook_full, .tick = hook_status, .ctx = &r};
+	    .exec_count = hook_execs,
+	    .should_stop = hook_full,
+	    .tick = hook_status,
+	    .pulse = hook_pulse,
+	    .ctx = &r};
 	struct termios raw, saved;
 	bool keys = a->top && !a->batch && isatty(STDIN_FILENO) && !tcgetattr(STDIN_FILENO, &saved);
 

@@ -54,6 +54,9 @@ const char trace_usage[] =
     "      --max-probes N     refuse more than N probes (default 20000; 0: no limit)\n"
     "      --no-wakes         do not probe the runtimes' wake functions (who woke a\n"
     "                         task, its scheduling delay: on by default)\n"
+    "      --wake-sample PCT  wake probes attached PCT%% of each second (default 10 in\n"
+    "                         task mode, 100 otherwise): delays from a sample of the\n"
+    "                         wakes at a fraction of the cost\n"
     "      --no-cancel        do not probe drop_in_place of the selected futures\n"
     "                         (cancellations: on by default)\n"
     "      --no-blocking      do not watch the target's threads go off-CPU inside polls\n"
@@ -141,6 +144,18 @@ static int parse_number_option(int c, const char *arg, struct trace_args *a)
 			return EXIT_USAGE;
 		}
 		return EXIT_OK;
+	case 'P': {
+		char *end;
+		double pct = strtod(arg, &end);
+
+		if (end == arg || *end || !(pct >= 1 && pct <= 100)) {
+			pr_warn("trace: --wake-sample takes a percentage from 1 to 100, not '%s'\n",
+				arg);
+			return EXIT_USAGE;
+		}
+		a->wake_sample = pct / 100;
+		return EXIT_OK;
+	}
 	case 'M':
 		if (parse_count(arg, 0, ULONG_MAX, &a->max_probes)) {
 			pr_warn("trace: --max-probes takes a number (0: no limit), not '%s'\n",
@@ -178,6 +193,7 @@ static int parse_option(int c, const char *arg, struct trace_args *a)
 	case 'd':
 	case 'R':
 	case 'M':
+	case 'P':
 	case 'Z':
 	case 'G': return parse_number_option(c, arg, a);
 	case 'w': a->whitelist = arg; break;
@@ -220,6 +236,10 @@ static int check_combination(const struct trace_args *a)
 		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
 		return EXIT_USAGE;
 	}
+	if (a->wake_sample > 0 && a->no_wakes) {
+		pr_warn("trace: --wake-sample and --no-wakes contradict each other\n");
+		return EXIT_USAGE;
+	}
 	if (a->ring && (!a->max_size || a->max_size / a->ring < (64u << 10))) {
 		pr_warn("trace: --ring %lu needs --max-size of at least 64K per file\n", a->ring);
 		return EXIT_USAGE;
@@ -255,6 +275,7 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"no-blocking", no_argument, NULL, 'B'},
 	    {"no-cancel", no_argument, NULL, 'K'},
 	    {"no-wakes", no_argument, NULL, 'W'},
+	    {"wake-sample", required_argument, NULL, 'P'},
 	    {"tasks", no_argument, NULL, 'Q'},
 	    {"block-threshold", required_argument, NULL, 'b'},
 	    {"all-crates", no_argument, NULL, 'a'},

@@ -355,7 +355,7 @@ static enum session_stop loop(struct session *s, struct ring_buffer *rb, struct 
 
 	if (h->tick_always && !h->tick)
 		return SESSION_STOP_ERROR;
-	uint64_t last_tick = s->start_ns;
+	uint64_t last_tick = s->start_ns, due = h->pulse ? h->pulse(h->ctx, s->start_ns) : 0;
 
 	/* an exec between the analysis and the attach of the exec probe shows here */
 	if (!s->launched && !same_executable(s->exe_fd, s->pid))
@@ -364,8 +364,14 @@ static enum session_stop loop(struct session *s, struct ring_buffer *rb, struct 
 		/* launch mode, until the command's exec: short rounds, so that the hooks
 		 * see it (and what depends on its mappings) within a millisecond */
 		bool before_exec = s->launched && h->exec_count && !h->exec_count(h->ctx);
-		int n = poll(fds, s->pidfd >= 0 ? 2 : 1, before_exec ? 1 : 100);
-		uint64_t now;
+		uint64_t now = sysfacts__now_ns();
+		int timeout = before_exec ? 1 : 100;
+
+		if (due && due > now && (due - now) / 1000000 < (uint64_t)timeout)
+			timeout = (int)((due - now + 999999) / 1000000);
+		else if (due && due <= now)
+			timeout = 0;
+		int n = poll(fds, s->pidfd >= 0 ? 2 : 1, timeout);
 
 		if (n < 0 && errno != EINTR)
 			return SESSION_STOP_ERROR;
@@ -378,6 +384,8 @@ static enum session_stop loop(struct session *s, struct ring_buffer *rb, struct 
 		if (h->should_stop && h->should_stop(h->ctx))
 			return SESSION_STOP_HOOK;
 		now = sysfacts__now_ns();
+		if (h->pulse && due && now >= due)
+			due = h->pulse(h->ctx, now);
 		if (s->o.duration > 0 && (double)(now - s->start_ns) >= s->o.duration * 1e9)
 			return SESSION_STOP_DURATION;
 		if ((tty || h->tick_always) &&

@@ -102,6 +102,9 @@ struct session_hooks {
 	void (*tick)(void *ctx, uint64_t now_ns, uint64_t start_ns);
 	uint64_t tick_ns; /* 0: a second */
 	bool tick_always;
+	/* every round: work due at given times (CLOCK_MONOTONIC ns); returns when it is
+	 * next due (the loop wakes up by then), 0 for nothing */
+	uint64_t (*pulse)(void *ctx, uint64_t now_ns);
 	void *ctx;
 };
 

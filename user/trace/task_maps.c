@@ -46,6 +46,7 @@ void task_maps__node(const struct model *m, uint32_t i, struct tree_node_spec *o
 	out->discr_max = t->discr_max;
 	out->first_slot = t->first_slot;
 	out->nr_slots = t->nr_slots;
+	out->size = m->futures[i].size > UINT32_MAX ? UINT32_MAX : (__u32)m->futures[i].size;
 }
 
 void task_maps__slot(const struct model *m, uint32_t i, struct tree_slot_spec *out)
@@ -95,7 +96,11 @@ bool task_maps__info(const struct model *m, uint32_t i, struct task_info *out)
 	out->root_future = (__u32)t->future;
 	out->future_offset = (__u32)t->future_offset;
 	out->type = i;
+	out->known = 1;
 	out->boxed = t->boxed;
+	out->root_size = m->futures[t->future].size > UINT32_MAX
+			     ? UINT32_MAX
+			     : (__u32)m->futures[t->future].size;
 	out->runtime = t->runtime;
 	out->nr_live = t->live_cut ? 0 : t->nr_live_conds;
 	for (uint32_t k = 0; k < out->nr_live; k++) {
@@ -129,13 +134,17 @@ int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m)
 	return 0;
 }
 
-int task_maps__fill_addresses(int infos_fd, int dyn_fd, const struct model *m, uint64_t bias)
+int task_maps__fill_addresses(int infos_fd, int vtables_fd, int dyn_fd, const struct model *m,
+			      uint64_t bias)
 {
 	for (uint32_t i = 0; i < m->nr_task_types; i++) {
 		struct task_info ti;
 		__u64 key = m->task_types[i].vtable + bias;
 
-		if (task_maps__info(m, i, &ti) && bpf_map_update_elem(infos_fd, &key, &ti, BPF_ANY))
+		if (!task_maps__info(m, i, &ti))
+			continue; /* its slot stays zero: not known */
+		if (bpf_map_update_elem(infos_fd, &i, &ti, BPF_ANY) ||
+		    bpf_map_update_elem(vtables_fd, &key, &i, BPF_ANY))
 			return -errno;
 	}
 	for (uint32_t i = 0; i < m->nr_vtables; i++) {

@@ -28,7 +28,9 @@ bool task_maps__info(const struct model *m, uint32_t i, struct task_info *out);
 
 /* Fill tree_nodes and tree_slots (map fds). 0 or -errno. */
 int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m);
-/* Fill task_infos and dyn_vtables with the executable's load bias. 0 or -errno. */
-int task_maps__fill_addresses(int infos_fd, int dyn_fd, const struct model *m, uint64_t bias);
+/* Fill task_infos (by type), task_vtables and dyn_vtables (with the executable's load
+ * bias). 0 or -errno. */
+int task_maps__fill_addresses(int infos_fd, int vtables_fd, int dyn_fd, const struct model *m,
+			      uint64_t bias);
 
 #endif

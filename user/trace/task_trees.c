@@ -55,12 +55,33 @@ static bool has_state(const struct model *m, int32_t f)
 	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].has_state;
 }
 
-static int32_t find(const struct task_tree *t, int32_t future, uint64_t addr)
+/*
+ * Which node of the end tree each start node is (match[i], -1 if none): the same
+ * future at the same address, held by the same parent in the same slot. The slot
+ * matters: two awaits of one async fn hold two instances, even at one address (an
+ * awaitee is placed where the previous one was), so a future awaited at another
+ * await point is another instance.
+ */
+static void match_nodes(const struct task_tree *start, const struct task_tree *end,
+			int32_t *match)
 {
-	for (uint32_t i = 0; t && i < t->nr; i++)
-		if (t->nodes[i].future == future && t->nodes[i].addr == addr)
-			return (int32_t)i;
-	return -1;
+	for (uint32_t i = 0; start && i < start->nr && i < TASK_TREE_MAX_NODES; i++) {
+		const struct task_tree_node *n = &start->nodes[i];
+
+		match[i] = -1;
+		for (uint32_t j = 0; end && j < end->nr; j++) {
+			const struct task_tree_node *k = &end->nodes[j];
+
+			if (k->future != n->future || k->addr != n->addr ||
+			    (n->parent < 0) != (k->parent < 0))
+				continue;
+			if (n->parent >= 0 &&
+			    (k->slot != n->slot || match[n->parent] != (int32_t)k->parent))
+				continue;
+			match[i] = (int32_t)j;
+			break;
+		}
+	}
 }
 
 /* k of Suspend<k> for a compiler future's __state; -1 otherwise */
@@ -77,6 +98,8 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		     const struct task_tree *end, struct task_poll *out)
 {
 	uint8_t fate[TASK_TREE_MAX_NODES];
+	int32_t match[TASK_TREE_MAX_NODES];
+	bool matched[TASK_TREE_MAX_NODES] = {false};
 	/* gone: the task's future is no longer there, or the task itself (its header's
 	 * vtable no task type's any more: the runtime freed it inside the poll, which it
 	 * does to a task that completed) */
@@ -86,11 +109,12 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 
 	out->nr_events = 0;
 	out->completed = gone;
+	match_nodes(start, gone ? NULL : end, match);
 	/* the start tree's futures, parents first: a parent's fate is known first */
 	for (uint32_t i = 0; start && i < start->nr && i < TASK_TREE_MAX_NODES; i++) {
 		const struct task_tree_node *n = &start->nodes[i];
 		struct task_future_event *e = &out->events[out->nr_events++];
-		int32_t at = end && !gone ? find(end, n->future, n->addr) : -1;
+		int32_t at = match[i];
 
 		*e = (struct task_future_event){
 		    .future = n->future,
@@ -101,18 +125,22 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		    .discr = n->discr,
 		};
 		if (at >= 0) {
+			matched[at] = true;
 			e->fate = TASK_FUTURE_PENDING;
 			e->discr = end->nodes[at].discr;
 			e->await_index = await_of(m, n->future, e->discr);
+			/* an async fn back at an earlier await: a loop inside it, or a new
+			 * instance in the old one's place (its Ready unseen) */
+			e->went_back = e->await_index >= 0 && await_of(m, n->future, n->discr) >
+								      e->await_index;
 		} else if (!end) {
 			e->fate = TASK_FUTURE_ENDED; /* the poll's exit was never seen */
 		} else if (n->parent < 0) {
 			/* the task's future: gone means the task returned Ready */
 			e->fate = gone ? TASK_FUTURE_READY : TASK_FUTURE_ENDED;
 		} else {
-			const struct task_tree_node *p = &start->nodes[n->parent];
-			int32_t pat = gone ? -1 : find(end, p->future, p->addr);
-			bool compiler = has_state(m, p->future);
+			int32_t pat = match[n->parent];
+			bool compiler = has_state(m, start->nodes[n->parent].future);
 
 			if (pat >= 0) /* its awaiter stayed: a compiler one moved past it */
 				e->fate = compiler && end->nodes[pat].discr != STATE_PANICKED_VALUE
@@ -126,11 +154,10 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		fate[i] = e->fate;
 	}
 	/* futures only in the end tree: started in this poll, pending now */
-	for (uint32_t i = 0; end && !gone && i < end->nr; i++) {
+	for (uint32_t i = 0; end && !gone && i < end->nr && i < TASK_TREE_MAX_NODES; i++) {
 		const struct task_tree_node *n = &end->nodes[i];
 
-		if (find(start, n->future, n->addr) >= 0 ||
-		    out->nr_events >= 2 * TASK_TREE_MAX_NODES)
+		if (matched[i] || out->nr_events >= 2 * TASK_TREE_MAX_NODES)
 			continue;
 		out->events[out->nr_events++] = (struct task_future_event){
 		    .future = n->future,

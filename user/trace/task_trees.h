@@ -14,7 +14,7 @@
  *    gone (the task returned Ready) and it was on the path to the root;
  *  - ended: it left the tree and the trees cannot say how (its parent is a
  *    hand-written future, which may have dropped it: a select!'s losing branch, a
- *    timeout's inner future). --deep's drop probes tell these apart.
+ *    timeout's inner future). Per-future tracing's drop probes tell these apart.
  * Per-future durations are not in the trees: a task poll has one duration.
  */
 #ifndef ASYNCBPF_TRACE_TASK_TREES_H
@@ -56,6 +56,7 @@ struct task_future_event {
 	uint8_t fate;	     /* enum task_future_fate */
 	int32_t await_index; /* PENDING compiler future: k of its Suspend<k>; else -1 */
 	uint64_t discr;	     /* its state at the end (PENDING) or start (else) */
+	bool went_back;	     /* PENDING async fn at an earlier await than at the start */
 };
 
 /* One task poll: both trees and what happened to each future. */

@@ -65,7 +65,7 @@ uint64_t tracer_cost__per_hit(const struct tracer_cost *c, enum hit_class k)
 
 uint64_t tracer_cost__stall_ns(const struct tracer_cost *c)
 {
-	uint64_t ns = 0;
+	uint64_t ns = c->tree_ns;
 
 	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
 		ns += c->hits[k] * per_hit(c, (enum hit_class)k, false);
@@ -79,7 +79,7 @@ uint64_t tracer_cost__class_ns(const struct tracer_cost *c, enum hit_class k)
 
 uint64_t tracer_cost__total_ns(const struct tracer_cost *c)
 {
-	uint64_t ns = 0;
+	uint64_t ns = c->tree_ns; /* measured, not estimated */
 
 	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
 		ns += tracer_cost__class_ns(c, (enum hit_class)k);
@@ -161,6 +161,9 @@ void tracer_cost__print(const struct tracer_cost *c, FILE *out)
 				(double)tracer_cost__class_ns(c, (enum hit_class)k) / 1e6);
 		fputs("\n", out);
 	}
+	if (c->trees)
+		fprintf(out, "  %-13s %-15s %12" PRIu64 " %9" PRIu64 " %10.1f\n", "task trees",
+			"read in BPF", c->trees, c->tree_ns / c->trees, (double)c->tree_ns / 1e6);
 	if (!any)
 		fprintf(out, "  no probe hit\n");
 	if (!c->per_hit.measured) {

@@ -27,6 +27,7 @@ struct tracer_cost {
 	uint64_t offcpu, offcpu_ns;	/* off-CPU intervals inside the probes' handling */
 	uint64_t duration_ns;		/* of the run */
 	bool stats_only;		/* top: no records (no ring buffer, no consumer) */
+	uint64_t trees, tree_ns;	/* task mode: trees read in BPF, time measured there */
 };
 
 /* "entry", "exit", "wake", "drop"; "emulated", "single-stepped", "return". */

@@ -148,6 +148,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	    (r = bpf_map__set_max_entries(skel->maps.tree_slots, task_maps__nr_slots(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.dyn_vtables, task_maps__nr_dyn(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.task_infos, task_maps__nr_infos(t->m))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.task_vtables, task_maps__nr_infos(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
@@ -295,15 +296,28 @@ static int attach_perf(struct tracer *t, const struct trace_plan *plan, const st
 	return 0;
 }
 
+/* A wake probe the caller attaches part of the time (tracer_opts.wakes_apart). */
+static bool apart(const struct tracer *t, const struct poll_spec *spec)
+{
+	return t->o.wakes_apart && (spec->kind & PROBE_WAKE);
+}
+
+bool tracer__wakes_apart(const struct tracer *t)
+{
+	return t->multi && t->o.wakes_apart;
+}
+
 /* The plan's probes of one kind (uretprobes or not) through one uprobe_multi link. */
 static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 			     const struct tracer_opts *o, bool ret)
 {
-	uint32_t n = ret ? plan->nr_returns : plan->nr - plan->nr_returns, k = 0;
+	uint32_t n = 0, k = 0;
 	unsigned long *offsets;
 	__u64 *cookies;
 	int fd;
 
+	for (uint32_t i = 0; i < plan->nr; i++)
+		n += plan->returns[i] == ret && !apart(t, &plan->specs[i]);
 	if (!n)
 		return -ENODATA;
 	offsets = calloc(n, sizeof(*offsets));
@@ -314,7 +328,7 @@ static int attach_multi_kind(struct tracer *t, const struct trace_plan *plan,
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < plan->nr; i++)
-		if (plan->returns[i] == ret) {
+		if (plan->returns[i] == ret && !apart(t, &plan->specs[i])) {
 			offsets[k] = plan->offsets[i];
 			cookies[k++] = plan->cookies[i];
 		}
@@ -443,6 +457,7 @@ int tracer__fill_wake_types(struct tracer *t)
 	}
 	if (t->task_mode && !t->tasks_filled) {
 		if ((r = task_maps__fill_addresses(bpf_map__fd(t->skel->maps.task_infos),
+						   bpf_map__fd(t->skel->maps.task_vtables),
 						   bpf_map__fd(t->skel->maps.dyn_vtables), t->m,
 						   bias)))
 			return r;

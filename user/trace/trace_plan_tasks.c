@@ -17,6 +17,20 @@ static bool continuations_complete(const struct model *m, uint8_t rt)
 	return s->dispatchers && s->calls && s->complete;
 }
 
+/* Is a task entry probe already planned at offset? Then it serves every type. */
+static bool shared_fn(struct trace_plan *plan, uint64_t offset)
+{
+	bool shared = false;
+
+	for (uint32_t k = 0; k < plan->nr; k++)
+		if ((plan->specs[k].kind & PROBE_TASK_ENTRY) && plan->offsets[k] == offset &&
+		    !plan->returns[k]) {
+			plan->specs[k].poll = ~0u;
+			shared = true;
+		}
+	return shared;
+}
+
 static int add_entries(struct trace_plan *plan, const struct model *m, uint8_t rt, bool returns)
 {
 	for (uint32_t i = 0; i < m->nr_task_types; i++) {
@@ -25,8 +39,12 @@ static int add_entries(struct trace_plan *plan, const struct model *m, uint8_t r
 
 		if (tt->runtime != rt || !tt->fn_file_offset || !tt->vtable)
 			continue;
+		/* a function shared by several task types (merged identical code): one probe,
+		 * the type then read from the header's vtable at the exit */
+		if (shared_fn(plan, tt->fn_file_offset))
+			continue;
 		spec.kind = PROBE_TASK_ENTRY;
-		spec.poll = ~0u;
+		spec.poll = i; /* the task type: its task_info, without reading the vtable */
 		spec.future = rt;
 		spec.self_kind = SPEC_SELF_REG;
 		spec.self_reg = 5; /* rdi: the header, at the function's first instruction */

@@ -28,6 +28,7 @@
 #include "trace/task_trees.h"
 #include "trace/trace_tasks.h"
 #include "trace/u64_vec.h"
+#include "trace/wake_sampler.h"
 
 /* Default caps: memory stays bounded on a long run; what is past them is counted. */
 #define TRACE_SUMMARY_MAX_INSTANCES 1000000u /* live future instances tracked */
@@ -111,6 +112,7 @@ struct poll_summary {
 /* Task mode (trace_summary_tasks.c): a future type as the task polls' trees saw it. */
 struct task_future_summary {
 	uint64_t polls, started, ready, ended, pending;
+	uint64_t went_back; /* seen back at an earlier await: READY may be short */
 };
 
 /* A task type, by its root future: its task polls and tasks. */
@@ -174,6 +176,8 @@ struct trace_summary {
 	uint32_t nr_accs, cap_accs;
 	/* wake-ups (trace_summary_wake.c) */
 	bool wakes_watched;
+	bool wakes_sampled;		/* the wake probes were attached part of the time: */
+	struct wake_sample wake_sample; /* ...this part (wake_sampler.h) */
 	uint64_t wakes, wakes_unknown; /* wake records; of them, of a task of unknown type */
 	struct u64_map pending_wakes;  /* woken_self -> index in waits + 1 (0: none) */
 	struct pending_wake *waits;
@@ -189,6 +193,7 @@ struct trace_run_totals {
 	struct trace_totals totals;
 	uint64_t unprobeable_exits, unmatched_exits, stack_overflow, no_storage, bpf_records;
 	uint64_t hits;
+	uint64_t task_trees, task_dropped; /* task mode: trees made in BPF, lost (ring full) */
 	struct tracer_cost cost; /* the tracer's own (trace_cost.h) */
 	/* the kernel's context-switch counts of the target's threads over the run (those
 	 * alive at its end), -1 unknown: what the blocking counts are bounded by */
@@ -209,6 +214,9 @@ void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint6
 struct task_poll;
 void trace_summary__add_task_poll(struct trace_summary *s, const struct task_poll *p);
 void summary_tasks__print(struct trace_summary *s, FILE *out);
+/* Task mode's counts line: trees, lost trees, probes, duration. */
+void summary_tasks__print_totals(const struct trace_summary *s, const struct trace_run_totals *t,
+				 FILE *out);
 void summary_tasks__free(struct trace_summary *s);
 /* Task mode's part of --summary-json (the `task_mode` object). 0 or -ENOMEM. */
 struct cJSON;
@@ -232,6 +240,9 @@ uint64_t summary_wake__poll(struct trace_summary *s, const struct trace_poll *p,
 			    struct trace_wake *w);
 /* Wakes still waiting for a poll at the end (no poll followed while traced). */
 uint64_t summary_wake__unmatched(const struct trace_summary *s);
+/* The wake probes attached part of the time: how much (text, and JSON under wk). */
+void summary_wake__print_sample(const struct trace_summary *s, FILE *out);
+void summary_wake__json_sample(const struct trace_summary *s, struct cJSON *wk);
 void summary_wake__free(struct trace_summary *s);
 /* Whether drops are probed (--no-cancel: not). */
 void trace_summary__set_cancel(struct trace_summary *s, bool watched);

@@ -129,6 +129,8 @@ static void add_tracer_cost(cJSON *tot, const struct trace_run_totals *t)
 			add_u64(x, "ns_per_hit", tracer_cost__per_hit(c, (enum hit_class)k));
 			add_u64(x, "ns", tracer_cost__class_ns(c, (enum hit_class)k));
 		}
+	add_u64(o, "task_trees", c->trees);
+	add_u64(o, "task_trees_ns", c->tree_ns);
 	add_u64(o, "cpu_ns", tracer_cost__total_ns(c));
 	add_u64(o, "stall_ns", tracer_cost__stall_ns(c));
 	if (c->target_cpu_ns >= 0)
@@ -439,6 +441,8 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 	add_u64(tot, "no_storage", t->no_storage);
 	add_u64(tot, "bpf_records", t->bpf_records);
 	add_u64(tot, "probe_hits", t->hits);
+	add_u64(tot, "task_trees", t->task_trees);
+	add_u64(tot, "task_trees_dropped", t->task_dropped);
 	uint64_t exits, stepped = trace_summary__stepped_exits(s, &exits);
 	add_u64(tot, "exits", exits);
 	add_u64(tot, "stepped_exits", stepped);
@@ -494,6 +498,7 @@ int trace_summary__write_json(struct trace_summary *s, const struct trace_run_to
 		add_u64(wk, "records", s->wakes);
 		add_u64(wk, "unknown_task", s->wakes_unknown);
 		add_u64(wk, "unmatched", summary_wake__unmatched(s));
+		summary_wake__json_sample(s, wk);
 	}
 	cJSON *cancel = cJSON_AddObjectToObject(root, "cancellation");
 	if (cancel) {

@@ -254,6 +254,7 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 			f->ended++;
 		else
 			f->pending++;
+		f->went_back += e->went_back;
 		note_pending(t, e, e->fate == TASK_FUTURE_PENDING);
 	}
 }
@@ -296,36 +297,94 @@ static void future_name(const struct model *m, uint32_t f, char *buf, size_t len
 }
 
 /* Pending at the end, grouped by future and await: counted from the pending map. */
-static void print_pending(const struct trace_summary *s, const struct task_mode_summary *t,
-			  FILE *out)
-{
-	uint64_t *counts = calloc((size_t)s->m->nr_futures * 2 + 1, sizeof(*counts));
-	char name[256];
-	bool any = false;
+/* Futures pending when tracing stopped, by future and await point. */
+struct pending_at {
+	uint32_t future;
+	int32_t await_index; /* -1: not an async fn's await */
+	uint64_t count;
+};
 
-	if (!counts)
-		return;
+static int cmp_pending_at(const void *x, const void *y)
+{
+	const struct pending_at *a = x, *b = y;
+
+	if (a->future != b->future)
+		return a->future < b->future ? -1 : 1;
+	return a->await_index < b->await_index ? -1 : a->await_index > b->await_index;
+}
+
+/* The distinct (future, await) pairs of t->pending, sorted; NULL if none or no memory. */
+static struct pending_at *pending_groups(const struct trace_summary *s,
+					 const struct task_mode_summary *t, uint32_t *nr)
+{
+	struct pending_at *v = NULL;
+	uint32_t n = 0, cap = 0;
+
 	for (size_t i = 0; i < t->pending.nr_slots; i++) {
 		const struct key_map_slot *k = &t->pending.slots[i];
+		int32_t a = (int32_t)k->value - 1;
+		uint32_t j;
 
 		if (k->poll == UINT32_MAX || k->poll >= s->m->nr_futures)
 			continue;
-		counts[k->poll]++;
+		for (j = 0; j < n && (v[j].future != k->poll || v[j].await_index != a); j++)
+			;
+		if (j == n) {
+			if (n == cap) {
+				struct pending_at *g;
+
+				cap = cap ? cap * 2 : 16;
+				g = realloc(v, cap * sizeof(*v));
+				if (!g) {
+					free(v);
+					*nr = 0;
+					return NULL;
+				}
+				v = g;
+			}
+			v[n++] = (struct pending_at){.future = k->poll, .await_index = a};
+		}
+		v[j].count++;
 	}
-	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
-		if (!counts[f])
-			continue;
-		if (!any)
-			fprintf(out,
-				"\nfutures pending when tracing stopped (their last task poll's "
-				"tree):\n");
-		any = true;
-		future_name(s->m, f, name, sizeof(name));
-		fprintf(out, "  %" PRIu64 " x %s\n", counts[f], name);
-	}
-	if (!any)
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_pending_at);
+	*nr = n;
+	return v;
+}
+
+/* Where future f's await k is (its Suspend<k> state's line), NULL if unknown. */
+static const struct future_state *await_state(const struct model *m, uint32_t f, int32_t k)
+{
+	const struct future *fu = &m->futures[f];
+
+	for (uint32_t i = 0; k >= 0 && i < fu->nr_states; i++)
+		if (fu->states[i].kind == STATE_SUSPEND && fu->states[i].suspend_index == (uint32_t)k)
+			return &fu->states[i];
+	return NULL;
+}
+
+static void print_pending(const struct trace_summary *s, const struct task_mode_summary *t,
+			  FILE *out)
+{
+	uint32_t n;
+	struct pending_at *v = pending_groups(s, t, &n);
+	char name[256];
+
+	if (!n) {
 		fprintf(out, "\nno future pending in the trees when tracing stopped\n");
-	free(counts);
+		return;
+	}
+	fprintf(out, "\nfutures pending when tracing stopped (their task's last poll's tree):\n");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct future_state *st = await_state(s->m, v[i].future, v[i].await_index);
+
+		future_name(s->m, v[i].future, name, sizeof(name));
+		fprintf(out, "  %" PRIu64 " x %s", v[i].count, name);
+		if (st && st->file)
+			fprintf(out, " at %s:%u", st->file, st->line);
+		fputc('\n', out);
+	}
+	free(v);
 }
 
 /* Off-CPU inside task polls, per task type; BLOCKING past the threshold in one poll. */
@@ -374,7 +433,8 @@ static void print_blocking(const struct trace_summary *s, const struct task_mode
 void summary_tasks__print(struct trace_summary *s, FILE *out)
 {
 	struct task_mode_summary *t = s->tm;
-	char name[256];
+	char name[256], ready[32];
+	bool any_back = false;
 
 	if (!t) {
 		fprintf(out, "task mode: no task poll completed\n");
@@ -382,7 +442,7 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 	}
 	fprintf(out,
 		"task mode: %" PRIu64 " task polls; each future as the tasks' trees saw it "
-		"(per-future poll times need --deep or asyncbpf profile)\n",
+		"(per-future poll times: trace without --tasks, or asyncbpf profile)\n",
 		t->task_polls);
 	fprintf(out, "%9s %9s %9s %9s %9s  %s\n", "POLLS", "STARTED", "READY", "ENDED", "PENDING",
 		"FUTURE");
@@ -392,10 +452,15 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 		if (!x->polls)
 			continue;
 		future_name(s->m, f, name, sizeof(name));
-		fprintf(out,
-			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 "  %s\n",
-			x->polls, x->started, x->ready, x->ended, x->pending, name);
+		snprintf(ready, sizeof(ready), "%s%" PRIu64, x->went_back ? ">=" : "", x->ready);
+		fprintf(out, "%9" PRIu64 " %9" PRIu64 " %9s %9" PRIu64 " %9" PRIu64 "  %s\n",
+			x->polls, x->started, ready, x->ended, x->pending, name);
+		any_back |= x->went_back != 0;
 	}
+	if (any_back)
+		fprintf(out, "  >=: seen back at an earlier await of its own, as a future awaited "
+			     "in a loop is when the next one takes its place within one task "
+			     "poll; those Readys were not seen (tracing without --tasks counts every one)\n");
 	fprintf(out, "\n%9s %9s %9s %10s %10s %10s %10s %9s %10s %10s  %s\n", "TASKS", "COMPLETED",
 		"POLLS", "BUSY_MS", "P50_US", "P99_US", "MAX_US", "WAKES", "DELAY50_US",
 		"DELAY99_US", "TASK (ROOT FUTURE)");
@@ -418,8 +483,16 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 			(double)summary__percentile(r->delays.v, r->delays.nr, 50) / 1e3,
 			(double)summary__percentile(r->delays.v, r->delays.nr, 99) / 1e3, name);
 	}
+	summary_wake__print_sample(s, out);
 	print_blocking(s, t, out);
 	print_pending(s, t, out);
+	if (t->concurrent_polls)
+		fprintf(out,
+			"%" PRIu64 " task polls overlapped another thread's poll of the same task "
+			"(the runtime polled it again before this poll's exit was seen): what "
+			"changed between them is counted as one change, so STARTED and READY may "
+			"be short by up to that many\n",
+			t->concurrent_polls);
 	if (t->lost || t->cut || t->unknown_task_polls || t->untracked_tasks ||
 	    t->untracked_instances)
 		fprintf(out,
@@ -429,6 +502,25 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 			"%" PRIu64 "\n",
 			t->lost, t->cut, t->unknown_task_polls, t->untracked_tasks,
 			t->untracked_instances);
+}
+
+void summary_tasks__print_totals(const struct trace_summary *s, const struct trace_run_totals *t,
+				 FILE *out)
+{
+	const struct task_mode_summary *tm = s->tm;
+
+	fprintf(out,
+		"\ntask trees %" PRIu64 " (read in BPF), %" PRIu64 " paired, dropped %" PRIu64
+		" (ring buffer full), probes attached %" PRIu64 ", probes failed %" PRIu64
+		", duration %.3f s\n",
+		t->task_trees, tm ? tm->task_polls : 0, t->task_dropped, t->totals.probes_attached,
+		t->totals.probes_failed, (double)t->totals.duration_ns / 1e9);
+	if (t->task_dropped)
+		fprintf(out,
+			"WARNING: %" PRIu64 " task trees DROPPED (ring buffer full): those task "
+			"polls are missing and the next poll of each such task is diffed against "
+			"an older tree; raise --ringbuf-size\n",
+			t->task_dropped);
 }
 
 static void add_u64(cJSON *o, const char *key, uint64_t v)
@@ -452,7 +544,8 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 	struct task_mode_summary *t = s->tm;
 	cJSON *o = cJSON_AddObjectToObject(root, "task_mode"), *arr;
 	char name[1024];
-	uint64_t *counts;
+	struct pending_at *groups;
+	uint32_t nr_groups;
 
 	if (!o)
 		return -ENOMEM;
@@ -481,6 +574,7 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 			add_u64(e, "future", f);
 			add_u64(e, "polls", x->polls);
 			add_u64(e, "started", x->started);
+			add_u64(e, "went_back", x->went_back);
 			add_u64(e, "ready", x->ready);
 			add_u64(e, "ended", x->ended);
 			add_u64(e, "pending", x->pending);
@@ -517,23 +611,33 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 			add_u64(e, "tracer_ns", r->tracer_ns);
 			add_u64(e, "polls_over_threshold", r->over);
 		}
-	counts = calloc(s->m->nr_futures ? s->m->nr_futures : 1, sizeof(*counts));
-	if (!counts)
+	groups = pending_groups(s, t, &nr_groups);
+	if (nr_groups && !groups)
 		return -ENOMEM;
-	for (size_t i = 0; i < t->pending.nr_slots; i++)
-		if (t->pending.slots[i].poll < s->m->nr_futures)
-			counts[t->pending.slots[i].poll]++;
 	if ((arr = cJSON_AddArrayToObject(o, "pending_at_end")))
-		for (uint32_t f = 0; f < s->m->nr_futures; f++) {
+		for (uint32_t i = 0; i < nr_groups; i++) {
+			const struct future_state *st =
+			    await_state(s->m, groups[i].future, groups[i].await_index);
 			cJSON *e;
 
-			if (!counts[f] || !(e = add_object(arr)))
+			if (!(e = add_object(arr)))
 				continue;
-			future__display_name(&s->m->futures[f], name, sizeof(name));
+			future__display_name(&s->m->futures[groups[i].future], name, sizeof(name));
 			cJSON_AddStringToObject(e, "name", name);
-			add_u64(e, "future", f);
-			add_u64(e, "count", counts[f]);
+			add_u64(e, "future", groups[i].future);
+			add_u64(e, "count", groups[i].count);
+			if (groups[i].await_index >= 0)
+				add_u64(e, "await", (uint64_t)groups[i].await_index);
+			else
+				cJSON_AddNullToObject(e, "await");
+			if (st && st->file) {
+				cJSON_AddStringToObject(e, "file", st->file);
+				add_u64(e, "line", st->line);
+			} else {
+				cJSON_AddNullToObject(e, "file");
+				cJSON_AddNullToObject(e, "line");
+			}
 		}
-	free(counts);
+	free(groups);
 	return 0;
 }

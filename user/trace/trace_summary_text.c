@@ -453,6 +453,7 @@ static void print_wakes(struct trace_summary *s, FILE *out)
 			"\nwake-ups: watched (%" PRIu64 " wakes); none led to a traced task "
 			"poll\n",
 			s->wakes);
+	summary_wake__print_sample(s, out);
 	if (s->wakes_unknown || summary_wake__unmatched(s))
 		fprintf(out,
 			"wake-ups not linked: %" PRIu64
@@ -514,13 +515,16 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 {
 	const struct trace_totals *tt = &t->totals;
 
-	if (s->tm) {
+	if (s->task_mode) { /* its own sections: futures, tasks, wakes, off-CPU */
 		summary_tasks__print(s, out);
-	} else {
-		print_futures(s, out);
-		print_pending(s, out);
-		print_tasks(s, out);
+		summary_tasks__print_totals(s, t, out);
+		tracer_cost__print(&t->cost, out);
+		print_warnings(s, t, out);
+		return;
 	}
+	print_futures(s, out);
+	print_pending(s, out);
+	print_tasks(s, out);
 	print_blocking(s, out);
 	print_wakes(s, out);
 	print_cancel(s, out);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "trace/trace_summary.h"
 
 /* A task's wakes not yet followed by its poll, oldest first (a few: more are merged). */
@@ -153,4 +155,45 @@ void summary_wake__free(struct trace_summary *s)
 	free(s->waits);
 	s->waits = NULL;
 	s->nr_waits = s->cap_waits = 0;
+}
+
+void summary_wake__print_sample(const struct trace_summary *s, FILE *out)
+{
+	const struct wake_sample *w = &s->wake_sample;
+
+	if (!s->wakes_watched || !s->wakes_sampled)
+		return;
+	fprintf(out,
+		"wake-ups sampled: wake probes attached %.1f%% of the time (%u windows, "
+		"%.1f of %.1f s; %.0f%% planned); wake counts and delays are from those "
+		"windows only (--wake-sample 100 watches every wake); %.1f ms spent "
+		"attaching and detaching them\n",
+		w->run_ns ? 100.0 * (double)w->on_ns / (double)w->run_ns : 0.0, w->windows,
+		(double)w->on_ns / 1e9, (double)w->run_ns / 1e9, 100 * w->fraction,
+		(double)w->toggle_ns / 1e6);
+	if (w->failures)
+		fprintf(out, "WARNING: %u windows were skipped: attaching the wake probes failed "
+			     "(%s)\n",
+			w->failures, strerror(-w->last_error));
+}
+
+void summary_wake__json_sample(const struct trace_summary *s, cJSON *wk)
+{
+	const struct wake_sample *w = &s->wake_sample;
+	cJSON *o;
+
+	if (!s->wakes_watched)
+		return;
+	o = cJSON_AddObjectToObject(wk, "sample");
+	if (!o)
+		return;
+	cJSON_AddBoolToObject(o, "sampled", s->wakes_sampled);
+	if (!s->wakes_sampled)
+		return;
+	cJSON_AddNumberToObject(o, "fraction_planned", w->fraction);
+	cJSON_AddNumberToObject(o, "attached_s", (double)w->on_ns / 1e9);
+	cJSON_AddNumberToObject(o, "run_s", (double)w->run_ns / 1e9);
+	cJSON_AddNumberToObject(o, "windows", w->windows);
+	cJSON_AddNumberToObject(o, "failed_windows", w->failures);
+	cJSON_AddNumberToObject(o, "toggle_ms", (double)w->toggle_ns / 1e6);
 }

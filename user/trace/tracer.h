@@ -37,6 +37,8 @@ struct tracer_opts {
 	bool verbose;	 /* libbpf's log on stderr */
 	bool blocking;	 /* watch context switches inside polls (tp_btf/sched_switch) */
 	bool stats_only; /* top: the statistics maps only, no record in the ring buffer */
+	bool wakes_apart; /* leave the wake probes out of the uprobe_multi link: the caller
+			   * attaches them part of the time (wake_sampler.h) */
 };
 
 /* A tracer for o (copied; its strings must outlive the tracer). NULL: out of memory. */
@@ -106,6 +108,8 @@ int tracer__prog_fd(const struct tracer *t);
 int tracer__specs_fd(const struct tracer *t);
 /* How the probes are attached: "one uprobe_multi link", ..., for messages. */
 const char *tracer__links(const struct tracer *t);
+/* The wake probes were left out (wakes_apart, with uprobe_multi links): the caller's. */
+bool tracer__wakes_apart(const struct tracer *t);
 /* Detach and free (NULL is fine). */
 void tracer__free(struct tracer *t);
 
