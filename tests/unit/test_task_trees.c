@@ -121,6 +121,52 @@ static void test_diff(void)
 	model__free(&m);
 }
 
+/*
+ * Instances told apart by path: the same leaf type at the same address, held at
+ * another await of its parent (slot 1, not 0), is another instance (the first left
+ * Ready: its compiler awaiter moved on). An async fn found at an earlier await than
+ * at the start (a loop, or a new instance in the old one's place) is flagged.
+ */
+static void test_identity(void)
+{
+	struct model m;
+	struct task_poll p;
+	struct task_tree_node s[] = {node(0, 0x100, -1, 3), node(3, 0x400, 0, 3)};
+	struct task_tree_node e[] = {node(0, 0x100, -1, 4), node(3, 0x400, 0, 3)};
+	struct task_tree st, et;
+	const struct task_future_event *x;
+	uint32_t pending = 0, ready = 0;
+
+	build(&m);
+	e[1].slot = 1;
+	st = tree(TASK_PHASE_START, 100, 2, s);
+	et = tree(TASK_PHASE_END, 100, 2, e);
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK_EQ_U64(p.nr_events, 3);
+	for (uint32_t i = 0; i < p.nr_events; i++) {
+		x = &p.events[i];
+		if (x->future != 3)
+			continue;
+		pending += x->fate == TASK_FUTURE_PENDING && x->started;
+		ready += x->fate == TASK_FUTURE_READY && !x->started;
+	}
+	CHECK_EQ_U64(pending, 1);
+	CHECK_EQ_U64(ready, 1);
+	CHECK((x = event(&p, 0, 0x100)) && !x->went_back && x->await_index == 1);
+
+	/* the task back at its first await (Suspend1 -> Suspend0): pending, went back */
+	s[0].discr = 4;
+	e[0].discr = 3;
+	e[1].slot = 0;
+	st = tree(TASK_PHASE_START, 100, 2, s);
+	et = tree(TASK_PHASE_END, 100, 2, e);
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK((x = event(&p, 0, 0x100)) && x->fate == TASK_FUTURE_PENDING && x->went_back &&
+	      x->await_index == 0);
+	CHECK((x = event(&p, 3, 0x400)) && x->fate == TASK_FUTURE_PENDING && !x->went_back);
+	model__free(&m);
+}
+
 static int polls_seen;
 static struct task_poll last;
 
@@ -197,6 +243,7 @@ static void test_decode(void)
 int main(void)
 {
 	test_diff();
+	test_identity();
 	test_pairing();
 	test_decode();
 	TEST_MAIN_END();

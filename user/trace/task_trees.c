@@ -294,7 +294,8 @@ int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 					      .header = tree->header,
 					      .info = tree->info,
 					      .nr = l->nr};
-		memcpy(t->start.nodes, l->nodes, l->nr * sizeof(l->nodes[0]));
+		if (l->nr) /* an empty tree keeps no node array */
+			memcpy(t->start.nodes, l->nodes, l->nr * sizeof(l->nodes[0]));
 		start = &t->start;
 	}
 	memset(p, 0, offsetof(struct task_poll, events));

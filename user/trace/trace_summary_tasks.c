@@ -265,8 +265,10 @@ void summary_tasks__free(struct trace_summary *s)
 
 	if (!t)
 		return;
-	for (uint32_t i = 0; i < s->m->nr_futures; i++)
+	for (uint32_t i = 0; i < s->m->nr_futures; i++) {
 		free(t->roots[i].durations.v);
+		free(t->roots[i].delays.v);
+	}
 	free(t->roots);
 	free(t->futures);
 	key_map__free(&t->pending);
@@ -275,8 +277,6 @@ void summary_tasks__free(struct trace_summary *s)
 	key_map__free(&t->woken_by);
 	key_map__free(&t->blocking);
 	free(t->blocks);
-	for (uint32_t i = 0; i < s->m->nr_futures; i++)
-		free(t->roots[i].delays.v);
 	free(t);
 	s->tm = NULL;
 }
@@ -286,6 +286,13 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* qsort wants a valid pointer even for nothing to sort (an empty vector's is NULL) */
+static void sort_u64(uint64_t *v, size_t n)
+{
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
 }
 
 static void future_name(const struct model *m, uint32_t f, char *buf, size_t len)
@@ -470,8 +477,8 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 
 		if (!r->polls)
 			continue;
-		qsort(r->durations.v, n, sizeof(uint64_t), cmp_u64);
-		qsort(r->delays.v, r->delays.nr, sizeof(uint64_t), cmp_u64);
+		sort_u64(r->durations.v, n);
+		sort_u64(r->delays.v, r->delays.nr);
 		future_name(s->m, f, name, sizeof(name));
 		fprintf(out,
 			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64
@@ -587,8 +594,8 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 
 			if (!r->polls || !(e = add_object(arr)))
 				continue;
-			qsort(r->durations.v, n, sizeof(uint64_t), cmp_u64);
-			qsort(r->delays.v, nd, sizeof(uint64_t), cmp_u64);
+			sort_u64(r->durations.v, n);
+			sort_u64(r->delays.v, nd);
 			future__display_name(&s->m->futures[f], name, sizeof(name));
 			cJSON_AddStringToObject(e, "name", name);
 			add_u64(e, "root", f);

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Task mode (`trace --tasks`, docs/tracing.md "Task mode"): one probe pair per task
+poll, each task's tree of futures read from memory at the poll's start and end.
+
+Ground truth comes from the programs themselves: the fixtures' marked await lines
+(`// AWAIT caller->callee`) and the counts they print, and hyper's server's own
+request and connection counts against http_server's client. What task mode cannot
+see (a future that starts and finishes inside one task poll; the Ready of an
+instance replaced at the same place before a poll ended; polls of one task on two
+threads at once) is bounded by what it counts of it (`went_back`,
+`concurrent_polls`), never guessed.
+"""
+import json
+import signal
+import subprocess
+
+import pytest
+
+import conformance_lib as C
+import test_conformance as TC
+import util
+
+pytestmark = pytest.mark.usefixtures("trace_features")
+
+PARKED = {  # park_main's tasks and the futures below them, each parked for good
+    "dead_a": 1, "dead_b": 1, "chan_task": 1, "timer_task": 1, "nest_task": 1, "nest_middle": 1,
+    "nest_leaf": 1, "lost_task": 1, "lost_leaf": 1, "many_task": None, "many_leaf": None,
+}
+PARK_N = 3
+PARK_TASKS = ("dead_a", "dead_b", "chan_task", "timer_task", "nest_task", "lost_task", "many_task")
+
+
+@pytest.fixture(scope="module")
+def trace_features():
+    util.require_trace_features()
+
+
+I = (util.INT,)
+TM_FIELDS = {k: I for k in ("task_polls", "lost", "finished_polls", "concurrent_polls", "cut", "unknown_task_polls",
+                            "unknown_dyn", "untracked_tasks", "untracked_instances", "wakes_unlinked")}
+TM_FIELDS.update({k: (util.LIST,) for k in ("futures", "tasks", "pending_at_end")})
+TM_FUTURE = {k: I for k in ("future", "polls", "started", "went_back", "ready", "ended", "pending")}
+TM_FUTURE.update({"name": (util.STR,), "path": (util.STR,)})
+TM_TASK = {k: I for k in ("root", "tasks", "completed", "polls", "busy_ns", "offcpu_ns", "p50_ns", "p99_ns", "max_ns",
+                          "wakes", "self_wakes", "delay_p50_ns", "delay_p99_ns", "delay_max_ns", "blocked",
+                          "blocked_ns", "preempted_ns", "tracer_ns", "polls_over_threshold")}
+TM_TASK["name"] = (util.STR,)
+TM_PENDING = {"name": (util.STR,), "future": I, "count": I, "await": (util.INT, util.NULL)}
+
+
+def task_mode(summary_path):
+    """The summary of a task-mode run, its task_mode section checked against
+    docs/json-schema.md."""
+    doc = util.load_json(summary_path)
+    assert doc["schema"] == "asyncbpf-trace-summary/2", doc["schema"]
+    assert "task_mode" in doc, sorted(doc)
+    tm, errors = doc["task_mode"], []
+    util.check_shape(tm, TM_FIELDS, "task_mode", errors)
+    for key, shape in (("futures", TM_FUTURE), ("tasks", TM_TASK), ("pending_at_end", TM_PENDING)):
+        for i, row in enumerate(tm.get(key, [])):
+            util.check_shape(row, shape, f"task_mode.{key}[{i}]", errors)
+    for i, row in enumerate(tm.get("pending_at_end", [])):
+        if ("file" in row) != ("line" in row):
+            errors.append(f"task_mode.pending_at_end[{i}]: a file without a line, or the reverse")
+    for k in ("task_trees", "task_trees_dropped"):
+        util.check_shape(doc["totals"], {k: I}, "totals", errors)
+    assert not errors, "\n".join(errors)
+    return doc, tm
+
+
+def by_name(rows, crate):
+    """Rows of the crate's own futures by their short name (`tokio_mt::load_leaf`)."""
+    return {r["name"][len(crate) + 2:]: r for r in rows if r["name"].startswith(crate + "::")}
+
+
+def check_clean(doc, tm):
+    """Nothing lost, dropped, cut or unattributed: the counts below are all there is."""
+    t = doc["totals"]
+    assert t["task_trees"] > 0 and t["task_trees_dropped"] == 0 and t["dropped"] == 0, t
+    assert tm["lost"] == 0 and tm["cut"] == 0 and tm["unknown_dyn"] == 0, tm
+    assert tm["untracked_tasks"] == 0 and tm["untracked_instances"] == 0, tm
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_park_pending_at_marked_lines(profile, tmp_path):
+    """tokio_mt park: every parked future is pending at the end at its final marked
+    await (the line it parks on), once per parked instance; every spawned task is
+    counted once and none completed."""
+    b = util.fixture_binary(profile, "tokio_mt")
+    src = util.fixture_source("tokio_mt")
+    summary = tmp_path / "s.json"
+    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--summary-json",
+            str(summary), "--", str(b), "park", str(PARK_N)]
+    tracer = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=util.san_env())
+    try:
+        truth = json.loads(tracer.stdout.readline())  # the fixture prints it once all parked
+        tracer.stdin.close()  # EOF: the fixture exits
+        tracer.stdin = None
+        out, err = tracer.communicate(timeout=120)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    proc = subprocess.CompletedProcess(argv, tracer.returncode, out.decode(), err.decode())
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert truth["mode"] == "park" and truth["many_task"] == PARK_N, truth
+    doc, tm = task_mode(summary)
+    check_clean(doc, tm)
+
+    tasks = by_name(tm["tasks"], "tokio_mt")
+    assert sum(truth[name] for name in PARK_TASKS) == truth["tasks"]
+    for name in PARK_TASKS:
+        assert name in tasks, (name, sorted(tasks))
+        assert tasks[name]["tasks"] == truth[name] and tasks[name]["completed"] == 0, tasks[name]
+    pending = {}
+    for row in tm["pending_at_end"]:
+        if row["name"].startswith("tokio_mt::"):
+            pending.setdefault(row["name"][len("tokio_mt::"):], []).append(row)
+    for name, count in PARKED.items():
+        final = src.markers_of(name)[-1]
+        assert name in pending, (name, sorted(pending))
+        rows = pending[name]
+        assert len(rows) == 1, rows  # one await line for every instance
+        row = rows[0]
+        assert row["file"].endswith("tokio_mt/src/" + final.file) and row["line"] == final.line, (row, final)
+        assert row["count"] == (PARK_N if count is None else count), row
+    # park_main runs in block_on, not as a spawned task: not a task of task mode
+    assert "park_main" not in tasks
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_load_counts_within_what_the_trees_can_see(profile, tmp_path):
+    """tokio_mt load 1 (64 spawned load_task -> 8 x load_middle -> 2 x load_leaf on two
+    workers): tasks and completions exact; each leaf's Ready seen (its awaiter, an
+    async fn, moves on); load_middle's Readies seen only where the next instance did
+    not take the old one's place at an earlier await within one task poll, and those
+    are counted (went_back); the hand-written YieldOnce exact but for polls one
+    thread's trees span with another's (concurrent polls, counted)."""
+    b = util.fixture_binary(profile, "tokio_mt")
+    proc, paths = util.run_traced(tmp_path, b, "load", "1", extra=["--tasks"], timeout=180)
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    truth = util.ground_truth(proc.stdout)
+    doc, tm = task_mode(paths["summary"])
+    check_clean(doc, tm)
+    fns = truth["async_fns"]
+    assert truth["spawned"] == truth["completed"] == fns["load_task"]["completions"] > 0, truth
+
+    tasks = by_name(tm["tasks"], "tokio_mt")
+    assert tasks["load_task"]["tasks"] == truth["spawned"], tasks["load_task"]
+    assert tasks["load_task"]["completed"] == truth["completed"], tasks["load_task"]
+    futs = by_name(tm["futures"], "tokio_mt")
+    concurrent = tm["concurrent_polls"]
+    assert futs["load_task"]["ready"] == fns["load_task"]["completions"], futs["load_task"]
+    assert futs["load_leaf"]["ready"] == fns["load_leaf"]["completions"], futs["load_leaf"]
+    assert futs["load_leaf"]["ended"] == futs["load_middle"]["ended"] == 0
+    mid = futs["load_middle"]
+    assert mid["went_back"] > 0, mid
+    assert mid["ready"] <= fns["load_middle"]["completions"] <= mid["ready"] + mid["went_back"] + concurrent, mid
+    y = futs["YieldOnce"]
+    ready = truth["futures"]["YieldOnce"]["ready"]
+    assert y["ready"] <= ready <= y["ready"] + concurrent, (y, ready, concurrent)
+    assert y["polls"] <= truth["futures"]["YieldOnce"]["polls"], y
+    # load returns after all its tasks completed: none of their futures is left pending
+    assert not any(r["name"].startswith("tokio_mt::load_") for r in tm["pending_at_end"]), tm["pending_at_end"]
+    assert tm["task_polls"] >= tasks["load_task"]["polls"] > 0, tm
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_hyper_server_tasks_under_p(profile, tmp_path):
+    """hyper 0.14's server under `trace --tasks -p` with http_server's client: one
+    task per connection (hyper's NewSvcTask, from hyper's own source), each one's
+    Ready seen as the client closes; every /work request's handler started once (its
+    future is created and first parked inside a connection's task poll). hyper's
+    dispatcher, a hand-written future, holds the handler: when it leaves, the trees
+    cannot say Ready from dropped, and task mode says `ended`, never Ready."""
+    conns, per_conn = 16, 40
+    total = conns * per_conn
+    proc, r, load, counts, _ = TC.trace_server_under_load(profile, "hyper_server", tmp_path, conns, per_conn,
+                                                          extra=["--tasks"])
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert load == {"connections": conns, "requests": total, "ok": total}
+    assert counts["connections"] == conns and counts["requests"] == total, counts
+    doc, tm = task_mode(r.summary)
+    check_clean(doc, tm)
+    root = TC.hyper_connection_task()
+    conn = [t for t in tm["tasks"] if t["name"].startswith(root)]
+    assert len(conn) == 1, [t["name"] for t in tm["tasks"]]
+    assert conn[0]["tasks"] == conns and conn[0]["completed"] == conns, conn[0]
+    futs = {f["name"]: f for f in tm["futures"]}
+    svc = [f for n, f in futs.items() if n.startswith(root)]
+    assert len(svc) == 1 and svc[0]["ready"] == conns, svc
+    handle = futs.get("hyper_server::handle")
+    work_requests = counts["routes"]["/work"]
+    assert handle is not None and work_requests > 0, sorted(futs)
+    assert handle["started"] == work_requests, (handle, counts)
+    assert handle["ready"] == 0 and handle["ended"] == work_requests, handle
+    assert handle["pending"] <= handle["polls"], handle
+    sample = doc["wakeups"]["sample"]  # task mode samples wake-ups (10% by default) and says so
+    assert sample["sampled"] is True and sample["fraction_planned"] == 0.1, sample
+    assert sample["windows"] > 0 and sample["failed_windows"] == 0, sample
+    assert 0 < sample["attached_s"] < sample["run_s"], sample
+
+
+def test_tasks_options_conflict(tmp_path):
+    """--wake-sample with --no-wakes, or out of range, is a usage error (exit 2)."""
+    b = util.fixture_binary("debug", "tokio_mt")
+    for extra in (["--wake-sample", "50", "--no-wakes"], ["--wake-sample", "0"], ["--wake-sample", "101"],
+                  ["--wake-sample", "x"]):
+        proc = util.run_asyncbpf("trace", "--tasks", *extra, "--", b, timeout=60)
+        assert proc.returncode == 2, (extra, util.describe(proc))
+        assert "--wake-sample" in proc.stderr, proc.stderr
