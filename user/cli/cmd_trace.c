@@ -189,9 +189,11 @@ static int plan_probes(struct trace_run *r)
 		spec.path = session__exe(r->s);
 	else
 		spec.pid = session__pid(r->s);
-	/* task mode ends task polls in their callers: it needs the call-site index */
-	status = a->tasks ? load_model_caller_exits("trace", &spec, &r->m)
-			  : load_model("trace", &spec, &r->m);
+	/* task mode ends task polls in their callers, and so do the emulated exits of
+	 * poll fns whose own exits would be single-stepped: both need the call-site index */
+	status = a->tasks || a->exits == EXITS_AUTO || a->exits == EXITS_EMULATED
+		     ? load_model_caller_exits("trace", &spec, &r->m)
+		     : load_model("trace", &spec, &r->m);
 	r->model_loaded = true;
 	if (status || (status = session__check_exe(r->s)))
 		return status;

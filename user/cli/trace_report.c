@@ -134,6 +134,11 @@ void trace_report__plan(const struct trace_plan *p, enum plan_exits mode)
 		    ? "ret: every `ret` and tail jump"
 		    : "emulated: branch sites, a return probe on leaf functions, "
 		      "`ret` where neither is safe");
+	if (p->nr_caller_exits)
+		pr_info("trace: %u poll functions end in their callers: %u exit probes after "
+			"the calls, on instructions the kernel emulates, where their own `ret`s "
+			"would be single-stepped\n",
+			p->nr_caller_polls, p->nr_caller_exits);
 	if (p->nr_tail_callee_exits)
 		pr_info("trace: %u of the exit probes are on the `ret`s of functions poll fns "
 			"tail-jump to: the poll ends there, with the callee's result (its calls "

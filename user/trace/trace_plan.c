@@ -276,6 +276,69 @@ static int plan_callee(struct trace_plan *plan, uint32_t poll, const struct tail
 	return 0;
 }
 
+/* Are the callee's own exits in this mode all on instructions the kernel emulates? */
+static bool own_exits_emulated(const struct poll_fn *pf, enum plan_exits mode, uint64_t entry_offset)
+{
+	uint32_t nr;
+	const struct exit_site *xs = mode_exits(pf, mode, entry_offset, &nr);
+
+	for (uint32_t i = 0; i < nr; i++)
+		if (!xs[i].emulated)
+			return false;
+	return nr > 0;
+}
+
+/*
+ * Can every return of this poll fn be seen in its callers (docs/tracing.md, "Exits
+ * in the caller")? The analyzer found every call and, after each, the first
+ * instruction the kernel emulates that only that return reaches (rsp: the entry's +
+ * 8). The result must be readable there as at a `ret`: a compiler future's __state
+ * through self, or a hand-written one's rax and rdx untouched. A poll fn that may
+ * leave by a tail jump is left to its own exits (its tail callee's entry would meet
+ * the frame first).
+ */
+static bool caller_exits_fit(const struct poll_fn *pf, const struct poll_spec *entry)
+{
+	if (!pf->caller_exits_ok || !pf->nr_caller_exits)
+		return false;
+	for (uint32_t i = 0; i < pf->nr_exits; i++)
+		if (pf->exits[i].kind != EXIT_RET)
+			return false;
+	for (uint32_t i = 0; i < pf->nr_caller_exits; i++) {
+		const struct caller_exit *x = &pf->caller_exits[i];
+
+		if (!x->usable || !x->file_offset)
+			return false;
+		if (entry->flags & SPEC_HAS_STATE)
+			continue;
+		if (x->result != CALLER_RESULT_READABLE || !(entry->flags & SPEC_RET_KNOWN) ||
+		    x->result_reg[0] != 0 || x->result_bytes[0] < 8 || x->result_reg[1] != 1 ||
+		    x->result_bytes[1] < 8)
+			return false; /* DWARF 0 rax, 1 rdx: where result_from_return reads */
+	}
+	return true;
+}
+
+static int plan_caller_exits(struct trace_plan *plan, const struct model *m, uint32_t poll)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+
+	for (uint32_t i = 0; i < pf->nr_caller_exits; i++) {
+		struct poll_spec exit;
+
+		fill_common(&exit, m, poll);
+		exit.kind = PROBE_EXIT;
+		exit.sp_delta = 8; /* the callee's ret popped the return address */
+		if (trace_plan__add(plan, &exit, pf->caller_exits[i].file_offset, false))
+			return -ENOMEM;
+	}
+	plan->nr_exits += pf->nr_caller_exits;
+	plan->nr_emulated_exits += pf->nr_caller_exits;
+	plan->nr_caller_exits += pf->nr_caller_exits;
+	plan->nr_caller_polls++;
+	return 0;
+}
+
 static int plan_poll(struct trace_plan *plan, const struct model *m, const struct selection *s,
 		     uint32_t poll, enum plan_exits mode)
 {
@@ -328,6 +391,17 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, const struc
 		plan->nr_leaf_returns += mode == PLAN_EXITS_EMULATED;
 		plan->nr_emulated_entries +=
 		    !(plan->specs[plan->nr - 1].flags & SPEC_SINGLE_STEPPED);
+		return 0;
+	}
+	/* exits in the callers, where the callee's own would be single-stepped */
+	if (mode == PLAN_EXITS_EMULATED && !pf->disasm_error && pf->nr_exits &&
+	    caller_exits_fit(pf, &entry) && !own_exits_emulated(pf, mode, entry_offset)) {
+		if (plan_caller_exits(plan, m, poll) ||
+		    trace_plan__add(plan, &entry, entry_offset, false))
+			return -ENOMEM;
+		plan->nr_entries++;
+		plan->nr_emulated_entries += pf->entry.valid && pf->entry.emulated;
+		plan->nr_polls++;
 		return 0;
 	}
 	if (pf->disasm_error || !pf->nr_exits) { /* no exit sites: polls would never end */

@@ -48,6 +48,8 @@ struct trace_plan {
 	uint32_t nr_entries, nr_exits;			 /* probe sites of each kind */
 	uint32_t nr_emulated_entries, nr_emulated_exits; /* of them, on emulated instructions */
 	uint32_t nr_leaf_returns;      /* exits by uretprobe on leaf functions (emulated mode) */
+	uint32_t nr_caller_exits;      /* exits in the callers (emulated mode), all emulated */
+	uint32_t nr_caller_polls;      /* poll fns whose exits are all in their callers */
 	uint32_t nr_tail_callee_exits; /* of nr_exits, rets of functions polls tail-jump to */
 	uint32_t nr_unprobeable_exits; /* exits the kernel refuses: their polls end truncated */
 	uint32_t nr_refused;	       /* sites outside their function: not probed */
