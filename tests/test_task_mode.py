@@ -11,13 +11,11 @@ threads at once) is bounded by what it counts of it (`went_back`,
 `concurrent_polls`), never guessed.
 """
 import json
-import signal
 import subprocess
 
 import pytest
 
-import conformance_lib as C
-import test_conformance as TC
+import servers_lib as S
 import util
 
 pytestmark = pytest.mark.usefixtures("trace_features")
@@ -178,7 +176,7 @@ def test_hyper_server_tasks_under_p(profile, tmp_path):
     cannot say Ready from dropped, and task mode says `ended`, never Ready."""
     conns, per_conn = 16, 40
     total = conns * per_conn
-    proc, r, load, counts, _ = TC.trace_server_under_load(profile, "hyper_server", tmp_path, conns, per_conn,
+    proc, r, load, counts, _ = S.trace_server_under_load(profile, "hyper_server", tmp_path, conns, per_conn,
                                                           extra=["--tasks"])
     util.assert_no_sanitizer_report(proc)
     assert proc.returncode == 0, util.describe(proc)
@@ -186,7 +184,7 @@ def test_hyper_server_tasks_under_p(profile, tmp_path):
     assert counts["connections"] == conns and counts["requests"] == total, counts
     doc, tm = task_mode(r.summary)
     check_clean(doc, tm)
-    root = TC.hyper_connection_task()
+    root = S.hyper_connection_task()
     conn = [t for t in tm["tasks"] if t["name"].startswith(root)]
     assert len(conn) == 1, [t["name"] for t in tm["tasks"]]
     assert conn[0]["tasks"] == conns and conn[0]["completed"] == conns, conn[0]

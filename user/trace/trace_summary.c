@@ -132,16 +132,6 @@ static void u64_vec__sort(struct u64_vec *v)
 		qsort(v->v, v->nr, sizeof(*v->v), cmp_u64);
 }
 
-uint64_t summary__percentile(const uint64_t *sorted, uint64_t n, unsigned pct)
-{
-	uint64_t rank;
-
-	if (!n)
-		return 0;
-	rank = (n * pct + 99) / 100;
-	return sorted[rank ? rank - 1 : 0];
-}
-
 uint64_t summary__bucket_low(unsigned i)
 {
 	return i ? 1ull << i : 0;
@@ -190,11 +180,11 @@ static void row_fill(struct trace_summary *s, uint32_t poll, struct summary_row 
 	u64_vec__sort(&ps->durations);
 	u64_vec__sort(&ps->lifetimes);
 	r->busy_ns = ps->busy_ns;
-	r->p50 = summary__percentile(ps->durations.v, ps->durations.nr, 50);
-	r->p99 = summary__percentile(ps->durations.v, ps->durations.nr, 99);
+	r->p50 = u64_vec__percentile(ps->durations.v, ps->durations.nr, 50);
+	r->p99 = u64_vec__percentile(ps->durations.v, ps->durations.nr, 99);
 	r->max = ps->durations.nr ? ps->durations.v[ps->durations.nr - 1] : 0;
-	r->life_p50 = summary__percentile(ps->lifetimes.v, ps->lifetimes.nr, 50);
-	r->life_p99 = summary__percentile(ps->lifetimes.v, ps->lifetimes.nr, 99);
+	r->life_p50 = u64_vec__percentile(ps->lifetimes.v, ps->lifetimes.nr, 50);
+	r->life_p99 = u64_vec__percentile(ps->lifetimes.v, ps->lifetimes.nr, 99);
 	r->life_max = ps->lifetimes.nr ? ps->lifetimes.v[ps->lifetimes.nr - 1] : 0;
 	if (bs && bs->dropped) {
 		/* the records miss polls: the BPF side saw every one of them */

@@ -214,6 +214,8 @@ void trace_summary__set_blocking(struct trace_summary *s, const char *off, uint6
 struct task_poll;
 void trace_summary__add_task_poll(struct trace_summary *s, const struct task_poll *p);
 void summary_tasks__print(struct trace_summary *s, FILE *out);
+/* After the wake-up sample line: blocking, pending at the end, what was not seen. */
+void summary_tasks__print_more(struct trace_summary *s, FILE *out);
 /* Task mode's counts line: trees, lost trees, probes, duration. */
 void summary_tasks__print_totals(const struct trace_summary *s, const struct trace_run_totals *t,
 				 FILE *out);
@@ -273,8 +275,6 @@ struct summary_row {
 
 /* Rows of the poll fns that have records, busiest first; NULL on ENOMEM. */
 struct summary_row *trace_summary__rows(struct trace_summary *s, uint32_t *nr);
-/* Nearest-rank percentile of sorted values (0 when empty). */
-uint64_t summary__percentile(const uint64_t *sorted, uint64_t n, unsigned pct);
 /* Nearest-rank percentile over a log2 histogram: the upper bound of its bucket. */
 uint64_t summary__hist_percentile(const __u64 *hist, unsigned pct);
 /* [low, high) of histogram bucket i. */

@@ -215,8 +215,8 @@ static void add_wake_row(const struct trace_summary *s, uint32_t poll, cJSON *o)
 	add_u64(wo, "self_wakes", w->self_wakes);
 	add_u64(wo, "coalesced", w->coalesced);
 	add_u64(wo, "delays", n);
-	add_u64(wo, "delay_p50_ns", summary__percentile(w->delays.v, n, 50));
-	add_u64(wo, "delay_p99_ns", summary__percentile(w->delays.v, n, 99));
+	add_u64(wo, "delay_p50_ns", u64_vec__percentile(w->delays.v, n, 50));
+	add_u64(wo, "delay_p99_ns", u64_vec__percentile(w->delays.v, n, 99));
 	add_u64(wo, "delay_max_ns", n ? w->delays.v[n - 1] : 0);
 	arr = cJSON_AddArrayToObject(wo, "wakers");
 	for (uint32_t i = 0; arr && i < w->nr_wakers; i++) {

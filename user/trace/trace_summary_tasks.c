@@ -484,13 +484,18 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64
 			" %10.3f %10.1f %10.1f %10.1f %9" PRIu64 " %10.1f %10.1f  %s\n",
 			r->tasks, r->completed, r->polls, (double)r->busy_ns / 1e6,
-			(double)summary__percentile(r->durations.v, n, 50) / 1e3,
-			(double)summary__percentile(r->durations.v, n, 99) / 1e3,
+			(double)u64_vec__percentile(r->durations.v, n, 50) / 1e3,
+			(double)u64_vec__percentile(r->durations.v, n, 99) / 1e3,
 			n ? (double)r->durations.v[n - 1] / 1e3 : 0.0, r->wakes,
-			(double)summary__percentile(r->delays.v, r->delays.nr, 50) / 1e3,
-			(double)summary__percentile(r->delays.v, r->delays.nr, 99) / 1e3, name);
+			(double)u64_vec__percentile(r->delays.v, r->delays.nr, 50) / 1e3,
+			(double)u64_vec__percentile(r->delays.v, r->delays.nr, 99) / 1e3, name);
 	}
-	summary_wake__print_sample(s, out);
+}
+
+void summary_tasks__print_more(struct trace_summary *s, FILE *out)
+{
+	struct task_mode_summary *t = s->tm;
+
 	print_blocking(s, t, out);
 	print_pending(s, t, out);
 	if (t->concurrent_polls)
@@ -604,13 +609,13 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 			add_u64(e, "polls", r->polls);
 			add_u64(e, "busy_ns", r->busy_ns);
 			add_u64(e, "offcpu_ns", r->offcpu_ns);
-			add_u64(e, "p50_ns", summary__percentile(r->durations.v, n, 50));
-			add_u64(e, "p99_ns", summary__percentile(r->durations.v, n, 99));
+			add_u64(e, "p50_ns", u64_vec__percentile(r->durations.v, n, 50));
+			add_u64(e, "p99_ns", u64_vec__percentile(r->durations.v, n, 99));
 			add_u64(e, "max_ns", n ? r->durations.v[n - 1] : 0);
 			add_u64(e, "wakes", r->wakes);
 			add_u64(e, "self_wakes", r->self_wakes);
-			add_u64(e, "delay_p50_ns", summary__percentile(r->delays.v, nd, 50));
-			add_u64(e, "delay_p99_ns", summary__percentile(r->delays.v, nd, 99));
+			add_u64(e, "delay_p50_ns", u64_vec__percentile(r->delays.v, nd, 50));
+			add_u64(e, "delay_p99_ns", u64_vec__percentile(r->delays.v, nd, 99));
 			add_u64(e, "delay_max_ns", nd ? r->delays.v[nd - 1] : 0);
 			add_u64(e, "blocked", r->blocked);
 			add_u64(e, "blocked_ns", r->blocked_ns);

@@ -439,8 +439,8 @@ static void print_wakes(struct trace_summary *s, FILE *out)
 		text_name(s->m, p, name, sizeof(name));
 		fprintf(out, "  %-36s %7" PRIu64 " %6" PRIu64 " %10.1f %10.1f %10.1f  ", name,
 			w->wakes, w->self_wakes,
-			(double)summary__percentile(w->delays.v, n, 50) / 1e3,
-			(double)summary__percentile(w->delays.v, n, 99) / 1e3,
+			(double)u64_vec__percentile(w->delays.v, n, 50) / 1e3,
+			(double)u64_vec__percentile(w->delays.v, n, 99) / 1e3,
 			n ? (double)w->delays.v[n - 1] / 1e3 : 0.0);
 		for (uint32_t i = 0; i < w->nr_wakers && i < 3; i++) { /* most first */
 			waker_name(s, w->wakers[i].poll, who, sizeof(who));
@@ -517,6 +517,8 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 
 	if (s->task_mode) { /* its own sections: futures, tasks, wakes, off-CPU */
 		summary_tasks__print(s, out);
+		summary_wake__print_sample(s, out);
+		summary_tasks__print_more(s, out);
 		summary_tasks__print_totals(s, t, out);
 		tracer_cost__print(&t->cost, out);
 		print_warnings(s, t, out);

@@ -19,3 +19,13 @@ int u64_vec__push(struct u64_vec *v, uint64_t x)
 	v->v[v->nr++] = x;
 	return 0;
 }
+
+uint64_t u64_vec__percentile(const uint64_t *sorted, uint64_t n, unsigned pct)
+{
+	uint64_t rank;
+
+	if (!n)
+		return 0;
+	rank = (n * pct + 99) / 100;
+	return sorted[rank ? rank - 1 : 0];
+}

@@ -13,4 +13,7 @@ struct u64_vec {
 /* Append x: 0 or -ENOMEM. */
 int u64_vec__push(struct u64_vec *v, uint64_t x);
 
+/* Nearest-rank percentile pct (0-100) of n sorted values; 0 when n is 0. */
+uint64_t u64_vec__percentile(const uint64_t *sorted, uint64_t n, unsigned pct);
+
 #endif
