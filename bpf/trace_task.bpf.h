@@ -437,7 +437,7 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 						       BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u64 header = first_arg(ctx, spec), sp = ctx->sp - (__s64)spec->sp_delta;
 	struct task_frame *t;
-	__u32 n;
+	__u32 n, slot;
 
 	if (!st) {
 		count(COUNTER_NO_STORAGE);
@@ -460,7 +460,14 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 		count(COUNTER_STACK_OVERFLOW);
 		return;
 	}
-	t = &st->tasks[n & (TASK_MAX_NESTED - 1)];
+	if (n && (spec->flags & SPEC_TASK_ROOT)) {
+		/* a root poll inside a task poll: one of that task's futures, in its tree */
+		st->nr_tasks = n;
+		return;
+	}
+	slot = n;
+	barrier_var(slot); /* keep the mask: the compiler knows n < 4 here, the verifier not */
+	t = &st->tasks[slot & (TASK_MAX_NESTED - 1)];
 	t->header = header;
 	t->sp = sp;
 	t->start_ns = now;
@@ -484,12 +491,15 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 	__u32 n;
 
 	if (!st || !(n = st->nr_tasks) || n > TASK_MAX_NESTED) {
-		count(COUNTER_UNMATCHED_EXIT);
+		if (!(spec->flags & SPEC_TASK_ROOT))
+			count(COUNTER_UNMATCHED_EXIT);
 		return;
 	}
 	t = &st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)];
 	if (t->sp != sp) {
-		count(COUNTER_UNMATCHED_EXIT);
+		/* a root poll's exit whose entry was inside a task poll ends nothing */
+		if (!(spec->flags & SPEC_TASK_ROOT))
+			count(COUNTER_UNMATCHED_EXIT);
 		return;
 	}
 	st->nr_tasks = n - 1;

@@ -12,6 +12,7 @@ threads at once) is bounded by what it counts of it (`went_back`,
 """
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -71,6 +72,14 @@ def by_name(rows, crate):
     return {r["name"][len(crate) + 2:]: r for r in rows if r["name"].startswith(crate + "::")}
 
 
+def analyze(binary, tmp_path):
+    """The analyzer's model of binary (analyze --json), for what is out of line."""
+    out = tmp_path / "model.json"
+    proc = util.run_asyncbpf("analyze", binary, "--json", out, timeout=300)
+    assert proc.returncode == 0, util.describe(proc)
+    return util.load_json(out)
+
+
 def check_clean(doc, tm):
     """Nothing lost, dropped, cut or unattributed: the counts below are all there is."""
     t = doc["totals"]
@@ -93,6 +102,9 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
                               env=util.san_env())
     try:
         truth = json.loads(tracer.stdout.readline())  # the fixture prints it once all parked
+        # park_main prints it in the poll that goes on to await stdin's EOF: let that
+        # poll return before the EOF (after it park_main exits the process in a poll)
+        time.sleep(0.5)
         tracer.stdin.close()  # EOF: the fixture exits
         tracer.stdin = None
         out, err = tracer.communicate(timeout=120)
@@ -116,7 +128,8 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
     for row in tm["pending_at_end"]:
         if row["name"].startswith("tokio_mt::"):
             pending.setdefault(row["name"][len("tokio_mt::"):], []).append(row)
-    for name, count in PARKED.items():
+    parked = dict(PARKED)
+    for name, count in parked.items():
         final = src.markers_of(name)[-1]
         assert name in pending, (name, sorted(pending))
         rows = pending[name]
@@ -124,8 +137,17 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
         row = rows[0]
         assert row["file"].endswith("tokio_mt/src/" + final.file) and row["line"] == final.line, (row, final)
         assert row["count"] == (PARK_N if count is None else count), row
-    # park_main runs in block_on, not as a spawned task: not a task of task mode
-    assert "park_main" not in tasks
+    # park_main is block_on's future: a task of task mode where its poll has a function
+    # of its own to probe (debug), pending at its last marked await like the others
+    model = analyze(b, tmp_path)
+    main = [f for f in model["futures"] if f["name"] == "tokio_mt::park_main"][0]
+    assert main["block_on_root"], main
+    if main["poll"] is None or model["polls"][main["poll"]]["inlined_only"]:
+        assert "park_main" not in tasks
+    else:
+        assert tasks["park_main"]["tasks"] == 1 and tasks["park_main"]["completed"] == 0, tasks
+        final = src.markers_of("park_main")[-1]
+        assert [(r["line"], r["count"]) for r in pending["park_main"]] == [(final.line, 1)], pending
 
 
 @pytest.mark.parametrize("profile", util.PROFILES)
@@ -201,6 +223,29 @@ def test_hyper_server_tasks_under_p(profile, tmp_path):
     assert sample["sampled"] is True and sample["fraction_planned"] == 0.1, sample
     assert sample["windows"] > 0 and sample["failed_windows"] == 0, sample
     assert 0 < sample["attached_s"] < sample["run_s"], sample
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_handwritten_executor_roots(profile, tmp_path):
+    """The hand-written executor (no runtime's task header: its tasks are the futures
+    it polls itself) in task mode: each root task's polls are task polls, counted
+    exactly as the executor counts its calls of a root task's poll, each task once,
+    completed once."""
+    b = util.fixture_binary(profile, "handwritten")
+    proc, paths = util.run_traced(tmp_path, b, extra=["--tasks"])
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    ex = util.ground_truth(proc.stdout)["executor"]
+    assert ex["spawned"] == ex["completed"] > 0 and ex["panicked"] == 0, ex
+    doc, tm = task_mode(paths["summary"])
+    check_clean(doc, tm)
+    tasks = by_name(tm["tasks"], "handwritten")
+    assert sorted(tasks) == sorted(t["name"] for t in ex["tasks"]), (sorted(tasks), ex["tasks"])
+    for t in ex["tasks"]:
+        row = tasks[t["name"]]
+        assert (row["tasks"], row["completed"], row["polls"]) == (1, 1, t["root_polls"]), (row, t)
+    assert tm["task_polls"] == ex["root_polls"], (tm["task_polls"], ex)
+    assert "root futures" in proc.stderr, proc.stderr
 
 
 def test_tasks_options_conflict(tmp_path):

@@ -162,8 +162,9 @@ static int plan_task_probes(struct trace_run *r)
 		pr_warn("trace: task mode: %s\n", err);
 	if (!n) {
 		pr_warn("trace: task mode: nothing to probe in %s: no runtime task type (tokio, "
-			"async-task) whose task polls can be seen; trace without --tasks probes "
-			"futures instead\n",
+			"async-task) whose task polls can be seen, and no root future (a "
+			"block_on's, a hand-written executor's) whose polls can all be ended; "
+			"trace without --tasks probes futures instead\n",
 			r->m.path);
 		return EXIT_NO_MATCH;
 	}
@@ -171,9 +172,11 @@ static int plan_task_probes(struct trace_run *r)
 		pr_warn("trace: out of memory\n");
 		return EXIT_FAILURE_INTERNAL;
 	}
-	pr_info("trace: task mode: %u task types, %u task-poll exit sites on instructions the "
-		"kernel emulates, %u return probes; each task poll reads its tree of futures\n",
-		r->plan.nr_task_types, r->plan.nr_task_exits, r->plan.nr_task_returns);
+	pr_info("trace: task mode: %u task types and %u root futures (%u left out: their "
+		"polls cannot all be ended), %u task-poll exit sites (%u on instructions the "
+		"kernel emulates), %u return probes; each task poll reads its tree of futures\n",
+		r->plan.nr_task_types, r->plan.nr_root_types, r->plan.nr_roots_skipped,
+		r->plan.nr_task_exits, r->plan.nr_emulated_exits, r->plan.nr_task_returns);
 	return EXIT_OK;
 }
 
@@ -380,6 +383,14 @@ static uint32_t hook_execs(void *ctx)
 	if (n) /* the launched command runs its own image: its vtables are mapped */
 		tracer__fill_wake_types(r->t);
 	return n;
+}
+
+/* launch mode: the command stopped at its exec, nothing of it run yet */
+static void hook_exec_stopped(void *ctx)
+{
+	struct trace_run *r = ctx;
+
+	tracer__fill_wake_types(r->t);
 }
 
 /* top: a keystroke changes the sort key, q quits (a terminal only). */
@@ -617,6 +628,7 @@ int trace__run(const struct trace_args *a)
 	    .should_stop = hook_full,
 	    .tick = hook_status,
 	    .pulse = hook_pulse,
+	    .exec_stopped = hook_exec_stopped,
 	    .ctx = &r};
 	struct termios raw, saved;
 	bool keys = a->top && !a->batch && isatty(STDIN_FILENO) && !tcgetattr(STDIN_FILENO, &saved);

@@ -36,6 +36,9 @@ struct session {
 	int pidfd;     /* pins the process: a reused PID cannot be mistaken for it */
 	int exe_fd;    /* -p: the analyzed executable, held open */
 	int go_fd;     /* launch mode: written to let the command exec */
+	int held_fd;   /* launch mode: says whether the command stops at its exec */
+	bool reaped;   /* launch mode: the command exited at its exec (child_status) */
+	int child_status;
 	bool launched; /* -- CMD */
 	bool exited;   /* the target's exit ended the session */
 	uint64_t start_ns;
@@ -139,7 +142,7 @@ int session__open(const struct session_opts *o, struct session **out)
 		return EXIT_FAILURE_INTERNAL;
 	}
 	s->o = *o;
-	s->pidfd = s->exe_fd = s->go_fd = -1;
+	s->pidfd = s->exe_fd = s->go_fd = s->held_fd = -1;
 	s->launched = o->command != NULL;
 	if (s->launched) {
 		r = launch__resolve(o->command[0], s->exe, sizeof(s->exe));
@@ -177,7 +180,7 @@ int session__spawn(struct session *s)
 
 	if (!s->launched || s->child)
 		return EXIT_OK;
-	child = launch__start_stopped(s->o.cmd, s->exe, s->o.command, &s->go_fd);
+	child = launch__start_stopped(s->o.cmd, s->exe, s->o.command, &s->go_fd, &s->held_fd);
 	if (child < 0) {
 		pr_warn("%s: cannot start %s: %s\n", s->o.cmd, s->exe, strerror(-child));
 		return EXIT_FAILURE_INTERNAL;
@@ -408,8 +411,21 @@ enum session_stop session__run(struct session *s, struct ring_buffer *rb, struct
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	s->start_ns = sysfacts__now_ns();
-	if (s->go_fd >= 0 && (r = launch__go(&s->go_fd)))
-		pr_warn("%s: cannot start the command: %s\n", s->o.cmd, strerror(-r));
+	if (s->go_fd >= 0) {
+		r = launch__go(&s->go_fd, &s->held_fd, s->child, &s->child_status);
+		if (r == LAUNCH_HELD) {
+			/* stopped right after its exec: what needs its addresses, now */
+			if (h && h->exec_stopped)
+				h->exec_stopped(h->ctx);
+			if ((r = launch__release(s->child)))
+				pr_warn("%s: cannot let the command run after its exec: %s\n",
+					s->o.cmd, strerror(-r));
+		} else if (r == LAUNCH_EXITED) {
+			s->reaped = true;
+		} else if (r < 0) {
+			pr_warn("%s: cannot start the command: %s\n", s->o.cmd, strerror(-r));
+		}
+	}
 	why = loop(s, rb, b, h ? h : &none);
 	/* a second Ctrl-C from here on ends asyncbpf at once (the kernel drops the links) */
 	signal(SIGINT, SIG_DFL);
@@ -430,7 +446,7 @@ int session__finish(struct session *s, int status)
 	else
 		pr_info("%s: %s stopped; waiting for %s (pid %d) to exit\n", s->o.cmd, s->o.verb,
 			s->exe, (int)s->child);
-	child_status = launch__wait(s->child);
+	child_status = s->reaped ? s->child_status : launch__wait(s->child);
 	s->child = 0;
 	/* launch mode answers with the command's status unless our outputs failed */
 	return status == EXIT_OK ? child_status : status;
@@ -447,7 +463,9 @@ void session__free(struct session *s)
 	free(s->outputs);
 	if (s->go_fd >= 0)
 		close(s->go_fd); /* EOF: the child exits without running the command */
-	if (s->child)
+	if (s->held_fd >= 0)
+		close(s->held_fd);
+	if (s->child && !s->reaped)
 		launch__wait(s->child);
 	if (s->pidfd >= 0)
 		close(s->pidfd);

@@ -105,6 +105,9 @@ struct session_hooks {
 	/* every round: work due at given times (CLOCK_MONOTONIC ns); returns when it is
 	 * next due (the loop wakes up by then), 0 for nothing */
 	uint64_t (*pulse)(void *ctx, uint64_t now_ns);
+	/* launch mode: the command is stopped right after its exec, before its first
+	 * instruction (its load address is known, nothing of it has run) */
+	void (*exec_stopped)(void *ctx);
 	void *ctx;
 };
 

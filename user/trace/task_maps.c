@@ -26,9 +26,9 @@ uint32_t task_maps__nr_dyn(const struct model *m)
 	return m->nr_vtables ? m->nr_vtables : 1;
 }
 
-uint32_t task_maps__nr_infos(const struct model *m)
+uint32_t task_maps__nr_infos(const struct model *m, uint32_t nr_roots)
 {
-	return m->nr_task_types ? m->nr_task_types : 1;
+	return m->nr_task_types + nr_roots ? m->nr_task_types + nr_roots : 1;
 }
 
 void task_maps__node(const struct model *m, uint32_t i, struct tree_node_spec *out)
@@ -115,6 +115,48 @@ bool task_maps__info(const struct model *m, uint32_t i, struct task_info *out)
 	return true;
 }
 
+void task_maps__root_info(const struct model *m, uint32_t f, uint32_t index, struct task_info *out)
+{
+	const struct future *fu = &m->futures[f];
+
+	memset(out, 0, sizeof(*out));
+	out->root_future = f;
+	out->type = index;
+	out->known = 1;
+	out->runtime = TASK_RT_DYN;
+	out->root_size = fu->size > UINT32_MAX ? UINT32_MAX : (__u32)fu->size;
+	if (fu->has_state && fu->state_offset <= INT32_MAX &&
+	    (fu->state_size == 1 || fu->state_size == 2 || fu->state_size == 4 ||
+	     fu->state_size == 8)) {
+		/* kind 1: gone while the value is in [lo, hi] */
+		out->nr_live = 1;
+		out->live[0].offset = (__s32)fu->state_offset;
+		out->live[0].kind = 1;
+		out->live[0].size = (__u8)fu->state_size;
+		out->live[0].lo = STATE_RETURNED_VALUE;
+		out->live[0].hi = STATE_PANICKED_VALUE;
+	}
+}
+
+int task_maps__fill_infos(int infos_fd, const struct model *m, const uint32_t *roots, uint32_t nr)
+{
+	for (uint32_t i = 0; i < m->nr_task_types; i++) {
+		struct task_info ti;
+
+		if (task_maps__info(m, i, &ti) && bpf_map_update_elem(infos_fd, &i, &ti, BPF_ANY))
+			return -errno;
+	}
+	for (uint32_t k = 0; k < nr; k++) {
+		struct task_info ti;
+		__u32 index = m->nr_task_types + k;
+
+		task_maps__root_info(m, roots[k], index, &ti);
+		if (bpf_map_update_elem(infos_fd, &index, &ti, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m)
 {
 	for (uint32_t i = 0; i < m->nr_futures; i++) {
@@ -134,7 +176,7 @@ int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m)
 	return 0;
 }
 
-int task_maps__fill_addresses(int infos_fd, int vtables_fd, int dyn_fd, const struct model *m,
+int task_maps__fill_addresses(int vtables_fd, int dyn_fd, const struct model *m,
 			      uint64_t bias)
 {
 	for (uint32_t i = 0; i < m->nr_task_types; i++) {
@@ -143,8 +185,7 @@ int task_maps__fill_addresses(int infos_fd, int vtables_fd, int dyn_fd, const st
 
 		if (!task_maps__info(m, i, &ti))
 			continue; /* its slot stays zero: not known */
-		if (bpf_map_update_elem(infos_fd, &i, &ti, BPF_ANY) ||
-		    bpf_map_update_elem(vtables_fd, &key, &i, BPF_ANY))
+		if (bpf_map_update_elem(vtables_fd, &key, &i, BPF_ANY))
 			return -errno;
 	}
 	for (uint32_t i = 0; i < m->nr_vtables; i++) {

@@ -276,6 +276,45 @@ static int plan_callee(struct trace_plan *plan, uint32_t poll, const struct tail
 	return 0;
 }
 
+bool trace_plan__place_entry(const struct model *m, uint32_t poll, struct poll_spec *entry,
+			     uint64_t *offset)
+{
+	const struct poll_fn *pf = &m->polls[poll];
+
+	fill_common(entry, m, poll);
+	entry->kind = PROBE_ENTRY;
+	entry->ctx_reg = 0;
+	if (pf->entry.valid && inside(pf, pf->entry.file_offset) && pf->entry.sp_delta <= 0) {
+		*offset = pf->entry.file_offset;
+		entry->sp_delta = pf->entry.sp_delta;
+		if (pf->entry.self_kind == SELF_LOC_REG) {
+			entry->self_kind = SPEC_SELF_REG;
+			entry->self_reg = pf->entry.self_reg;
+		} else if (pf->entry.self_kind == SELF_LOC_STACK) {
+			entry->self_kind = SPEC_SELF_STACK;
+			entry->self_sp_offset = pf->entry.self_sp_offset;
+		}
+	} else if (!pf->entry.valid && !pf->disasm_error) {
+		return false;
+	} else {
+		/* first instruction: self in its argument register, if that is known */
+		*offset = pf->file_offset;
+		if (pf->self_known) {
+			entry->self_kind = SPEC_SELF_REG;
+			entry->self_reg = pf->self_arg_reg;
+		}
+	}
+	if (!(pf->entry.valid && pf->entry.emulated && *offset == pf->entry.file_offset))
+		entry->flags |= SPEC_SINGLE_STEPPED; /* for the probe-cost estimate */
+	/* at the function's first instruction the arguments are where the ABI put them:
+	 * the Context follows self (rsi, or rdx behind a hidden return pointer) */
+	if (*offset == pf->file_offset && pf->self_known)
+		entry->ctx_reg = pf->self_arg_reg == 5	 ? 4 + 1 /* rsi */
+				 : pf->self_arg_reg == 4 ? 1 + 1 /* rdx */
+							 : 0;
+	return true;
+}
+
 /* Are the callee's own exits in this mode all on instructions the kernel emulates? */
 static bool own_exits_emulated(const struct poll_fn *pf, enum plan_exits mode, uint64_t entry_offset)
 {
@@ -297,7 +336,7 @@ static bool own_exits_emulated(const struct poll_fn *pf, enum plan_exits mode, u
  * leave by a tail jump is left to its own exits (its tail callee's entry would meet
  * the frame first).
  */
-static bool caller_exits_fit(const struct poll_fn *pf, const struct poll_spec *entry)
+bool trace_plan__caller_exits_fit(const struct poll_fn *pf, const struct poll_spec *entry)
 {
 	if (!pf->caller_exits_ok || !pf->nr_caller_exits)
 		return false;
@@ -350,40 +389,12 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, const struc
 	uint32_t exits = 0, first = plan->nr;
 	bool shared = false, followed = false;
 
-	fill_common(&entry, m, poll);
-	entry.kind = PROBE_ENTRY;
-	entry.ctx_reg = 0;
-	if (pf->entry.valid && inside(pf, pf->entry.file_offset) && pf->entry.sp_delta <= 0) {
-		entry_offset = pf->entry.file_offset;
-		entry.sp_delta = pf->entry.sp_delta;
-		if (pf->entry.self_kind == SELF_LOC_REG) {
-			entry.self_kind = SPEC_SELF_REG;
-			entry.self_reg = pf->entry.self_reg;
-		} else if (pf->entry.self_kind == SELF_LOC_STACK) {
-			entry.self_kind = SPEC_SELF_STACK;
-			entry.self_sp_offset = pf->entry.self_sp_offset;
-		}
-	} else if (!pf->entry.valid &&
-		   !pf->disasm_error) { /* the analyzer found no probeable instruction at all */
+	if (!trace_plan__place_entry(m, poll, &entry, &entry_offset)) {
+		/* the analyzer found no probeable instruction at all */
 		plan->nr_no_entry++;
 		plan_problem(plan, poll, PLAN_NO_ENTRY, pf->file_offset);
 		return 0;
-	} else {
-		/* first instruction: self in its argument register, if that is known */
-		entry_offset = pf->file_offset;
-		if (pf->self_known) {
-			entry.self_kind = SPEC_SELF_REG;
-			entry.self_reg = pf->self_arg_reg;
-		}
 	}
-	if (!(pf->entry.valid && pf->entry.emulated && entry_offset == pf->entry.file_offset))
-		entry.flags |= SPEC_SINGLE_STEPPED; /* for the probe-cost estimate */
-	/* at the function's first instruction the arguments are where the ABI put them:
-	 * the Context follows self (rsi, or rdx behind a hidden return pointer) */
-	if (entry_offset == pf->file_offset && pf->self_known)
-		entry.ctx_reg = pf->self_arg_reg == 5	? 4 + 1 /* rsi */
-				: pf->self_arg_reg == 4 ? 1 + 1 /* rdx */
-							: 0;
 	/* a leaf cannot be unwound through: its return probe is safe, and cheap */
 	if (mode == PLAN_EXITS_URETPROBE || (mode == PLAN_EXITS_EMULATED && pf->leaf)) {
 		if (plan_uretprobe(plan, m, poll, &entry, entry_offset))
@@ -395,7 +406,7 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, const struc
 	}
 	/* exits in the callers, where the callee's own would be single-stepped */
 	if (mode == PLAN_EXITS_EMULATED && !pf->disasm_error && pf->nr_exits &&
-	    caller_exits_fit(pf, &entry) && !own_exits_emulated(pf, mode, entry_offset)) {
+	    trace_plan__caller_exits_fit(pf, &entry) && !own_exits_emulated(pf, mode, entry_offset)) {
 		if (plan_caller_exits(plan, m, poll) ||
 		    trace_plan__add(plan, &entry, entry_offset, false))
 			return -ENOMEM;
@@ -776,6 +787,7 @@ void trace_plan__free(struct trace_plan *plan)
 	free(plan->returns);
 	free(plan->problems);
 	free(plan->task_roots);
+	free(plan->root_types);
 	memset(plan, 0, sizeof(*plan));
 }
 

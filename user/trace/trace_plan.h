@@ -64,6 +64,11 @@ struct trace_plan {
 	uint32_t nr_task_types;		  /* task types whose vtable function is probed */
 	uint32_t nr_task_exits, nr_task_returns; /* continuation sites; uretprobes */
 	uint8_t *task_roots;			 /* by model poll: its entries are SPEC_TASK_ROOT */
+	/* task mode's root polls (a block_on's future, a hand-written executor's roots):
+	 * root_types[k] is the future of task_infos[m->nr_task_types + k] */
+	uint32_t *root_types;
+	uint32_t nr_root_types;
+	uint32_t nr_roots_skipped; /* root futures whose polls cannot all be ended: left out */
 	struct plan_problem *problems;		 /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
@@ -96,6 +101,15 @@ const char *plan_problem__describe(uint32_t kind);
 int trace_plan__build(struct trace_plan *plan, const struct model *m, const struct selection *s,
 		      enum plan_exits mode, unsigned extras, char *err, size_t errlen);
 void trace_plan__free(struct trace_plan *plan);
+/*
+ * The entry probe of poll fn `poll` (the analyzer's entry site, else its first
+ * instruction, self where the analyzer says) and its file offset. false: no
+ * probeable instruction.
+ */
+bool trace_plan__place_entry(const struct model *m, uint32_t poll, struct poll_spec *entry,
+			     uint64_t *offset);
+/* Can every return of pf be seen after its calls, the result read as at a ret? */
+bool trace_plan__caller_exits_fit(const struct poll_fn *pf, const struct poll_spec *entry);
 /* One probe site more (its hit class set from its kind and flags). 0 or -ENOMEM. */
 int trace_plan__add(struct trace_plan *plan, const struct poll_spec *spec, uint64_t offset,
 		    bool ret);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace/trace_plan.h"
@@ -130,6 +131,90 @@ static int add_wakes(struct trace_plan *plan, const struct model *m, const bool 
 	return 0;
 }
 
+/*
+ * A root poll as a task poll: a future no runtime task holds, polled by its executor
+ * itself (a block_on's future; with no runtime's task types, the roots of a
+ * hand-written executor). Its entry is the poll fn's entry probe, the "header" its
+ * self; its exits must see the tree final: the caller sites, else its `ret`s (single-
+ * stepped). One with a tail jump and no caller sites (the poll is not over there), or
+ * whose poll fn other futures share, is left out and counted.
+ */
+static int add_root(struct trace_plan *plan, const struct model *m, uint32_t f)
+{
+	const struct future *fu = &m->futures[f];
+	const struct poll_fn *pf;
+	struct poll_spec entry, exit;
+	uint64_t offset;
+	uint32_t *types, index = m->nr_task_types + plan->nr_root_types;
+	bool callers;
+
+	if (fu->poll < 0 || (uint32_t)fu->poll >= m->nr_polls)
+		return 0;
+	pf = &m->polls[fu->poll];
+	if (pf->inlined_only || !pf->size || !pf->nr_exits || pf->nr_folded ||
+	    !trace_plan__place_entry(m, (uint32_t)fu->poll, &entry, &offset) ||
+	    entry.self_kind == SPEC_SELF_UNKNOWN)
+		goto skip;
+	for (uint32_t g = 0; g < m->nr_futures; g++)
+		if (g != f && m->futures[g].poll == fu->poll)
+			goto skip; /* its code serves several futures: which one is not known */
+	callers = trace_plan__caller_exits_fit(pf, &entry);
+	for (uint32_t i = 0; !callers && i < pf->nr_exits; i++)
+		if (pf->exits[i].kind != EXIT_RET || !pf->exits[i].probeable)
+			goto skip;
+	if (!(types = realloc(plan->root_types, (plan->nr_root_types + 1) * sizeof(*types))))
+		return -ENOMEM;
+	plan->root_types = types;
+	types[plan->nr_root_types++] = f;
+	entry.kind = PROBE_TASK_ENTRY;
+	entry.poll = index; /* its task_info */
+	entry.future = TASK_RT_DYN;
+	/* SPEC_TASK_ROOT: a root poll inside a task poll is a future of that task */
+	entry.flags = (entry.flags & SPEC_SINGLE_STEPPED) | SPEC_TASK_ROOT;
+	entry.exit_cond = SPEC_COND_ALWAYS;
+	if (trace_plan__add(plan, &entry, offset, false))
+		return -ENOMEM;
+	plan->nr_entries++;
+	plan->nr_emulated_entries += !(entry.flags & SPEC_SINGLE_STEPPED);
+	for (uint32_t i = 0; i < (callers ? pf->nr_caller_exits : pf->nr_exits); i++) {
+		exit = (struct poll_spec){.kind = PROBE_TASK_EXIT,
+					  .poll = ~0u,
+					  .future = TASK_RT_DYN,
+					  .flags = SPEC_TASK_ROOT,
+					  .exit_cond = SPEC_COND_ALWAYS};
+		/* after the return rsp is the entry's + 8; at the ret, the entry's */
+		exit.sp_delta = callers ? 8 : 0;
+		if (!callers && !pf->exits[i].emulated)
+			exit.flags |= SPEC_SINGLE_STEPPED;
+		if (trace_plan__add(plan, &exit,
+				    callers ? pf->caller_exits[i].file_offset
+					    : pf->exits[i].file_offset,
+				    false))
+			return -ENOMEM;
+		plan->nr_task_exits++;
+		plan->nr_exits++;
+		plan->nr_emulated_exits += !(exit.flags & SPEC_SINGLE_STEPPED);
+	}
+	return 0;
+skip:
+	plan->nr_roots_skipped++;
+	return 0;
+}
+
+static int add_roots(struct trace_plan *plan, const struct model *m)
+{
+	/* a hand-written executor's tasks are the futures nothing awaits */
+	bool executor = !plan->nr_task_types && m->runtimes[TASK_RT_STD_WAKE].known;
+
+	for (uint32_t f = 0; f < m->nr_futures; f++) {
+		const struct future *fu = &m->futures[f];
+
+		if ((fu->block_on_root || (executor && fu->is_root)) && add_root(plan, m, f))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int trace_plan__build_tasks(struct trace_plan *plan, const struct model *m, bool wakes, char *err,
 			    size_t errlen)
 {
@@ -169,7 +254,11 @@ int trace_plan__build_tasks(struct trace_plan *plan, const struct model *m, bool
 	}
 	if (wakes && plan->nr_task_types && add_wakes(plan, m, probed))
 		return -ENOMEM;
-	if (!plan->nr_task_types && err && !used)
-		snprintf(err, errlen, "no runtime task type with a vtable function to probe");
-	return (int)plan->nr_task_types;
+	if (add_roots(plan, m))
+		return -ENOMEM;
+	if (!plan->nr_task_types && !plan->nr_root_types && err && !used)
+		snprintf(err, errlen,
+			 "no runtime task type with a vtable function to probe, and no root "
+			 "future whose polls can all be ended");
+	return (int)(plan->nr_task_types + plan->nr_root_types);
 }
