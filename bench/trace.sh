@@ -29,7 +29,14 @@
 #    processes' context switches: `perf bench sched pipe` with and without a trace
 #    of an idle target attached.
 #
-# BENCH_PARTS (default 1,2,3,4,5,6) runs some parts only.
+# 7. task mode against per-future probes (issue 18): release servers under wrk
+#    (keep-alive, -c16, BENCH_WRK_SECONDS each), requests/s untraced, with `trace
+#    --tasks -p` (wake-ups sampled, the default), `--tasks --no-wakes`, `--tasks
+#    --wake-sample 100`, and the per-future probes (`--deep`: the default selection,
+#    exits in the callers where their own would be single-stepped), interleaved;
+#    ratios to untraced, the exits single-stepped by frequency, and the floor.
+#
+# BENCH_PARTS (default 1,2,3,4,5,6,7) runs some parts only.
 # Environment: BENCH_RUNS (default 5), BENCH_POLLS (traced polls per run, default
 # 30000), BENCH_BPFTRACE_FNS (functions for bpftrace's attach test, default 100),
 # BENCH_RATES (consumer steps, M records/s, default 0.1,0.25,0.5,1,2).
@@ -49,7 +56,7 @@ runs="${BENCH_RUNS:-5}"
 polls="${BENCH_POLLS:-30000}"
 bt_fns="${BENCH_BPFTRACE_FNS:-100}"
 rates="${BENCH_RATES:-0.1,0.25,0.5,1,2}"
-parts=",${BENCH_PARTS:-1,2,3,4,5,6},"
+parts=",${BENCH_PARTS:-1,2,3,4,5,6,7},"
 part() { [[ "$parts" == *",$1,"* ]]; }
 http_conns="${BENCH_HTTP_CONNS:-8}"
 http_reqs="${BENCH_HTTP_REQS:-3000}"
@@ -476,11 +483,111 @@ PY
 )"
 fi
 
+# ---- 7. task mode against per-future probes on loaded servers ------------------------
+
+task_report=""
+# wrk_run SERVER MODE RUN: requests/s of wrk against a fresh release SERVER, traced by
+# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep) attached before the load
+wrk_run() {
+	local server="$1" mode="$2" run="$3" srv="$root/tests/conformance/bin/release/$1"
+	local so="$work/wrk-$1.srv" ao="$work/wrk-$1-$2.asyncbpf" port spid apid="" rps args=()
+	"$srv" --port 0 >"$so" 2>&1 &
+	spid=$!
+	bg_pids+=("$spid")
+	for ((k = 0; k < 100; k++)); do
+		port="$(sed -n 's/.*"listening":\([0-9]*\).*/\1/p' "$so")"
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	[ -n "$port" ] || die "$server did not start ($so)"
+	case "$mode" in
+	tasks) args=(--tasks) ;;
+	tasks-nowakes) args=(--tasks --no-wakes) ;;
+	tasks-allwakes) args=(--tasks --wake-sample 100) ;;
+	deep) args=() ;;
+	esac
+	if [ "$mode" != untraced ]; then
+		"$asyncbpf" trace "${args[@]}" -p "$spid" -o "$work/wrk.pftrace" --summary-json "$work/wrk-summary.json" \
+			>"$ao.out" 2>"$ao" &
+		apid=$!
+		bg_pids+=("$apid")
+		for ((k = 0; k < 600; k++)); do
+			grep -q 'trace: attached' "$ao" && break
+			kill -0 "$apid" 2>/dev/null || break
+			sleep 0.05
+		done
+		if ! grep -q 'trace: attached' "$ao"; then
+			# nothing to probe in this mode (e.g. every selected future inlined): said
+			kill "$apid" 2>/dev/null || true
+			wait "$apid" 2>/dev/null || true
+			kill -TERM "$spid"
+			wait "$spid" || true
+			sample "{\"part\":\"wrk\",\"server\":\"$server\",\"mode\":\"$mode\",\"run\":$run,\"rps\":null,\"why\":$(tail -n 1 "$ao" | /usr/bin/python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')}"
+			return
+		fi
+	fi
+	rps="$(wrk -t1 -c16 -d"${BENCH_WRK_SECONDS:-4}"s "http://127.0.0.1:$port/hello" 2>/dev/null | awk '/Requests\/sec/{print $2}')"
+	if [ -n "$apid" ]; then
+		kill -INT "$apid"
+		wait "$apid" || die "asyncbpf trace -p $server exited with $? ($ao)"
+	fi
+	kill -TERM "$spid"
+	wait "$spid" || true
+	/usr/bin/python3 -c '
+import json, sys
+server, mode, run, rps, summ = sys.argv[1:6]
+d = {"part": "wrk", "server": server, "mode": mode, "run": int(run), "rps": float(rps or 0)}
+if mode != "untraced":
+    t = json.load(open(summ))["totals"]
+    d.update(exits=t.get("exits"), stepped_exits=t.get("stepped_exits"), dropped=t.get("dropped"),
+             trees=t.get("task_trees"), cost=t.get("tracer_cost", {}).get("share_percent"))
+print(json.dumps(d))' "$server" "$mode" "$run" "$rps" "$work/wrk-summary.json" >>"$samples"
+}
+
+if part 7; then
+	command -v wrk >/dev/null || die "wrk not found: run 'make deps' (scripts/deps.sh)"
+	for server in http_server hyper_server; do
+		[ -x "$root/tests/conformance/bin/release/$server" ] || die "no tests/conformance/bin/release/$server: make conformance"
+		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future)" >&2
+		for ((i = 1; i <= runs; i++)); do
+			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep); else order=(deep tasks-allwakes tasks-nowakes tasks untraced); fi
+			for mode in "${order[@]}"; do wrk_run "$server" "$mode" "$i"; done
+		done
+	done
+	task_report="$(/usr/bin/python3 - "$samples" <<'PY'
+import json, statistics, sys
+S = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+W = [s for s in S if s.get("part") == "wrk"]
+print("task mode against per-future probes (issue 18), release servers under wrk -c16, medians:")
+for server in sorted({s["server"] for s in W}):
+    base = statistics.median([s["rps"] for s in W if s["server"] == server and s["mode"] == "untraced"])
+    print(f"  {server}: untraced {base:,.0f} req/s")
+    for mode, label, target in (("tasks", "--tasks (wake-ups sampled, 10%)", 0.75),
+                                ("tasks-nowakes", "--tasks --no-wakes", None),
+                                ("tasks-allwakes", "--tasks --wake-sample 100", None),
+                                ("deep", "per-future probes (exits in the callers)", 0.6)):
+        R = [s for s in W if s["server"] == server and s["mode"] == mode]
+        if not R:
+            continue
+        if all(s["rps"] is None for s in R):
+            print(f"    {label:44s} n/a: {R[0].get('why', '')[:120]}")
+            continue
+        r = statistics.median([s["rps"] for s in R if s["rps"] is not None]) / base
+        ex = sum(s.get("exits") or 0 for s in R)
+        st = sum(s.get("stepped_exits") or 0 for s in R)
+        extra = f", exits single-stepped {100 * st / ex:.1f}% by frequency" if mode == "deep" and ex else ""
+        goal = f" (target >= {target}x: {'PASS' if r >= target else 'MISS'})" if target else ""
+        print(f"    {label:44s} {r:.3f}x{goal}{extra}")
+PY
+)"
+fi
+
 # ---- report -----------------------------------------------------------------------------
 
 {
 	"$helper" report "$samples"
 	[ -z "$block_report" ] || printf '\n%s\n' "$block_report"
+	[ -z "$task_report" ] || printf '\n%s\n' "$task_report"
 	echo
 	echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "asyncbpf: $asyncbpf ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')), $(bpftrace --version)"
