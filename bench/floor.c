@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 	struct bpf_program *prog;
 	char proc_exe[64], exe[PATH_MAX];
 	uint64_t t0, t_loaded, t_attach, t_attached, t_detached = 0, t_closed = 0;
-	int status, links[2] = {-1, -1}, go_fd = -1, child_status = 0, r;
+	int status, links[2] = {-1, -1}, go_fd = -1, held_fd = -1, child_status = 0, r;
 	pid_t child = 0;
 	uint64_t run_time_ns = 0, run_cnt = 0;
 
@@ -291,7 +291,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (a.command) {
-		child = launch__start_stopped("floor", a.path, a.command, &go_fd);
+		child = launch__start_stopped("floor", a.path, a.command, &go_fd, &held_fd);
 		if (child < 0) {
 			fprintf(stderr, "floor: cannot start %s: %s\n", a.path, strerror(-child));
 			child = 0;
@@ -311,12 +311,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (child) {
-		if ((r = launch__go(&go_fd))) {
+		if ((r = launch__go(&go_fd, &held_fd, child, &child_status)) < 0) {
 			fprintf(stderr, "floor: cannot start the command: %s\n", strerror(-r));
 			status = EXIT_FAILURE_INTERNAL;
 			goto out;
 		}
-		child_status = launch__wait(child);
+		if (r == LAUNCH_HELD)
+			launch__release(child); /* nothing to fill: let it run */
+		if (r != LAUNCH_EXITED)
+			child_status = launch__wait(child);
 		child = 0;
 	}
 	{
@@ -352,6 +355,8 @@ out:
 			close(links[i]);
 	if (go_fd >= 0)
 		close(go_fd); /* the child exits 127 without running the command */
+	if (held_fd >= 0)
+		close(held_fd);
 	if (child)
 		launch__wait(child);
 	floor_bpf__destroy(skel);
