@@ -265,7 +265,7 @@ d = json.loads(sys.argv[2]); d.update(part="attach", what=sys.argv[1]); print(js
 for ((i = 1; i <= runs; i++)); do
 	# asyncbpf launch mode, as it prints it: attach (tracer__attach: the links), and
 	# separately the BPF load and verification (tracer__load, specs filled)
-	"$asyncbpf" trace -o "$work/many.pftrace" -- "$many" >/dev/null 2>"$work/many.err" ||
+	"$asyncbpf" trace --deep -o "$work/many.pftrace" -- "$many" >/dev/null 2>"$work/many.err" ||
 		die "asyncbpf trace of $many failed: $(tail -n 3 "$work/many.err")"
 	times="$(printed_times "$work/many.err")" || die "asyncbpf printed no attach/detach times ($work/many.err)"
 	attach_sample "asyncbpf trace (launch), as it prints" "$times"
@@ -275,7 +275,7 @@ for ((i = 1; i <= runs; i++)); do
 	mpid=$!
 	bg_pids+=("$mpid")
 	sleep 0.3
-	"$asyncbpf" trace -p "$mpid" -d 0.3 -o "$work/many-p.pftrace" >/dev/null 2>"$work/many-p.err" ||
+	"$asyncbpf" trace --deep -p "$mpid" -d 0.3 -o "$work/many-p.pftrace" >/dev/null 2>"$work/many-p.err" ||
 		die "asyncbpf trace -p of $many failed: $(tail -n 3 "$work/many-p.err")"
 	times="$(printed_times "$work/many-p.err")" || die "asyncbpf printed no attach/detach times ($work/many-p.err)"
 	attach_sample "asyncbpf trace -p (running), as it prints" "$times"
@@ -360,7 +360,7 @@ print(json.dumps(d))' "$build" "$mode" "$run" "$((t1 - t0))" "$((http_conns * ht
 fixture_exits() {
 	local build="$1" crate="$2" bin="$root/tests/fixtures/bin/$1/$2" s="$work/fx-summary.json"
 	shift 2
-	"$asyncbpf" trace "$@" -o "$work/fx.pftrace" --summary-json "$s" -- "$bin" >/dev/null 2>"$work/fx.err" ||
+	"$asyncbpf" trace --deep "$@" -o "$work/fx.pftrace" --summary-json "$s" -- "$bin" >/dev/null 2>"$work/fx.err" ||
 		die "asyncbpf trace $bin failed: $(tail -n 3 "$work/fx.err")"
 	/usr/bin/python3 -c '
 import json, sys
@@ -504,7 +504,7 @@ wrk_run() {
 	tasks) args=(--tasks) ;;
 	tasks-nowakes) args=(--tasks --no-wakes) ;;
 	tasks-allwakes) args=(--tasks --wake-sample 100) ;;
-	deep) args=() ;;
+	deep) args=(--deep) ;;
 	esac
 	if [ "$mode" != untraced ]; then
 		"$asyncbpf" trace "${args[@]}" -p "$spid" -o "$work/wrk.pftrace" --summary-json "$work/wrk-summary.json" \

@@ -15,8 +15,8 @@ dot -Tsvg "$out/demo.dot" -o "$out/demo-await-graph.svg"
 echo "asyncbpf: demo: the async model of $bin is in $out/demo-model.txt (text),"
 echo "asyncbpf: demo: $out/demo.json and $out/demo-await-graph.svg"
 echo
-echo "asyncbpf: demo: tracing $bin for $seconds s (launch mode)"
-./.output/asyncbpf trace -o "$out/demo.pftrace" --summary-json "$out/demo-summary.json" \
+echo "asyncbpf: demo: tracing $bin for $seconds s (launch mode), every poll of its futures (--deep)"
+./.output/asyncbpf trace --deep -o "$out/demo.pftrace" --summary-json "$out/demo-summary.json" \
 	--folded "$out/demo.folded" --dot "$out/demo-live.dot" -- "$bin" --seconds "$seconds"
 dot -Tsvg "$out/demo-live.dot" -o "$out/demo-live.svg"
 echo

@@ -428,7 +428,7 @@ def test_trace_counts_polls_results_unknown(uprobes, tmp_path, variant):
 @needs_root
 def test_trace_and_top_exit_5_without_dwarf(uprobes):
     path = binary("nodebug", "tokio_mt")
-    for args in (("trace", "--duration", "5"), ("top", "--batch", "-n", "1")):
+    for args in (("trace", "--deep", "--duration", "5"), ("top", "--batch", "-n", "1")):
         proc = util.run_asyncbpf(*args, "--", path)
         assert proc.returncode == util.EXIT_BAD_INPUT, util.describe(proc)
         assert "nothing selected" in proc.stderr, proc.stderr

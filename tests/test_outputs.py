@@ -111,7 +111,7 @@ def test_traced_results_equal_the_fixture_counts(profile, tmp_path):
     assert plain.returncode == 0, plain.stderr
     records = tmp_path / "records.jsonl"
     summary = tmp_path / "summary.json"
-    proc = util.run_asyncbpf("trace", "--records", records, "--summary-json", summary, "-o",
+    proc = util.run_asyncbpf("trace", "--deep", "--records", records, "--summary-json", summary, "-o",
                              tmp_path / "t.pftrace", "--", binary, "2")
     assert proc.returncode == 0, util.describe(proc)
     assert proc.stdout == plain.stdout  # the program's own output, untouched

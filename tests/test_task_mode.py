@@ -249,10 +249,40 @@ def test_handwritten_executor_roots(profile, tmp_path):
 
 
 def test_tasks_options_conflict(tmp_path):
-    """--wake-sample with --no-wakes, or out of range, is a usage error (exit 2)."""
+    """--wake-sample with --no-wakes, or out of range, and --tasks with --deep are usage
+    errors (exit 2)."""
     b = util.fixture_binary("debug", "tokio_mt")
     for extra in (["--wake-sample", "50", "--no-wakes"], ["--wake-sample", "0"], ["--wake-sample", "101"],
-                  ["--wake-sample", "x"]):
+                  ["--wake-sample", "x"], ["--deep"]):
         proc = util.run_asyncbpf("trace", "--tasks", *extra, "--", b, timeout=60)
         assert proc.returncode == 2, (extra, util.describe(proc))
-        assert "--wake-sample" in proc.stderr, proc.stderr
+        assert extra[0] in proc.stderr, proc.stderr
+
+
+def trace_default(tmp_path, binary, *args, options=()):
+    summary = tmp_path / "default.json"
+    proc = util.run_asyncbpf("trace", *options, "-o", tmp_path / "d.pftrace", "--summary-json", summary, "--",
+                             binary, *args, timeout=180)
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    return proc, util.load_json(summary)
+
+
+def test_default_mode(tmp_path):
+    """Without patterns, a whitelist or --deep, trace runs task mode where it leaves no
+    task out (tokio, release: every task counted, and said so); with a pattern, or where
+    task mode would leave tasks out (async-std's release build, its tasks' continuation
+    not emulated), the per-future probes, saying why."""
+    b = util.fixture_binary("release", "tokio_mt")
+    proc, doc = trace_default(tmp_path, b, "load", "1")
+    truth = util.ground_truth(proc.stdout)
+    assert "task mode (the default" in proc.stderr, proc.stderr
+    assert by_name(doc["task_mode"]["tasks"], "tokio_mt")["load_task"]["tasks"] == truth["spawned"]
+    proc, doc = trace_default(tmp_path, b, "load", "1", options=("tokio_mt::*",))
+    assert "task mode" not in proc.stderr and "task_mode" not in doc, proc.stderr
+    assert doc["totals"]["records"] > 0, doc["totals"]
+    a = util.fixture_binary("release", "async_std_app")
+    proc, doc = trace_default(tmp_path, a)
+    assert "per-future probes (the default where task mode would leave tasks out: async-task" in proc.stderr, \
+        proc.stderr
+    assert "task_mode" not in doc, sorted(doc)

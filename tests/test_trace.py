@@ -171,7 +171,7 @@ def test_pid_mode_on_demo(uprobes, tmp_path):
     try:
         out, summary_path = tmp_path / "demo.pftrace", tmp_path / "demo-summary.json"
         chrome, records_path = tmp_path / "demo.json", tmp_path / "demo.jsonl"
-        proc = util.run_asyncbpf("trace", "-p", demo.pid, "--duration", "2", "-o", out, "--chrome", chrome,
+        proc = util.run_asyncbpf("trace", "--deep", "-p", demo.pid, "--duration", "2", "-o", out, "--chrome", chrome,
                                  "--summary-json", summary_path, "--records", records_path, timeout=60)
         assert proc.returncode == util.EXIT_OK, util.describe(proc)
         assert "FUTURE" in proc.stdout  # the summary table: stdout in -p mode
@@ -227,7 +227,7 @@ def live_link_ids():
 @needs_root
 def test_sigkill_leaves_target_and_no_probe(uprobes, tmp_path):
     demo = start_demo(4)
-    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "-p", str(demo.pid), "-o", str(tmp_path / "k.pftrace")],
+    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "--deep", "-p", str(demo.pid), "-o", str(tmp_path / "k.pftrace")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
     watch = util.StderrWatch(tracer)
     try:

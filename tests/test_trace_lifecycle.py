@@ -24,7 +24,7 @@ def test_launch_mode_stops_at_exec(uprobes, tmp_path):  # noqa: F811
     out = tmp_path / "run.pftrace"
     summary = tmp_path / "summary.json"
     start = time.monotonic()
-    proc = util.run_asyncbpf("trace", "-o", out, "--summary-json", summary, "--", DEMO, "--seconds", "1",
+    proc = util.run_asyncbpf("trace", "--deep", "-o", out, "--summary-json", summary, "--", DEMO, "--seconds", "1",
                              "--then-exec", "/bin/sh", "-c", "sleep 1; exit 7", timeout=60)
     assert proc.returncode == 7, proc.stderr
     assert "executed another program" in proc.stderr, proc.stderr
@@ -43,7 +43,7 @@ def test_pid_mode_stops_at_exec(uprobes, tmp_path):  # noqa: F811
     try:
         time.sleep(0.3)
         start = time.monotonic()
-        proc = util.run_asyncbpf("trace", "-p", target.pid, "-o", tmp_path / "p.pftrace", timeout=60)
+        proc = util.run_asyncbpf("trace", "--deep", "-p", target.pid, "-o", tmp_path / "p.pftrace", timeout=60)
         stopped_after = time.monotonic() - start
         assert proc.returncode == 0, proc.stderr
         assert "executed another program" in proc.stderr, proc.stderr
@@ -71,7 +71,7 @@ def test_pid_namespace_is_reported(uprobes, tmp_path):  # noqa: F811
         assert inner, "unshare did not start the demo"
         nspid = [line for line in open(f"/proc/{inner}/status") if line.startswith("NSpid:")][0].split()[1:]
         assert len(nspid) == 2, nspid
-        proc = util.run_asyncbpf("trace", "-p", inner, "-d", "1", "-o", tmp_path / "ns.pftrace",
+        proc = util.run_asyncbpf("trace", "--deep", "-p", inner, "-d", "1", "-o", tmp_path / "ns.pftrace",
                                  "--records", tmp_path / "r.jsonl", timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert f"pid {inner} is pid {nspid[1]} in its PID namespace" in proc.stderr, proc.stderr
@@ -83,7 +83,7 @@ def test_pid_namespace_is_reported(uprobes, tmp_path):  # noqa: F811
 
 
 def test_probe_limit(uprobes, tmp_path):  # noqa: F811
-    proc = util.run_asyncbpf("trace", "--max-probes", "3", "-o", tmp_path / "x.pftrace", "--", HANDWRITTEN)
+    proc = util.run_asyncbpf("trace", "--deep", "--max-probes", "3", "-o", tmp_path / "x.pftrace", "--", HANDWRITTEN)
     assert proc.returncode == 2, proc.stderr
     assert "more than the limit of 3" in proc.stderr and "--max-probes" in proc.stderr
     assert not (tmp_path / "x.pftrace").exists()
@@ -96,7 +96,7 @@ def test_privilege_message_names_settings(tmp_path):
         pytest.skip("needs root to drop to another user")
     util.need_tool("setpriv")
     proc = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-                           str(util.ASYNCBPF), "trace", "-p", "1"], capture_output=True, text=True, timeout=30)
+                           str(util.ASYNCBPF), "trace", "--deep", "-p", "1"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 4, proc.stderr
     assert "CAP_BPF" in proc.stderr and "CAP_PERFMON" in proc.stderr
     value = int(open("/proc/sys/kernel/unprivileged_bpf_disabled").read())

@@ -56,7 +56,7 @@ def traced(tmp_path, *command, extra=(), env=None, timeout=120):
     else:
         paths = {"pftrace": tmp_path / "run.pftrace", "chrome": tmp_path / "run.json",
                  "summary": tmp_path / "summary.json"}
-        proc = util.run_asyncbpf("trace", "-o", paths["pftrace"], "--chrome", paths["chrome"], "--summary-json",
+        proc = util.run_asyncbpf("trace", "--deep", "-o", paths["pftrace"], "--chrome", paths["chrome"], "--summary-json",
                                  paths["summary"], "--records", records_path, *extra, "--", *command,
                                  timeout=timeout, env=env)
     assert proc.returncode >= 0, util.describe(proc)
@@ -164,7 +164,7 @@ def resume(proc):
 def trace_pid(tmp_path, pid, *extra):
     """Start `asyncbpf trace -p PID`; returns (Popen, paths) once its probes are live."""
     paths = {"pftrace": tmp_path / "p.pftrace", "summary": tmp_path / "p.json", "records": tmp_path / "p.jsonl"}
-    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "-p", str(pid), "-o", str(paths["pftrace"]),
+    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "--deep", "-p", str(pid), "-o", str(paths["pftrace"]),
                                "--summary-json", str(paths["summary"]), "--records", str(paths["records"]),
                                *[str(e) for e in extra]],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=util.san_env())
@@ -1072,7 +1072,7 @@ def test_max_probes_refuses(uprobes, tmp_path, analyses):
     need += sum(1 for w in model.doc["wake_fns"] if model.doc["runtimes"].get(w["runtime"])
                 and w["file_offset"])
     out = tmp_path / "m.pftrace"
-    proc = util.run_asyncbpf("trace", "--max-probes", 5, "-o", out, "--", handwritten, cwd=tmp_path)
+    proc = util.run_asyncbpf("trace", "--deep", "--max-probes", 5, "-o", out, "--", handwritten, cwd=tmp_path)
     assert proc.returncode == util.EXIT_USAGE, util.describe(proc)
     assert f"needs {need} probes" in proc.stderr and "limit of 5" in proc.stderr, (need, proc.stderr)
     assert "--max-probes" in proc.stderr

@@ -24,7 +24,7 @@ def trace_features():
 
 def loop(tmp_path, n, *extra):
     summary = tmp_path / "summary.json"
-    proc = util.run_asyncbpf("trace", "--summary-json", summary, *extra, "--", LOOP, "loop", n, timeout=300)
+    proc = util.run_asyncbpf("trace", "--deep", "--summary-json", summary, *extra, "--", LOOP, "loop", n, timeout=300)
     assert proc.returncode == 0, util.describe(proc)
     truth = json.loads(proc.stdout.strip().splitlines()[-1])
     assert truth["polls"] == n
@@ -92,6 +92,6 @@ def test_ring_keeps_the_newest_files(tmp_path):
                                   ["--ring", "1"], ["--ring", "2", "--chrome", "x.json"],
                                   ["--ring", "2", "--max-size", "0"]])
 def test_size_usage_errors(args, tmp_path):
-    proc = util.run_asyncbpf("trace", *args, "--", LOOP, "loop", "1", cwd=tmp_path)
+    proc = util.run_asyncbpf("trace", "--deep", *args, "--", LOOP, "loop", "1", cwd=tmp_path)
     assert proc.returncode == 2, util.describe(proc)
     assert "trace: --" in proc.stderr

@@ -61,7 +61,7 @@ def traced(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("summary")
     summary_path, records_path = tmp / "summary.json", tmp / "records.jsonl"
-    proc = util.run_asyncbpf("trace", "-o", tmp / "run.pftrace", "--summary-json", summary_path, "--records",
+    proc = util.run_asyncbpf("trace", "--deep", "-o", tmp / "run.pftrace", "--summary-json", summary_path, "--records",
                              records_path, "--", HANDWRITTEN)
     assert proc.returncode == 0, util.describe(proc)
     truth_lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -219,7 +219,7 @@ def test_stopped_early_lists_what_is_left(traced, tmp_path):
     suspended at its await (the source's `// AWAIT hot_task->middle_hot` line).
     Whatever else is listed must be one of its callees, at one of their own AWAIT lines."""
     summary_path = tmp_path / "summary.json"
-    proc = util.run_asyncbpf("trace", "-o", tmp_path / "run.pftrace", "--summary-json", summary_path,
+    proc = util.run_asyncbpf("trace", "--deep", "-o", tmp_path / "run.pftrace", "--summary-json", summary_path,
                              "--duration", "1", "--", HANDWRITTEN, "hot", "3000")
     assert proc.returncode == 0, util.describe(proc)
     with open(summary_path, encoding="utf-8") as f:
@@ -274,7 +274,7 @@ def test_dropped_records_use_the_bpf_histogram(traced, tmp_path):
     summary_path = tmp_path / "summary.json"
     # asyncbpf is stopped for a while mid-run (SIGSTOP): its consumer cannot drain the
     # 4 KiB buffer, so records are dropped however fast this machine is
-    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "-o", str(tmp_path / "run.pftrace"),
+    tracer = subprocess.Popen([str(util.ASYNCBPF), "trace", "--deep", "-o", str(tmp_path / "run.pftrace"),
                                "--summary-json", str(summary_path), "--ringbuf-size", "4K", "--",
                                str(HANDWRITTEN), "loop", str(polls)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

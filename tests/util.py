@@ -1005,13 +1005,15 @@ def uprobes():
 
 
 def run_traced(tmp_path, *command, extra=(), timeout=120):
-    """Launch mode: asyncbpf trace [extra] -- command. Returns (proc, paths)."""
+    """Launch mode: asyncbpf trace [extra] -- command, with the per-future probes
+    (--deep) unless extra asks for task mode. Returns (proc, paths)."""
     paths = {
         "pftrace": tmp_path / "run.pftrace",
         "chrome": tmp_path / "run.json",
         "summary": tmp_path / "summary.json",
     }
-    proc = run_asyncbpf("trace", "-o", paths["pftrace"], "--chrome", paths["chrome"], "--summary-json",
+    mode = () if "--tasks" in extra else ("--deep",)
+    proc = run_asyncbpf("trace", *mode, "-o", paths["pftrace"], "--chrome", paths["chrome"], "--summary-json",
                              paths["summary"], *extra, "--", *command, timeout=timeout)
     return proc, paths
 

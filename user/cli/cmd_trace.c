@@ -148,15 +148,41 @@ static int select_futures(const struct trace_args *a, const struct model *m, str
 }
 
 /* Analyze the target, select, and build the probe plan. An exit status. */
-/* Task mode: the runtimes' task polls, their trees read in the kernel. */
-static int plan_task_probes(struct trace_run *r)
+/*
+ * Task mode: the runtimes' task polls, their trees read in the kernel. Asked for
+ * (--tasks): whatever it leaves out is said. The default (by_default): only when it
+ * leaves no task out; else FALLBACK and the per-future probes, saying why.
+ */
+#define FALLBACK (-1)
+static int plan_task_probes(struct trace_run *r, bool by_default)
 {
 	char err[1024] = "";
-	int n = trace_plan__build_tasks(&r->plan, &r->m, !r->a->no_wakes, err, sizeof(err));
+	int n;
 
+	/* the trees are read with the futures' layouts: without them, what --deep says
+	 * of a binary with too little debug info (and its exit status) is the answer */
+	if (by_default && r->m.own_debuginfo <= DEBUGINFO_LINE_TABLES && r->m.debuginfo_note)
+		return FALLBACK;
+	if (!by_default && (r->a->nr_patterns || r->a->whitelist || r->a->all_crates))
+		pr_warn("trace: task mode reads whole tasks: the selection (patterns, "
+			"--whitelist, --all-crates) is not used; --deep traces the selection\n");
+	if (!by_default)
+		print_debuginfo("trace", &r->m,
+				"task mode reads the futures' layouts from the DWARF: without "
+				"them a task's tree is its root future only");
+	n = trace_plan__build_tasks(&r->plan, &r->m, !r->a->no_wakes, err, sizeof(err));
 	if (n < 0) {
 		pr_warn("trace: out of memory\n");
 		return EXIT_FAILURE_INTERNAL;
+	}
+	if (by_default && (!n || err[0] || r->plan.nr_roots_skipped)) {
+		pr_info("trace: per-future probes (the default where task mode would leave tasks "
+			"out: %s)\n",
+			err[0] ? err
+			: n    ? "root futures whose polls cannot all be ended"
+			       : "no task poll to probe");
+		trace_plan__free(&r->plan);
+		return FALLBACK;
 	}
 	if (err[0])
 		pr_warn("trace: task mode: %s\n", err);
@@ -172,12 +198,20 @@ static int plan_task_probes(struct trace_run *r)
 		pr_warn("trace: out of memory\n");
 		return EXIT_FAILURE_INTERNAL;
 	}
-	pr_info("trace: task mode: %u task types and %u root futures (%u left out: their "
+	pr_info("trace: task mode%s: %u task types and %u root futures (%u left out: their "
 		"polls cannot all be ended), %u task-poll exit sites (%u on instructions the "
 		"kernel emulates), %u return probes; each task poll reads its tree of futures\n",
+		by_default ? " (the default; --deep probes every poll of your futures)" : "",
 		r->plan.nr_task_types, r->plan.nr_root_types, r->plan.nr_roots_skipped,
 		r->plan.nr_task_exits, r->plan.nr_emulated_exits, r->plan.nr_task_returns);
 	return EXIT_OK;
+}
+
+/* Nothing asks for per-future probes: no pattern, whitelist, crate or exit choice. */
+static bool task_mode_by_default(const struct trace_args *a)
+{
+	return !a->deep && !a->top && !a->nr_patterns && !a->whitelist && !a->all_crates &&
+	       a->exits == EXITS_AUTO && a->expand == EXPAND_NONE;
 }
 
 static int plan_probes(struct trace_run *r)
@@ -201,8 +235,11 @@ static int plan_probes(struct trace_run *r)
 	if (status || (status = session__check_exe(r->s)))
 		return status;
 	print_warnings("trace", &r->m);
-	if (a->tasks)
-		return plan_task_probes(r);
+	if (a->tasks || task_mode_by_default(a)) {
+		status = plan_task_probes(r, !a->tasks);
+		if (status != FALLBACK)
+			return status;
+	}
 	if ((status = select_futures(a, &r->m, &r->sel)))
 		return status;
 	print_debuginfo(

@@ -18,17 +18,22 @@ const char trace_usage[] =
     "       asyncbpf trace [PATTERN...] [OPTIONS] -- CMD [ARGS...]\n"
     "       asyncbpf -p PID                  (trace with the defaults)\n"
     "\n"
-    "Trace every poll of the selected futures of a running Rust program (or of CMD,\n"
-    "started stopped before it runs and traced until it exits). Without patterns or a\n"
-    "whitelist the selection is your own crates' futures (docs/selection.md).\n"
+    "Trace a running Rust program (or CMD, started stopped before it runs and traced\n"
+    "until it exits). Without patterns, a whitelist or --deep: task mode, one probe\n"
+    "pair per task poll with each task's tree of futures read from memory (the\n"
+    "per-future probes where task mode would leave tasks out). With patterns, a\n"
+    "whitelist or --deep: every poll of the selected futures, your own crates' by\n"
+    "default (docs/selection.md).\n"
     "\n"
     "  -p, --pid PID          trace a running process\n"
     "  PATTERN                glob on Rust paths: 'demo::*', '*::handler'\n"
     "  -e, --expand DIR       grow the selection along the await graph: up, down, both\n"
     "  -w, --whitelist F      select from a whitelist file (asyncbpf list -o F)\n"
     "      --all-crates       default selection is every crate's futures\n"
-    "      --tasks            task mode: one probe pair per task poll, each task's tree\n"
-    "                         of futures read from memory (docs/tracing.md, Task mode)\n"
+    "      --tasks            task mode even with patterns, or where it leaves tasks\n"
+    "                         out (docs/tracing.md, Task mode)\n"
+    "      --deep             per-future probes on the selected futures' polls: each\n"
+    "                         poll's duration, result and await point\n"
     "  -o, --output F         Perfetto trace (default asyncbpf-PID.pftrace)\n"
     "      --task-tracks      Perfetto: also a track per task with its polls (~+30 bytes\n"
     "                         per task poll); else a flow links a task's polls\n"
@@ -208,6 +213,7 @@ static int parse_option(int c, const char *arg, struct trace_args *a)
 	case 'K': a->no_cancel = true; break;
 	case 'W': a->no_wakes = true; break;
 	case 'Q': a->tasks = true; break;
+	case 'J': a->deep = true; break;
 	case 'b':
 		if (args__parse_seconds(arg, &a->block_threshold)) {
 			pr_warn("trace: --block-threshold takes positive seconds, not '%s'\n", arg);
@@ -234,6 +240,11 @@ static int check_combination(const struct trace_args *a)
 	}
 	if (!a->pid == !a->command) {
 		pr_warn("trace: give one of -p PID or -- CMD [ARGS...]\n%s", trace_usage);
+		return EXIT_USAGE;
+	}
+	if (a->tasks && a->deep) {
+		pr_warn("trace: --tasks and --deep contradict each other: task mode probes task "
+			"polls, --deep every poll of the selected futures\n");
 		return EXIT_USAGE;
 	}
 	if (a->wake_sample > 0 && a->no_wakes) {
@@ -277,6 +288,7 @@ int trace_args__parse(int argc, char **argv, struct trace_args *a)
 	    {"no-wakes", no_argument, NULL, 'W'},
 	    {"wake-sample", required_argument, NULL, 'P'},
 	    {"tasks", no_argument, NULL, 'Q'},
+	    {"deep", no_argument, NULL, 'J'},
 	    {"block-threshold", required_argument, NULL, 'b'},
 	    {"all-crates", no_argument, NULL, 'a'},
 	    {"verbose", no_argument, NULL, 'v'},

@@ -30,6 +30,7 @@ struct trace_args {
 	bool no_cancel;	  /* --no-cancel */
 	bool no_wakes;	  /* --no-wakes */
 	bool tasks;	  /* --tasks: task mode */
+	bool deep;	  /* --deep: per-future probes, not task mode */
 	double wake_sample; /* --wake-sample / 100; 0: the default (wake_sampler.h) */
 	/* asyncbpf top (cmd_top.c): statistics only, a table every interval */
 	bool top, batch;
