@@ -324,6 +324,9 @@ enum task_tree_phase {
 				  * conditions fail) */
 #define TASK_TREE_UNKNOWN_TYPE 2 /* the header's vtable is no task type known: no tree */
 #define TASK_TREE_CUT	       4 /* nodes or depth cut: cut_nodes / cut_depth say how many */
+/* the tree was not read: another task poll on the same CPU used the per-CPU buffers
+ * while this one was preempted (a kernel that preempts BPF programs) */
+#define TASK_TREE_NOT_READ 8
 
 struct task_tree_record {
 	__u32 type; /* RECORD_TASK_TREE */
@@ -519,7 +522,10 @@ enum trace_counter {
 	COUNTER_TREES,		/* task polls ended: their trees read (task_exit) */
 	COUNTER_TREE_NS,	/* time in task_exit's BPF work (ns): beyond a hit's fixed cost */
 	COUNTER_HIT0,		/* probe hits by enum hit_class, HIT_CLASS_COUNT of them */
-	COUNTER_COUNT = COUNTER_HIT0 + HIT_CLASS_COUNT,
+	/* after the hit classes: COUNTER_HIT0 + class keeps exact bounds (HIT0 = 15) */
+	COUNTER_TREE_NOT_READ = COUNTER_HIT0 + HIT_CLASS_COUNT, /* trees whose per-CPU
+								 * buffers another poll used */
+	COUNTER_COUNT,
 };
 
 /* ---- asyncbpf profile (profile.bpf.c; user/profile/ reads these) ---- */

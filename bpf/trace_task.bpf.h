@@ -66,6 +66,9 @@ struct {
  * reaches it, with the futures it holds inline.
  */
 struct task_cache {
+	/* bumped by each walk: a walk that finds it changed at its end was preempted by
+	 * another on this CPU, which overwrote the buffers (then it sends no tree) */
+	__u64 gen;
 	__u64 base[2], len[2];
 	__u8 root[TASK_TREE_CACHE];
 	__u8 node[TASK_NODE_CACHE];
@@ -385,10 +388,44 @@ static __always_inline struct task_tree_record *read_task_tree(__u64 header, __u
 	return bpf_map_lookup_elem(&task_scratch, &zero);
 }
 
-static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __u64 pid_tgid,
+/*
+ * A record without nodes, built on the stack (the per-CPU record may be another
+ * poll's): a task poll whose exit was never seen (LOST), or whose tree was not read.
+ */
+static __always_inline void send_head(__u64 header, __u8 phase, __u8 flags, __u64 pid_tgid,
 				      __u64 start, __u64 end, __u64 offcpu, __u32 nested)
 {
-	__u64 size;
+	__u64 buf[(TASK_TREE_RECORD_HEAD + 7) / 8] = {};
+	struct task_tree_record *r = (void *)buf;
+
+	r->type = RECORD_TASK_TREE;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->phase = phase;
+	r->flags = flags;
+	r->nested = nested;
+	r->header = header;
+	r->start_ns = start;
+	r->end_ns = end;
+	r->offcpu_ns = offcpu;
+	r->info = ~0u;
+	if (stats_only)
+		return;
+	if (bpf_ringbuf_output(&trace_events, buf, TASK_TREE_RECORD_HEAD, BPF_RB_NO_WAKEUP))
+		count(COUNTER_TASK_DROPPED);
+}
+
+/*
+ * The tree built in this CPU's record, copied into the ring buffer, and sent only if
+ * no other walk used the per-CPU buffers meanwhile (tc->gen still gen after the copy:
+ * the reserved copy is this program's own).
+ */
+static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __u64 pid_tgid,
+				      __u64 start, __u64 end, __u64 offcpu, __u32 nested,
+				      const struct task_cache *tc, __u64 gen)
+{
+	struct bpf_dynptr d;
+	__u64 size, header = r->header;
 	__u32 n;
 
 	r->pid = pid_tgid >> 32;
@@ -406,27 +443,25 @@ static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __
 	size = TASK_TREE_RECORD_HEAD + (__u64)n * sizeof(struct task_tree_node);
 	if (size > sizeof(*r))
 		size = sizeof(*r);
-	if (bpf_ringbuf_output(&trace_events, r, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_reserve_dynptr(&trace_events, size, 0, &d)) {
+		bpf_ringbuf_discard_dynptr(&d, 0);
 		count(COUNTER_TASK_DROPPED);
+		return;
+	}
+	if (bpf_dynptr_write(&d, 0, r, size, 0) || tc->gen != gen) {
+		bpf_ringbuf_discard_dynptr(&d, 0);
+		count(COUNTER_TREE_NOT_READ);
+		send_head(header, phase, TASK_TREE_NOT_READ, pid_tgid, start, end, offcpu, nested);
+		return;
+	}
+	bpf_ringbuf_submit_dynptr(&d, BPF_RB_NO_WAKEUP);
 }
 
 /* A task poll whose exit was never seen: no tree, its start is the user's to pair. */
 static __always_inline void send_lost(const struct task_frame *t, __u64 pid_tgid, __u64 now,
 				      __u64 offcpu, __u32 nested)
 {
-	__u32 zero = 0;
-	struct task_tree_record *r = bpf_map_lookup_elem(&task_scratch, &zero);
-
-	if (!r)
-		return;
-	r->type = RECORD_TASK_TREE;
-	r->nr_nodes = 0;
-	r->flags = 0;
-	r->header = t->header;
-	r->info = ~0u;
-	r->cut_nodes = 0;
-	r->cut_depth = 0;
-	send_tree(r, TASK_PHASE_LOST, pid_tgid, t->start_ns, now, offcpu, nested);
+	send_head(t->header, TASK_PHASE_LOST, 0, pid_tgid, t->start_ns, now, offcpu, nested);
 }
 
 /* The runtime's task vtable function entered: header in rdi (or where the spec says). */
@@ -485,8 +520,9 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 {
 	struct thread_stack *st =
 	    bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0, 0);
-	__u64 sp = ctx->sp - (__s64)spec->sp_delta;
+	__u64 sp = ctx->sp - (__s64)spec->sp_delta, gen;
 	struct task_tree_record *r;
+	struct task_cache *tc;
 	struct task_frame *t;
 	__u32 n;
 
@@ -503,10 +539,15 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 		return;
 	}
 	st->nr_tasks = n - 1;
+	tc = cache_get();
+	if (!tc)
+		return;
+	gen = tc->gen + 1;
+	tc->gen = gen;
 	r = read_task_tree(t->header, spec->future, t->info);
 	if (r)
 		send_tree(r, TASK_PHASE_END, pid_tgid, t->start_ns, now,
-			  st->offcpu_ns - t->offcpu_at_entry, n - 1);
+			  st->offcpu_ns - t->offcpu_at_entry, n - 1, tc, gen);
 	/* the tree's walk is the part of this program a hit's measured cost leaves out */
 	count(COUNTER_TREES);
 	count_add(COUNTER_TREE_NS, bpf_ktime_get_ns() - now);

@@ -35,7 +35,7 @@ def trace_features():
 
 
 I = (util.INT,)
-TM_FIELDS = {k: I for k in ("task_polls", "lost", "finished_polls", "concurrent_polls", "cut", "unknown_task_polls",
+TM_FIELDS = {k: I for k in ("task_polls", "lost", "not_read", "finished_polls", "concurrent_polls", "cut", "unknown_task_polls",
                             "unknown_dyn", "untracked_tasks", "untracked_instances", "wakes_unlinked")}
 TM_FIELDS.update({k: (util.LIST,) for k in ("futures", "tasks", "pending_at_end")})
 TM_FUTURE = {k: I for k in ("future", "polls", "started", "went_back", "ready", "ended", "pending")}
@@ -84,7 +84,7 @@ def check_clean(doc, tm):
     """Nothing lost, dropped, cut or unattributed: the counts below are all there is."""
     t = doc["totals"]
     assert t["task_trees"] > 0 and t["task_trees_dropped"] == 0 and t["dropped"] == 0, t
-    assert tm["lost"] == 0 and tm["cut"] == 0 and tm["unknown_dyn"] == 0, tm
+    assert tm["lost"] == 0 and tm["cut"] == 0 and tm["unknown_dyn"] == 0 and tm["not_read"] == 0, tm
     assert tm["untracked_tasks"] == 0 and tm["untracked_instances"] == 0, tm
 
 

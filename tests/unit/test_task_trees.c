@@ -217,6 +217,19 @@ static void test_pairing(void)
 	CHECK_EQ_I64(task_trees__add(t, &again, on_poll, NULL), 0);
 	CHECK(last.first && !last.completed);
 	CHECK_EQ_U64(polls_seen, 5);
+	/* a tree not read (the per-CPU buffers used meanwhile): a poll of the task, no
+	 * fates, and its next poll starts over (no tree before it) */
+	struct task_tree unread = tree(TASK_PHASE_END, 700, 0, n1), next = e2;
+
+	unread.flags = TASK_TREE_NOT_READ;
+	CHECK_EQ_I64(task_trees__add(t, &unread, on_poll, NULL), 0);
+	CHECK(last.not_read && !last.lost && !last.first && last.nr_events == 0);
+	CHECK_EQ_I64(last.root, 0); /* from the tree before it */
+	next.start_ns = 800;
+	next.end_ns = 850;
+	CHECK_EQ_I64(task_trees__add(t, &next, on_poll, NULL), 0);
+	CHECK(last.first && !last.not_read);
+	CHECK_EQ_U64(polls_seen, 7);
 	task_trees__free(t);
 	model__free(&m);
 }

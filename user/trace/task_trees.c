@@ -277,6 +277,8 @@ int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 	struct task_poll *p = &t->poll;
 	const struct task_tree *start = NULL;
 	bool lost = tree->phase == TASK_PHASE_LOST, concurrent = false;
+	/* its tree not read (another walk used the per-CPU buffers): a poll, no fates */
+	bool not_read = !lost && (tree->flags & TASK_TREE_NOT_READ);
 
 	if (tree->phase == TASK_PHASE_START)
 		return 0; /* (older records) the last tree is the start */
@@ -313,13 +315,17 @@ int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 	p->cut = (tree->flags & TASK_TREE_CUT) != 0;
 	p->root = tree->nr ? tree->nodes[0].future : start && start->nr ? start->nodes[0].future : -1;
 	p->finished = false;
-	task_poll__diff(t->m, start, lost ? NULL : tree, p);
+	p->not_read = not_read;
+	if (not_read)
+		p->nr_events = 0;
+	else
+		task_poll__diff(t->m, start, lost ? NULL : tree, p);
 	p->start = start;
-	p->end = lost ? NULL : tree;
+	p->end = lost || not_read ? NULL : tree;
 	fn(ctx, p);
 	if (concurrent)
 		return 0;
-	if (lost) { /* its futures' state is unknown now: start over at its next poll */
+	if (lost || not_read) { /* its futures' state is unknown now: start over next poll */
 		keep(l, tree, false);
 		l->nr = 0;
 		free(l->nodes);

@@ -74,6 +74,7 @@ struct task_poll {
 			     * a finished task (tokio polls a task notified while it
 			     * completed, and finds it done) */
 	bool lost;	    /* its exit was never seen (an unwind): no end tree */
+	bool not_read;	    /* its tree was not read (TASK_TREE_NOT_READ): no events */
 	bool first;	    /* no tree of the task before it (its first poll since tracing
 			     * began, or a new task at a freed task's header) */
 	bool cut;	    /* a tree was cut (nodes or depth) */

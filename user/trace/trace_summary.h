@@ -130,6 +130,7 @@ struct task_root_summary {
 
 struct task_mode_summary {
 	uint64_t task_polls, lost, cut, unknown_task_polls, unknown_dyn;
+	uint64_t not_read; /* task polls whose tree was not read (TASK_TREE_NOT_READ) */
 	uint64_t finished_polls;	     /* polls of a task whose future was gone already */
 	uint64_t concurrent_polls;	     /* begun while another thread polled the task */
 	struct task_future_summary *futures; /* by model future */

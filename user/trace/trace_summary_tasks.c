@@ -209,6 +209,7 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 		return;
 	}
 	t->lost += p->lost;
+	t->not_read += p->not_read;
 	t->cut += p->cut;
 	if (p->root >= 0 && (uint32_t)p->root < s->m->nr_futures) {
 		struct task_root_summary *r = &t->roots[p->root];
@@ -506,13 +507,14 @@ void summary_tasks__print_more(struct trace_summary *s, FILE *out)
 			"be short by up to that many\n",
 			t->concurrent_polls);
 	if (t->lost || t->cut || t->unknown_task_polls || t->untracked_tasks ||
-	    t->untracked_instances)
+	    t->untracked_instances || t->not_read)
 		fprintf(out,
 			"WARNING: task polls whose exit was never seen %" PRIu64
-			", trees cut at their bounds %" PRIu64 ", task polls of an unknown task "
-			"type %" PRIu64 ", tasks past the cap %" PRIu64 ", instances past the cap "
-			"%" PRIu64 "\n",
-			t->lost, t->cut, t->unknown_task_polls, t->untracked_tasks,
+			", trees cut at their bounds %" PRIu64 ", trees not read (another task "
+			"poll on the CPU used the buffers while this one was preempted) %" PRIu64
+			", task polls of an unknown task type %" PRIu64 ", tasks past the cap "
+			"%" PRIu64 ", instances past the cap %" PRIu64 "\n",
+			t->lost, t->cut, t->not_read, t->unknown_task_polls, t->untracked_tasks,
 			t->untracked_instances);
 }
 
@@ -565,6 +567,7 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 	if (!t)
 		return 0;
 	add_u64(o, "lost", t->lost);
+	add_u64(o, "not_read", t->not_read);
 	add_u64(o, "finished_polls", t->finished_polls);
 	add_u64(o, "concurrent_polls", t->concurrent_polls);
 	add_u64(o, "cut", t->cut);
