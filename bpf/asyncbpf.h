@@ -230,11 +230,11 @@ struct poll_frame {
 #define TASK_TREE_MAX_NODES 32 /* per tree read; more are cut, counted */
 #define TASK_TREE_MAX_DEPTH 16
 #define TASK_MAX_NESTED                                                                            \
-	4		   /* task polls open at once on a thread (a task polled in a              \
-			    * task's poll: tokio's block_in_place, a nested runtime) */
-#define TASK_TREE_CONDS 3  /* MODEL_TREE_CONDS */
-#define TASK_TREE_SLOTS 16 /* MODEL_TREE_SLOTS: slots of one future */
-#define TASK_TREE_STEPS 8  /* MODEL_AWAIT_STEPS */
+	4		     /* task polls open at once on a thread (a task polled in a            \
+			      * task's poll: tokio's block_in_place, a nested runtime) */
+#define TASK_TREE_CONDS 3    /* MODEL_TREE_CONDS */
+#define TASK_TREE_SLOTS 16   /* MODEL_TREE_SLOTS: slots of one future */
+#define TASK_TREE_STEPS 8    /* MODEL_AWAIT_STEPS */
 #define TASK_TREE_CACHE 2048 /* bytes of a task copied at once (a power of two) */
 #define TASK_NODE_CACHE 512  /* ... and of a future outside it (a power of two) */
 
@@ -286,7 +286,7 @@ struct tree_slot_spec {
 struct task_info {
 	__u32 root_future; /* model future index */
 	__u32 future_offset;
-	__u32 type; /* model task_types index */
+	__u32 type;			     /* model task_types index */
 	__u8 boxed, nr_live, runtime, known; /* known: 0 in a task type's empty slot */
 	__u32 root_size; /* the root future's size: how much of it to copy at once */
 	__u32 pad2;

@@ -99,8 +99,7 @@ static __always_inline void cache_fill_root(struct task_cache *tc, __u64 base, _
 	tc->base[0] = base;
 	tc->len[0] = 0;
 	tc->len[1] = 0;
-	if (len > 0 && len <= TASK_TREE_CACHE &&
-	    !bpf_probe_read_user(tc->root, len, (void *)base))
+	if (len > 0 && len <= TASK_TREE_CACHE && !bpf_probe_read_user(tc->root, len, (void *)base))
 		tc->len[0] = len;
 }
 
@@ -119,8 +118,7 @@ static __always_inline void cache_fill_node(struct task_cache *tc, __u64 addr, _
 		len = TASK_NODE_CACHE;
 	tc->base[1] = addr;
 	tc->len[1] = 0;
-	if (len > 0 && len <= TASK_NODE_CACHE &&
-	    !bpf_probe_read_user(tc->node, len, (void *)addr))
+	if (len > 0 && len <= TASK_NODE_CACHE && !bpf_probe_read_user(tc->node, len, (void *)addr))
 		tc->len[1] = len;
 }
 
@@ -378,8 +376,7 @@ __noinline int fill_task_tree(__u64 header, __u32 rt, __u32 type)
 	return 0;
 }
 
-static __always_inline struct task_tree_record *read_task_tree(__u64 header, __u32 rt,
-								 __u32 type)
+static __always_inline struct task_tree_record *read_task_tree(__u64 header, __u32 rt, __u32 type)
 {
 	__u32 zero = 0;
 

@@ -37,8 +37,8 @@ static void add_poll(struct model *m, int32_t i, bool state, bool emulated_exit,
 	p->size = 0x100;
 	p->self_known = true;
 	p->self_arg_reg = 5;
-	p->entry = (struct entry_site){
-	    .valid = true, .emulated = true, .addr = base, .file_offset = base};
+	p->entry =
+	    (struct entry_site){.valid = true, .emulated = true, .addr = base, .file_offset = base};
 	p->ret = (struct poll_layout){.known = true,
 				      .size = 1,
 				      .discr_size = 1,
@@ -71,12 +71,12 @@ static void add_poll(struct model *m, int32_t i, bool state, bool emulated_exit,
 	for (uint32_t k = 0; k < 2; k++) {
 		struct caller_exit *x = &p->caller_exits[k];
 
-		*x = (struct caller_exit){.call_addr = 0x20000u + 0x1000u * (uint64_t)i + 0x100u * k,
-					  .usable = i != 4,
-					  .result = state ? CALLER_RESULT_NOT_NEEDED
-							  : CALLER_RESULT_READABLE,
-					  .result_reg = {0, 1},
-					  .result_bytes = {8, 8}};
+		*x = (struct caller_exit){
+		    .call_addr = 0x20000u + 0x1000u * (uint64_t)i + 0x100u * k,
+		    .usable = i != 4,
+		    .result = state ? CALLER_RESULT_NOT_NEEDED : CALLER_RESULT_READABLE,
+		    .result_reg = {0, 1},
+		    .result_bytes = {8, 8}};
 		x->addr = x->file_offset = x->call_addr + 5;
 		if (i == 2)
 			x->result_reg[0] = 3; /* mov rbx, rax; ...: the result moved */

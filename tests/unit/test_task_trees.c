@@ -189,8 +189,9 @@ static void test_pairing(void)
 	struct task_trees *t;
 	const struct task_tree_node n1[] = {node(0, 0x100, -1, 3), node(1, 0x200, 0, 3)};
 	const struct task_tree_node n2[] = {node(0, 0x100, -1, 4)};
-	struct task_tree e1 = tree(TASK_PHASE_END, 100, 2, n1), e2 = tree(TASK_PHASE_END, 200, 1, n2),
-			 over = e2, gone = tree(TASK_PHASE_END, 400, 0, n2), again = e1;
+	struct task_tree e1 = tree(TASK_PHASE_END, 100, 2, n1),
+			 e2 = tree(TASK_PHASE_END, 200, 1, n2), over = e2,
+			 gone = tree(TASK_PHASE_END, 400, 0, n2), again = e1;
 	const struct task_future_event *x;
 
 	build(&m);

@@ -660,13 +660,12 @@ int trace__run(const struct trace_args *a)
 				  .command = a->command,
 				  .duration = a->duration};
 	struct trace_run r = {.a = a, .cpu_start = -1};
-	struct session_hooks hooks = {
-	    .exec_count = hook_execs,
-	    .should_stop = hook_full,
-	    .tick = hook_status,
-	    .pulse = hook_pulse,
-	    .exec_stopped = hook_exec_stopped,
-	    .ctx = &r};
+	struct session_hooks hooks = {.exec_count = hook_execs,
+				      .should_stop = hook_full,
+				      .tick = hook_status,
+				      .pulse = hook_pulse,
+				      .exec_stopped = hook_exec_stopped,
+				      .ctx = &r};
 	struct termios raw, saved;
 	bool keys = a->top && !a->batch && isatty(STDIN_FILENO) && !tcgetattr(STDIN_FILENO, &saved);
 

@@ -28,8 +28,9 @@ static void usage(FILE *out)
 	fprintf(out, "Usage: asyncbpf COMMAND [OPTIONS]\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
-	fprintf(out, "  -p PID   the same as 'trace -p PID': task mode (every task's polls and its\n"
-		     "           futures' await points), write asyncbpf-PID.pftrace, print a summary\n");
+	fprintf(out,
+		"  -p PID   the same as 'trace -p PID': task mode (every task's polls and its\n"
+		"           futures' await points), write asyncbpf-PID.pftrace, print a summary\n");
 	fprintf(out, "\nRun 'asyncbpf COMMAND --help' for a command's options.\n"
 		     "Exit statuses are documented in docs/exit-codes.md.\n");
 }

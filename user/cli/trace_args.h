@@ -26,11 +26,11 @@ struct trace_args {
 	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;
 	enum expand_dir expand;
 	bool all_crates, verbose, task_tracks;
-	bool no_blocking; /* --no-blocking */
-	bool no_cancel;	  /* --no-cancel */
-	bool no_wakes;	  /* --no-wakes */
-	bool tasks;	  /* --tasks: task mode */
-	bool deep;	  /* --deep: per-future probes, not task mode */
+	bool no_blocking;   /* --no-blocking */
+	bool no_cancel;	    /* --no-cancel */
+	bool no_wakes;	    /* --no-wakes */
+	bool tasks;	    /* --tasks: task mode */
+	bool deep;	    /* --deep: per-future probes, not task mode */
 	double wake_sample; /* --wake-sample / 100; 0: the default (wake_sampler.h) */
 	/* asyncbpf top (cmd_top.c): statistics only, a table every interval */
 	bool top, batch;

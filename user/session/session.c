@@ -32,12 +32,12 @@ struct session_output {
 struct session {
 	struct session_opts o;
 	pid_t pid;
-	pid_t child;   /* launch mode: the command, until reaped */
-	int pidfd;     /* pins the process: a reused PID cannot be mistaken for it */
-	int exe_fd;    /* -p: the analyzed executable, held open */
-	int go_fd;     /* launch mode: written to let the command exec */
-	int held_fd;   /* launch mode: says whether the command stops at its exec */
-	bool reaped;   /* launch mode: the command exited at its exec (child_status) */
+	pid_t child; /* launch mode: the command, until reaped */
+	int pidfd;   /* pins the process: a reused PID cannot be mistaken for it */
+	int exe_fd;  /* -p: the analyzed executable, held open */
+	int go_fd;   /* launch mode: written to let the command exec */
+	int held_fd; /* launch mode: says whether the command stops at its exec */
+	bool reaped; /* launch mode: the command exited at its exec (child_status) */
 	int child_status;
 	bool launched; /* -- CMD */
 	bool exited;   /* the target's exit ended the session */

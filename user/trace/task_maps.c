@@ -176,8 +176,7 @@ int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m)
 	return 0;
 }
 
-int task_maps__fill_addresses(int vtables_fd, int dyn_fd, const struct model *m,
-			      uint64_t bias)
+int task_maps__fill_addresses(int vtables_fd, int dyn_fd, const struct model *m, uint64_t bias)
 {
 	for (uint32_t i = 0; i < m->nr_task_types; i++) {
 		struct task_info ti;

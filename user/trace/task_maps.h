@@ -37,7 +37,6 @@ int task_maps__fill_infos(int infos_fd, const struct model *m, const uint32_t *r
 int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m);
 /* Fill task_vtables and dyn_vtables (with the executable's load bias, known once it is
  * mapped). 0 or -errno. */
-int task_maps__fill_addresses(int vtables_fd, int dyn_fd, const struct model *m,
-			      uint64_t bias);
+int task_maps__fill_addresses(int vtables_fd, int dyn_fd, const struct model *m, uint64_t bias);
 
 #endif

@@ -62,8 +62,7 @@ static bool has_state(const struct model *m, int32_t f)
  * awaitee is placed where the previous one was), so a future awaited at another
  * await point is another instance.
  */
-static void match_nodes(const struct task_tree *start, const struct task_tree *end,
-			int32_t *match)
+static void match_nodes(const struct task_tree *start, const struct task_tree *end, int32_t *match)
 {
 	for (uint32_t i = 0; start && i < start->nr && i < TASK_TREE_MAX_NODES; i++) {
 		const struct task_tree_node *n = &start->nodes[i];
@@ -131,8 +130,8 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 			e->await_index = await_of(m, n->future, e->discr);
 			/* an async fn back at an earlier await: a loop inside it, or a new
 			 * instance in the old one's place (its Ready unseen) */
-			e->went_back = e->await_index >= 0 && await_of(m, n->future, n->discr) >
-								      e->await_index;
+			e->went_back = e->await_index >= 0 &&
+				       await_of(m, n->future, n->discr) > e->await_index;
 		} else if (!end) {
 			e->fate = TASK_FUTURE_ENDED; /* the poll's exit was never seen */
 		} else if (n->parent < 0) {
@@ -313,7 +312,9 @@ int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 	p->concurrent = concurrent;
 	p->first = !start && !concurrent;
 	p->cut = (tree->flags & TASK_TREE_CUT) != 0;
-	p->root = tree->nr ? tree->nodes[0].future : start && start->nr ? start->nodes[0].future : -1;
+	p->root = tree->nr	       ? tree->nodes[0].future
+		  : start && start->nr ? start->nodes[0].future
+				       : -1;
 	p->finished = false;
 	p->not_read = not_read;
 	if (not_read)

@@ -129,6 +129,11 @@ static void print_cheaper(const struct tracer_cost *c, FILE *out)
 			" %.0f%% is single-stepped probes: fewer futures (a pattern, or "
 			"`asyncbpf list` to see what is selected);",
 			100.0 * (double)stepped / (double)total);
+	/* per-future probes in trace: task mode probes each task poll once instead */
+	if (!c->stats_only && !c->hits[HIT_TASK_EMULATED] && !c->hits[HIT_TASK_STEPPED] &&
+	    !c->hits[HIT_TASK_RETURN])
+		fprintf(out, " task mode (trace without patterns or --deep, or --tasks) probes "
+			     "each task poll once and reads its futures from memory;");
 	fprintf(out, " `asyncbpf profile -p PID` samples the async stacks with no probe at "
 		     "all (~1%% at 99 Hz)\n");
 }

@@ -147,8 +147,10 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	    (r = bpf_map__set_max_entries(skel->maps.tree_nodes, task_maps__nr_nodes(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.tree_slots, task_maps__nr_slots(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.dyn_vtables, task_maps__nr_dyn(t->m))) ||
-	    (r = bpf_map__set_max_entries(skel->maps.task_infos, task_maps__nr_infos(t->m, plan->nr_root_types))) ||
-	    (r = bpf_map__set_max_entries(skel->maps.task_vtables, task_maps__nr_infos(t->m, plan->nr_root_types))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.task_infos,
+					  task_maps__nr_infos(t->m, plan->nr_root_types))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.task_vtables,
+					  task_maps__nr_infos(t->m, plan->nr_root_types))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
@@ -206,9 +208,9 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	t->multi = multi;
 	if (plan->task_mode &&
 	    ((r = task_maps__fill_table(bpf_map__fd(skel->maps.tree_nodes),
-				       bpf_map__fd(skel->maps.tree_slots), t->m)) ||
-	    (r = task_maps__fill_infos(bpf_map__fd(skel->maps.task_infos), t->m, plan->root_types,
-				       plan->nr_root_types)))) {
+					bpf_map__fd(skel->maps.tree_slots), t->m)) ||
+	     (r = task_maps__fill_infos(bpf_map__fd(skel->maps.task_infos), t->m, plan->root_types,
+					plan->nr_root_types)))) {
 		snprintf(err, errlen, "filling the future-tree table failed: %s", strerror(-r));
 		return r;
 	}

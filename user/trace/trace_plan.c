@@ -316,7 +316,8 @@ bool trace_plan__place_entry(const struct model *m, uint32_t poll, struct poll_s
 }
 
 /* Are the callee's own exits in this mode all on instructions the kernel emulates? */
-static bool own_exits_emulated(const struct poll_fn *pf, enum plan_exits mode, uint64_t entry_offset)
+static bool own_exits_emulated(const struct poll_fn *pf, enum plan_exits mode,
+			       uint64_t entry_offset)
 {
 	uint32_t nr;
 	const struct exit_site *xs = mode_exits(pf, mode, entry_offset, &nr);
@@ -406,7 +407,8 @@ static int plan_poll(struct trace_plan *plan, const struct model *m, const struc
 	}
 	/* exits in the callers, where the callee's own would be single-stepped */
 	if (mode == PLAN_EXITS_EMULATED && !pf->disasm_error && pf->nr_exits &&
-	    trace_plan__caller_exits_fit(pf, &entry) && !own_exits_emulated(pf, mode, entry_offset)) {
+	    trace_plan__caller_exits_fit(pf, &entry) &&
+	    !own_exits_emulated(pf, mode, entry_offset)) {
 		if (plan_caller_exits(plan, m, poll) ||
 		    trace_plan__add(plan, &entry, entry_offset, false))
 			return -ENOMEM;

@@ -68,8 +68,8 @@ struct trace_plan {
 	 * root_types[k] is the future of task_infos[m->nr_task_types + k] */
 	uint32_t *root_types;
 	uint32_t nr_root_types;
-	uint32_t nr_roots_skipped; /* root futures whose polls cannot all be ended: left out */
-	struct plan_problem *problems;		 /* one per poll fn skipped or partly probed */
+	uint32_t nr_roots_skipped;     /* root futures whose polls cannot all be ended: left out */
+	struct plan_problem *problems; /* one per poll fn skipped or partly probed */
 	uint32_t nr_problems, cap_problems;
 };
 

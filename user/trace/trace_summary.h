@@ -130,9 +130,9 @@ struct task_root_summary {
 
 struct task_mode_summary {
 	uint64_t task_polls, lost, cut, unknown_task_polls, unknown_dyn;
-	uint64_t not_read; /* task polls whose tree was not read (TASK_TREE_NOT_READ) */
-	uint64_t finished_polls;	     /* polls of a task whose future was gone already */
-	uint64_t concurrent_polls;	     /* begun while another thread polled the task */
+	uint64_t not_read;	   /* task polls whose tree was not read (TASK_TREE_NOT_READ) */
+	uint64_t finished_polls;   /* polls of a task whose future was gone already */
+	uint64_t concurrent_polls; /* begun while another thread polled the task */
 	struct task_future_summary *futures; /* by model future */
 	struct task_root_summary *roots;     /* by model future (a task's root) */
 	struct key_map pending;		     /* (future, addr) -> await index + 1 */
@@ -179,8 +179,8 @@ struct trace_summary {
 	bool wakes_watched;
 	bool wakes_sampled;		/* the wake probes were attached part of the time: */
 	struct wake_sample wake_sample; /* ...this part (wake_sampler.h) */
-	uint64_t wakes, wakes_unknown; /* wake records; of them, of a task of unknown type */
-	struct u64_map pending_wakes;  /* woken_self -> index in waits + 1 (0: none) */
+	uint64_t wakes, wakes_unknown;	/* wake records; of them, of a task of unknown type */
+	struct u64_map pending_wakes;	/* woken_self -> index in waits + 1 (0: none) */
 	struct pending_wake *waits;
 	uint32_t nr_waits, cap_waits;
 	uint64_t wake_flows; /* flow ids handed out */
@@ -195,7 +195,7 @@ struct trace_run_totals {
 	uint64_t unprobeable_exits, unmatched_exits, stack_overflow, no_storage, bpf_records;
 	uint64_t hits;
 	uint64_t task_trees, task_dropped; /* task mode: trees made in BPF, lost (ring full) */
-	struct tracer_cost cost; /* the tracer's own (trace_cost.h) */
+	struct tracer_cost cost;	   /* the tracer's own (trace_cost.h) */
 	/* the kernel's context-switch counts of the target's threads over the run (those
 	 * alive at its end), -1 unknown: what the blocking counts are bounded by */
 	int64_t kernel_voluntary, kernel_involuntary;

@@ -366,7 +366,8 @@ static const struct future_state *await_state(const struct model *m, uint32_t f,
 	const struct future *fu = &m->futures[f];
 
 	for (uint32_t i = 0; k >= 0 && i < fu->nr_states; i++)
-		if (fu->states[i].kind == STATE_SUSPEND && fu->states[i].suspend_index == (uint32_t)k)
+		if (fu->states[i].kind == STATE_SUSPEND &&
+		    fu->states[i].suspend_index == (uint32_t)k)
 			return &fu->states[i];
 	return NULL;
 }
@@ -468,7 +469,8 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 	if (any_back)
 		fprintf(out, "  >=: seen back at an earlier await of its own, as a future awaited "
 			     "in a loop is when the next one takes its place within one task "
-			     "poll; those Readys were not seen (tracing without --tasks counts every one)\n");
+			     "poll; those Readys were not seen (tracing without --tasks counts "
+			     "every one)\n");
 	fprintf(out, "\n%9s %9s %9s %10s %10s %10s %10s %9s %10s %10s  %s\n", "TASKS", "COMPLETED",
 		"POLLS", "BUSY_MS", "P50_US", "P99_US", "MAX_US", "WAKES", "DELAY50_US",
 		"DELAY99_US", "TASK (ROOT FUTURE)");

@@ -172,8 +172,9 @@ void summary_wake__print_sample(const struct trace_summary *s, FILE *out)
 		(double)w->on_ns / 1e9, (double)w->run_ns / 1e9, 100 * w->fraction,
 		(double)w->toggle_ns / 1e6);
 	if (w->failures)
-		fprintf(out, "WARNING: %u windows were skipped: attaching the wake probes failed "
-			     "(%s)\n",
+		fprintf(out,
+			"WARNING: %u windows were skipped: attaching the wake probes failed "
+			"(%s)\n",
 			w->failures, strerror(-w->last_error));
 }
 

@@ -34,9 +34,9 @@ struct tracer_opts {
 	const char *path; /* the executable to probe: an open fd's /proc/self/fd/N or a file */
 	const char *name; /* its name in messages (the executable's path); NULL = path */
 	uint64_t ringbuf_size;
-	bool verbose;	 /* libbpf's log on stderr */
-	bool blocking;	 /* watch context switches inside polls (tp_btf/sched_switch) */
-	bool stats_only; /* top: the statistics maps only, no record in the ring buffer */
+	bool verbose;	  /* libbpf's log on stderr */
+	bool blocking;	  /* watch context switches inside polls (tp_btf/sched_switch) */
+	bool stats_only;  /* top: the statistics maps only, no record in the ring buffer */
 	bool wakes_apart; /* leave the wake probes out of the uprobe_multi link: the caller
 			   * attaches them part of the time (wake_sampler.h) */
 };

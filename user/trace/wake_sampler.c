@@ -22,11 +22,11 @@ struct wake_sampler {
 	__u64 *cookies;
 	uint32_t n;
 	uint64_t period_ns, window_ns;
-	int fd;		    /* the link while a window is open, else -1 */
-	uint64_t first;	    /* when the first window opened, 0 before */
-	uint64_t start;	    /* the current period's start (its window opens there) */
-	uint64_t opened;    /* when the open link was attached */
-	uint64_t next;	    /* the next edge */
+	int fd;		 /* the link while a window is open, else -1 */
+	uint64_t first;	 /* when the first window opened, 0 before */
+	uint64_t start;	 /* the current period's start (its window opens there) */
+	uint64_t opened; /* when the open link was attached */
+	uint64_t next;	 /* the next edge */
 	bool in_window, stopped;
 	struct wake_sample s;
 };

@@ -15,20 +15,20 @@
 
 #include "trace/trace_plan.h"
 
-#define WAKE_SAMPLE_DEFAULT	0.1 /* task mode: attached 10% of the time... */
-#define WAKE_SAMPLE_PERIOD_NS	1000000000ull /* ...of each second */
+#define WAKE_SAMPLE_DEFAULT   0.1	    /* task mode: attached 10% of the time... */
+#define WAKE_SAMPLE_PERIOD_NS 1000000000ull /* ...of each second */
 
 struct wake_sampler;
 
 /* What the sample covered. */
 struct wake_sample {
-	double fraction;      /* planned: attached this share of each period */
-	uint64_t on_ns;	      /* time the wake probes were attached */
-	uint64_t run_ns;      /* time from the first window to the stop */
-	uint32_t windows;     /* windows attached */
-	uint32_t failures;    /* attaches that failed (the window was skipped) */
-	int last_error;	      /* -errno of the last failure, 0 */
-	uint64_t toggle_ns;   /* time spent attaching and detaching them */
+	double fraction;    /* planned: attached this share of each period */
+	uint64_t on_ns;	    /* time the wake probes were attached */
+	uint64_t run_ns;    /* time from the first window to the stop */
+	uint32_t windows;   /* windows attached */
+	uint32_t failures;  /* attaches that failed (the window was skipped) */
+	int last_error;	    /* -errno of the last failure, 0 */
+	uint64_t toggle_ns; /* time spent attaching and detaching them */
 };
 
 /*

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tracer's own cost statement (trace/trace_cost.c), no root needed: the share of
+ * the target's CPU time, the WARNING past TRACER_COST_WARN_PERCENT, and what it names
+ * as cheaper: task mode only where the per-future probes were used (no task-poll
+ * hits) and not for top.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace_cost.h"
+#include "testlib.h"
+
+/* What tracer_cost__print writes for c (malloc'd). */
+static char *print(const struct tracer_cost *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	tracer_cost__print(c, f);
+	fclose(f);
+	return buf;
+}
+
+static struct tracer_cost costly(void)
+{
+	struct tracer_cost c = {.hits_known = true,
+				.per_hit = {.measured = true,
+					    .emulated_ns = 500,
+					    .stepped_ns = 10000,
+					    .returned_ns = 200,
+					    .cpu_emulated_ns = 500,
+					    .cpu_stepped_ns = 10000,
+					    .cpu_returned_ns = 200},
+				.target_cpu_ns = 100000000, /* 100 ms */
+				.duration_ns = 1000000000};
+
+	c.hits[HIT_ENTRY_EMULATED] = 2000;
+	c.hits[HIT_EXIT_STEPPED] = 2000; /* 20 ms of 100 ms: warned */
+	return c;
+}
+
+static void test_cheaper(void)
+{
+	struct tracer_cost c = costly();
+	char *out = print(&c);
+
+	CHECK(out && strstr(out, "WARNING: tracing took ~"));
+	CHECK(out && strstr(out, "is single-stepped probes"));
+	CHECK(out && strstr(out, "task mode (trace without patterns or --deep"));
+	free(out);
+
+	/* task mode ran: it is not named as the cheaper choice */
+	c.hits[HIT_TASK_EMULATED] = 1000;
+	out = print(&c);
+	CHECK(out && strstr(out, "WARNING: tracing took ~"));
+	CHECK(out && !strstr(out, "task mode (trace without"));
+	free(out);
+
+	/* top (stats only) has no task mode */
+	c = costly();
+	c.stats_only = true;
+	out = print(&c);
+	CHECK(out && !strstr(out, "task mode (trace without"));
+	free(out);
+
+	/* under the threshold: no warning, no advice */
+	c = costly();
+	c.hits[HIT_EXIT_STEPPED] = 10;
+	out = print(&c);
+	CHECK(out && !strstr(out, "WARNING") && !strstr(out, "cheaper:"));
+	free(out);
+}
+
+int main(void)
+{
+	test_cheaper();
+	TEST_MAIN_END();
+}
