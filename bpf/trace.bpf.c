@@ -680,27 +680,41 @@ static __always_inline void poll_exit(struct uregs *ctx, const struct poll_spec 
 #include "trace_events.bpf.h"
 #include "trace_task.bpf.h"
 
+/*
+ * What both probe programs do first: the target's hit, once tracing is ready, its
+ * time, its spec by cookie, and its hit class counted (the tracer's own cost at the end).
+ * NULL: not ours, or a bad cookie (counted).
+ */
+static __always_inline struct poll_spec *probe_spec(void *ctx, __u64 pid_tgid, __u64 *now,
+						    __u32 *index)
+{
+	struct poll_spec *spec;
+
+	if ((pid_tgid >> 32) != target_tgid || !*(volatile __u32 *)&trace_ready)
+		return NULL;
+	*now = bpf_ktime_get_ns();
+	count(COUNTER_HITS);
+	*index = (__u32)bpf_get_attach_cookie(ctx);
+	spec = *index < nr_specs ? bpf_map_lookup_elem(&trace_specs, index) : NULL;
+	if (!spec) {
+		count(COUNTER_BAD_SPEC);
+		return NULL;
+	}
+	count(COUNTER_HIT0 +
+	      ((spec->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT) % HIT_CLASS_COUNT);
+	return spec;
+}
+
 SEC("uprobe")
 int poll_probe(void *ctx)
 {
 	struct uregs *regs = ctx;
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now = 0;
 	struct poll_spec *spec;
-	__u32 index;
+	__u32 index = 0;
 
-	if ((pid_tgid >> 32) != target_tgid || !*(volatile __u32 *)&trace_ready)
+	if (!(spec = probe_spec(ctx, pid_tgid, &now, &index)))
 		return 0;
-	now = bpf_ktime_get_ns();
-	count(COUNTER_HITS);
-	index = (__u32)bpf_get_attach_cookie(ctx);
-	spec = index < nr_specs ? bpf_map_lookup_elem(&trace_specs, &index) : NULL;
-	if (!spec) {
-		count(COUNTER_BAD_SPEC);
-		return 0;
-	}
-	/* what this hit cost the target, by class (the tracer's own cost at the end) */
-	count(COUNTER_HIT0 +
-	      ((spec->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT) % HIT_CLASS_COUNT);
 	if (spec->kind & PROBE_ENTRY)
 		poll_entry(regs, spec, index, now, pid_tgid);
 	if (spec->kind & PROBE_EXIT)
@@ -720,22 +734,12 @@ SEC("uprobe")
 int task_probe(void *ctx)
 {
 	struct uregs *regs = ctx;
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now = 0;
 	struct poll_spec *spec;
-	__u32 index;
+	__u32 index = 0;
 
-	if ((pid_tgid >> 32) != target_tgid || !*(volatile __u32 *)&trace_ready)
+	if (!(spec = probe_spec(ctx, pid_tgid, &now, &index)))
 		return 0;
-	now = bpf_ktime_get_ns();
-	count(COUNTER_HITS);
-	index = (__u32)bpf_get_attach_cookie(ctx);
-	spec = index < nr_specs ? bpf_map_lookup_elem(&trace_specs, &index) : NULL;
-	if (!spec) {
-		count(COUNTER_BAD_SPEC);
-		return 0;
-	}
-	count(COUNTER_HIT0 +
-	      ((spec->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT) % HIT_CLASS_COUNT);
 	if (spec->kind & PROBE_TASK_ENTRY)
 		task_entry(regs, spec, index, now, pid_tgid);
 	if (spec->kind & PROBE_TASK_EXIT)
