@@ -478,14 +478,7 @@ static void write_edge(struct json_writer *w, const struct model *m, uint32_t id
 	jw_string(w, "awaitee_type", e->awaitee_type);
 	jw_string(w, "via", e->via);
 	if (e->steps_known) {
-		jw_array(w, "steps");
-		for (uint32_t k = 0; k < e->nr_steps && k < MODEL_AWAIT_STEPS; k++) {
-			jw_object(w, NULL);
-			jw_u64(w, "offset", e->steps[k].offset);
-			jw_bool(w, "deref", e->steps[k].deref);
-			jw_object_end(w);
-		}
-		jw_array_end(w);
+		json__write_steps(w, e->steps, e->nr_steps);
 	} else {
 		jw_null(w, "steps");
 	}

@@ -149,19 +149,24 @@ void json__write_tree(struct json_writer *w, const struct model *m, uint32_t id)
 			jw_object_end(w);
 		}
 		jw_array_end(w);
-		jw_array(w, "steps");
-		for (uint32_t k = 0; k < s->nr_steps && k < MODEL_AWAIT_STEPS; k++) {
-			jw_object(w, NULL);
-			jw_u64(w, "offset", s->steps[k].offset);
-			jw_bool(w, "deref", s->steps[k].deref);
-			jw_object_end(w);
-		}
-		jw_array_end(w);
+		json__write_steps(w, s->steps, s->nr_steps);
 		jw_object_end(w);
 	}
 	jw_array_end(w);
 	jw_u64(w, "cut", t->nr_cut);
 	jw_object_end(w);
+}
+
+void json__write_steps(struct json_writer *w, const struct await_step *steps, uint32_t nr)
+{
+	jw_array(w, "steps");
+	for (uint32_t k = 0; k < nr && k < MODEL_AWAIT_STEPS; k++) {
+		jw_object(w, NULL);
+		jw_u64(w, "offset", steps[k].offset);
+		jw_bool(w, "deref", steps[k].deref);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
 }
 
 void json__write_task_type(struct json_writer *w, const struct model *m, uint32_t id)
