@@ -4,7 +4,9 @@
 Every fixture binary is analyzed once per session, by the sanitizer build, and the
 JSON model, DOT graph and the run's output are cached in a session temp dir.
 """
+import json
 import os
+import subprocess
 
 import pytest
 
@@ -75,3 +77,41 @@ def model(build):
 def asyncbpf_binary():
     util.require_file(util.ASYNCBPF, "the sanitizer build", "run 'make san'")
     return util.ASYNCBPF
+
+
+class Parked:
+    """A running `CRATE park N` (tests/fixtures/README.md): its own line says N tasks
+    parked (the runtimes' fixtures count them as many_task, handwritten as tasks);
+    stop() checks no thread was left stopped, closes its stdin and checks it exits 0."""
+
+    def __init__(self, profile, crate, n):
+        self.crate = crate
+        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "park", str(n)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.counts = json.loads(self.proc.stdout.readline())
+        assert self.counts["mode"] == "park", self.counts
+        assert self.counts.get("many_task", self.counts["tasks"]) == n, self.counts
+
+    def threads_state(self):
+        return util.threads_state(self.proc.pid)
+
+    def stop(self):
+        assert all(s not in ("t", "T") for s in self.threads_state()), self.threads_state()
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+
+@pytest.fixture
+def parked():
+    made = []
+
+    def make(profile, crate, n):
+        p = Parked(profile, crate, n)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()

@@ -29,41 +29,6 @@ CHAINS = {
 }
 
 
-class Parked:
-    """A running `CRATE park N`; stop() closes its stdin and checks it exits 0."""
-
-    def __init__(self, profile, crate, n):
-        self.crate = crate
-        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "park", str(n)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.counts = json.loads(self.proc.stdout.readline())
-        assert self.counts["mode"] == "park" and self.counts["many_task"] == n, self.counts
-
-    def threads_state(self):
-        return util.threads_state(self.proc.pid)
-
-    def stop(self):
-        assert all(s not in ("t", "T") for s in self.threads_state()), self.threads_state()
-        self.proc.stdin.close()
-        assert self.proc.wait(timeout=30) == 0
-
-
-@pytest.fixture
-def parked():
-    made = []
-
-    def make(profile, crate, n):
-        p = Parked(profile, crate, n)
-        made.append(p)
-        return p
-
-    yield make
-    for p in made:
-        if p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait()
-
-
 def parked_line(crate, caller):
     marks = util.fixture_source(crate).markers_of(caller)
     assert marks, (crate, caller)

@@ -24,37 +24,6 @@ import util
 PROFILES = ["debug", "release"]
 
 
-class Parked:
-    """A running `CRATE park N` (tests/fixtures/README.md); stop() closes its stdin
-    and checks it exits 0."""
-
-    def __init__(self, profile, crate, n):
-        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "park", str(n)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.counts = json.loads(self.proc.stdout.readline())
-        assert self.counts["mode"] == "park", self.counts
-
-    def stop(self):
-        self.proc.stdin.close()
-        assert self.proc.wait(timeout=30) == 0
-
-
-@pytest.fixture
-def parked():
-    made = []
-
-    def make(profile, crate, n):
-        p = Parked(profile, crate, n)
-        made.append(p)
-        return p
-
-    yield make
-    for p in made:
-        if p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait()
-
-
 def stacks(tmp_path, pid, *extra):
     out = tmp_path / "stacks.json"
     proc = util.run_asyncbpf("stacks", "-p", pid, "--json", out, *extra, timeout=180)
