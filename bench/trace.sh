@@ -33,8 +33,9 @@
 #    (keep-alive, -c16, BENCH_WRK_SECONDS each), requests/s untraced, with `trace
 #    --tasks -p` (wake-ups sampled, the default), `--tasks --no-wakes`, `--tasks
 #    --wake-sample 100`, and the per-future probes (`--deep`: the default selection,
-#    exits in the callers where their own would be single-stepped), interleaved;
-#    ratios to untraced, the exits single-stepped by frequency, and the floor.
+#    exits in the callers where their own would be single-stepped), and `top -p`
+#    (task mode, its default: statistics in the kernel, a table a second),
+#    interleaved; ratios to untraced, the exits single-stepped by frequency.
 #
 # BENCH_PARTS (default 1,2,3,4,5,6,7) runs some parts only.
 # Environment: BENCH_RUNS (default 5), BENCH_POLLS (traced polls per run, default
@@ -487,10 +488,10 @@ fi
 
 task_report=""
 # wrk_run SERVER MODE RUN: requests/s of wrk against a fresh release SERVER, traced by
-# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep) attached before the load
+# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep; top) attached before the load
 wrk_run() {
 	local server="$1" mode="$2" run="$3" srv="$root/tests/conformance/bin/release/$1"
-	local so="$work/wrk-$1.srv" ao="$work/wrk-$1-$2.asyncbpf" port spid apid="" rps args=()
+	local so="$work/wrk-$1.srv" ao="$work/wrk-$1-$2.asyncbpf" port spid apid="" rps args=() cmd
 	"$srv" --port 0 >"$so" 2>&1 &
 	spid=$!
 	bg_pids+=("$spid")
@@ -506,17 +507,19 @@ wrk_run() {
 	tasks-allwakes) args=(--tasks --wake-sample 100) ;;
 	deep) args=(--deep) ;;
 	esac
+	cmd=(trace "${args[@]}" -p "$spid" -o "$work/wrk.pftrace" --summary-json "$work/wrk-summary.json")
+	[ "$mode" = top ] && cmd=(top -p "$spid" --batch -i 1)
 	if [ "$mode" != untraced ]; then
-		"$asyncbpf" trace "${args[@]}" -p "$spid" -o "$work/wrk.pftrace" --summary-json "$work/wrk-summary.json" \
-			>"$ao.out" 2>"$ao" &
+		: >"$ao" # there before the polling below reads it
+		"$asyncbpf" "${cmd[@]}" >"$ao.out" 2>"$ao" &
 		apid=$!
 		bg_pids+=("$apid")
 		for ((k = 0; k < 600; k++)); do
-			grep -q 'trace: attached' "$ao" && break
+			grep -q ': attached' "$ao" && break
 			kill -0 "$apid" 2>/dev/null || break
 			sleep 0.05
 		done
-		if ! grep -q 'trace: attached' "$ao"; then
+		if ! grep -q ': attached' "$ao"; then
 			# nothing to probe in this mode (e.g. every selected future inlined): said
 			kill "$apid" 2>/dev/null || true
 			wait "$apid" 2>/dev/null || true
@@ -529,28 +532,31 @@ wrk_run() {
 	rps="$(wrk -t1 -c16 -d"${BENCH_WRK_SECONDS:-4}"s "http://127.0.0.1:$port/hello" 2>/dev/null | awk '/Requests\/sec/{print $2}')"
 	if [ -n "$apid" ]; then
 		kill -INT "$apid"
-		wait "$apid" || die "asyncbpf trace -p $server exited with $? ($ao)"
+		wait "$apid" || die "asyncbpf ${cmd[0]} -p $server exited with $? ($ao)"
 	fi
 	kill -TERM "$spid"
 	wait "$spid" || true
 	/usr/bin/python3 -c '
-import json, sys
-server, mode, run, rps, summ = sys.argv[1:6]
+import json, re, sys
+server, mode, run, rps, summ, ao = sys.argv[1:7]
 d = {"part": "wrk", "server": server, "mode": mode, "run": int(run), "rps": float(rps or 0)}
-if mode != "untraced":
+if mode == "top":  # its own cost, as it stated it at the end
+    m = re.search(r"total ~[\d.]+ ms of the target.s CPU time: ([\d.]+)%", open(ao).read())
+    d.update(cost=float(m.group(1)) if m else None)
+elif mode != "untraced":
     t = json.load(open(summ))["totals"]
     d.update(exits=t.get("exits"), stepped_exits=t.get("stepped_exits"), dropped=t.get("dropped"),
              trees=t.get("task_trees"), cost=t.get("tracer_cost", {}).get("share_percent"))
-print(json.dumps(d))' "$server" "$mode" "$run" "$rps" "$work/wrk-summary.json" >>"$samples"
+print(json.dumps(d))' "$server" "$mode" "$run" "$rps" "$work/wrk-summary.json" "$ao" >>"$samples"
 }
 
 if part 7; then
 	command -v wrk >/dev/null || die "wrk not found: run 'make deps' (scripts/deps.sh)"
 	for server in http_server hyper_server; do
 		[ -x "$root/tests/conformance/bin/release/$server" ] || die "no tests/conformance/bin/release/$server: make conformance"
-		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future)" >&2
+		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future, top)" >&2
 		for ((i = 1; i <= runs; i++)); do
-			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep); else order=(deep tasks-allwakes tasks-nowakes tasks untraced); fi
+			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep top); else order=(top deep tasks-allwakes tasks-nowakes tasks untraced); fi
 			for mode in "${order[@]}"; do wrk_run "$server" "$mode" "$i"; done
 		done
 	done
@@ -565,7 +571,8 @@ for server in sorted({s["server"] for s in W}):
     for mode, label, target in (("tasks", "--tasks (wake-ups sampled, 10%)", 0.75),
                                 ("tasks-nowakes", "--tasks --no-wakes", None),
                                 ("tasks-allwakes", "--tasks --wake-sample 100", None),
-                                ("deep", "per-future probes (exits in the callers)", 0.6)):
+                                ("deep", "per-future probes (exits in the callers)", 0.6),
+                                ("top", "top -p (task mode, wake-ups sampled)", 0.75)):
         R = [s for s in W if s["server"] == server and s["mode"] == mode]
         if not R:
             continue
@@ -577,6 +584,9 @@ for server in sorted({s["server"] for s in W}):
         st = sum(s.get("stepped_exits") or 0 for s in R)
         extra = f", exits single-stepped {100 * st / ex:.1f}% by frequency" if mode == "deep" and ex else ""
         goal = f" (target >= {target}x: {'PASS' if r >= target else 'MISS'})" if target else ""
+        costs = [s["cost"] for s in R if s.get("cost") is not None]
+        if costs:
+            extra += f", its stated cost {statistics.median(costs):.1f}% of the target CPU time"
         print(f"    {label:44s} {r:.3f}x{goal}{extra}")
 PY
 )"

@@ -501,6 +501,9 @@ struct poll_stats {
 	__u64 ended;	 /* top: of the started, those that returned Ready, panicked, were
 			  * dropped: live = started - ended */
 	__u64 delay_hist[TRACE_HIST_BUCKETS]; /* wake -> its next poll's start, log2 ns */
+	/* top with sampled wakes: of records, those while the wake probes were attached
+	 * (wakes / window_polls is the wakes per poll of the sample) */
+	__u64 window_polls;
 };
 
 /* Global counters (trace_counters, per CPU). */
@@ -652,7 +655,7 @@ _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
 	       "struct poll_stats: only __u64 members (user space sums them word by word)");
-_Static_assert(sizeof(struct poll_stats) == 176 + 16 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 184 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 48 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

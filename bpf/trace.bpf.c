@@ -40,6 +40,8 @@ const volatile __u32 block_enabled = 0;
 /* Where each runtime's task header keeps its vtable pointer (enum task_runtime). */
 const volatile __u32 header_vtable[4] = {};
 
+/* Set by user space while sampled wake probes are attached (top: window_polls). */
+__u32 wake_window = 0;
 /* Set by user space once every probe is attached: half-attached sets stay silent. */
 __u32 trace_ready = 0;
 /* execs of the target seen (on_exec); user space stops tracing on one it did not start */
@@ -89,18 +91,6 @@ struct {
 	__type(key, __u64);
 	__type(value, __u8);
 } probe_addrs SEC(".maps");
-
-/*
- * top: the instances polled and not finished, per poll fn (started - ended in its
- * statistics): a hand-written future has no __state to tell its first poll by.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, TOP_MAX_LIVE_INSTANCES);
-	__type(key, struct live_key);
-	__type(value, __u8);
-} live_instances SEC(".maps");
 
 /* A woken task's first traced future -> when it was woken: its scheduling delay. */
 struct {
@@ -259,31 +249,7 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return (__u32)r;
 }
 
-/*
- * top's LIVE: an instance enters live_instances at its first Pending and leaves at its
- * Ready or panic (or its drop: on_drop); a first poll that is also its last never
- * enters. A truncated or unknown poll says nothing of its fate.
- */
-static __always_inline void live_instance(__u64 self, __u32 poll, __u8 result,
-					  struct poll_stats *stats)
-{
-	struct live_key k = {.self = self, .poll = poll};
-	__u8 one = 1;
-
-	if (!stats || !self)
-		return;
-	if (result == RESULT_READY || result == RESULT_PANICKED) {
-		if (!bpf_map_delete_elem(&live_instances, &k))
-			__sync_fetch_and_add(&stats->ended, 1);
-	} else if (result == RESULT_PENDING) {
-		long e = bpf_map_update_elem(&live_instances, &k, &one, BPF_NOEXIST);
-
-		if (!e)
-			__sync_fetch_and_add(&stats->started, 1);
-		else if (e != -17 /* -EEXIST: polled before */)
-			count(COUNTER_LIVE_FULL);
-	}
-}
+#include "trace_top.bpf.h"
 
 /* Emit frames[index] as completed with `result`; counts records, emitted, dropped. */
 static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now, __u8 result,
@@ -317,6 +283,8 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 			__sync_fetch_and_add(&stats->stepped_exits, 1);
 	}
 	if (stats_only) {
+		if (stats && wake_window)
+			__sync_fetch_and_add(&stats->window_polls, 1);
 		live_instance(f->self, poll, result, stats);
 		return;
 	}

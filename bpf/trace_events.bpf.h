@@ -48,6 +48,9 @@ static __always_inline __u64 first_arg(struct uregs *ctx, const struct poll_spec
 	return 0;
 }
 
+/* trace_task.bpf.h */
+static __always_inline void task_stats_wake(__u64 header, __u32 rt, __u64 now);
+
 /* drop_in_place::<F>(*mut F) entered: record the future and its __state. */
 static __always_inline void on_drop(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
 				    __u64 pid_tgid)
@@ -133,8 +136,12 @@ static __always_inline void on_wake(struct uregs *ctx, const struct poll_spec *s
 	count(COUNTER_WAKES);
 	if (task_mode) {
 		/* task mode: a task is its header; user space links the wake to the task's
-		 * next poll (its scheduling delay) */
+		 * next poll (its scheduling delay), or top's statistics do */
 		self = header;
+		if (stats_only) {
+			task_stats_wake(header, rt, now);
+			return;
+		}
 	} else if (rt == TASK_RT_STD_WAKE_BPF && header) {
 		/* std's Wake: no header, the data is the Arc<W>; the task's next poll with
 		 * a waker of that data is the one it leads to */

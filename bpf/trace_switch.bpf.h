@@ -28,18 +28,41 @@ static __always_inline __s32 current_syscall(struct task_struct *task)
 	return orig_ax >= 0 && orig_ax < 4096 && ax == -38 /* -ENOSYS */ ? (__s32)orig_ax : -1;
 }
 
+/* An off-CPU interval of dt ns inside a poll (or a task poll) in its statistics. */
+static __always_inline void block_stats(struct poll_stats *stats, __u8 kind, __u64 dt)
+{
+	if (!stats)
+		return;
+	__sync_fetch_and_add(&stats->blocked, 1);
+	__sync_fetch_and_add(&stats->block_records, 1);
+	if (kind == OFFCPU_TRACER) {
+		__sync_fetch_and_add(&stats->tracer, 1);
+		__sync_fetch_and_add(&stats->tracer_ns, dt);
+	} else if (kind == OFFCPU_PREEMPTED) {
+		__sync_fetch_and_add(&stats->preempted_ns, dt);
+	} else {
+		__sync_fetch_and_add(&stats->voluntary, 1);
+		__sync_fetch_and_add(&stats->blocked_ns, dt);
+	}
+}
+
 /* Task mode: off-CPU inside a task poll (no future frame open): blamed on the task,
- * its header in self and task_self, poll ~0. */
+ * its header in self and task_self, poll ~0; top: in its type's statistics. */
 static __always_inline void emit_task_block(struct thread_stack *st, __u64 now, __u32 tgid,
 					    __u32 tid, __u64 dt)
 {
-	__u32 n = st->nr_tasks;
+	__u32 n = st->nr_tasks, type;
 	struct task_frame *t;
 	struct block_record *r;
 
-	if (!n || n > TASK_MAX_NESTED || stats_only)
+	if (!n || n > TASK_MAX_NESTED)
 		return;
 	t = &st->tasks[(n - 1) & (TASK_MAX_NESTED - 1)];
+	if (stats_only) {
+		type = t->info;
+		block_stats(bpf_map_lookup_elem(&task_stats, &type), st->off_kind, dt);
+		return;
+	}
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		count(COUNTER_BLOCK_DROPPED);
@@ -59,7 +82,6 @@ static __always_inline void emit_task_block(struct thread_stack *st, __u64 now, 
 	r->kind = st->off_kind;
 	r->pad = 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	(void)dt;
 }
 
 static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32 tgid, __u32 tid)
@@ -78,19 +100,7 @@ static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32
 	f = &st->frames[top];
 	poll = f->poll;
 	stats = bpf_map_lookup_elem(&trace_stats, &poll);
-	if (stats) {
-		__sync_fetch_and_add(&stats->blocked, 1);
-		__sync_fetch_and_add(&stats->block_records, 1);
-		if (st->off_kind == OFFCPU_TRACER) {
-			__sync_fetch_and_add(&stats->tracer, 1);
-			__sync_fetch_and_add(&stats->tracer_ns, dt);
-		} else if (st->off_kind == OFFCPU_PREEMPTED) {
-			__sync_fetch_and_add(&stats->preempted_ns, dt);
-		} else {
-			__sync_fetch_and_add(&stats->voluntary, 1);
-			__sync_fetch_and_add(&stats->blocked_ns, dt);
-		}
-	}
+	block_stats(stats, st->off_kind, dt);
 	if (stats_only)
 		return;
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);

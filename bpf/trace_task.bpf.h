@@ -291,6 +291,17 @@ next_node:
 	return 0;
 }
 
+/* The task type a header's vtable names (task_vtables), ~0 if none. */
+static __always_inline __u32 task_type_of(__u64 header, __u32 rt)
+{
+	__u64 vt = 0;
+	__u32 *t;
+
+	bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt & 3]));
+	t = vt ? bpf_map_lookup_elem(&task_vtables, &vt) : NULL;
+	return t ? *t : ~0u;
+}
+
 /* Is the task's future there (task_info.live)? Out of the header's bytes. */
 static __always_inline int task_future_live(const struct task_cache *tc, const struct task_info *ti,
 					    __u64 fut)
@@ -320,8 +331,7 @@ __noinline int fill_task_tree(__u64 header, __u32 rt, __u32 type)
 	struct task_cache *tc = cache_get();
 	struct task_info *ti = NULL;
 	struct walk_ctx c = {};
-	__u64 vt = 0, fut;
-	__u32 *t;
+	__u64 fut;
 
 	if (!r)
 		return -1;
@@ -334,11 +344,8 @@ __noinline int fill_task_tree(__u64 header, __u32 rt, __u32 type)
 	r->cut_depth = 0;
 	/* the type its entry probe was planned for; else (a function several types
 	 * share) the one its header's vtable names */
-	if (type == ~0u) {
-		bpf_probe_read_user(&vt, sizeof(vt), (void *)(header + header_vtable[rt & 3]));
-		t = vt ? bpf_map_lookup_elem(&task_vtables, &vt) : NULL;
-		type = t ? *t : ~0u;
-	}
+	if (type == ~0u)
+		type = task_type_of(header, rt);
 	if (type != ~0u)
 		ti = bpf_map_lookup_elem(&task_infos, &type);
 	if (!ti || !ti->known) {
@@ -461,6 +468,71 @@ static __always_inline void send_lost(const struct task_frame *t, __u64 pid_tgid
 	send_head(t->header, TASK_PHASE_LOST, 0, pid_tgid, t->start_ns, now, offcpu, nested);
 }
 
+/*
+ * top in task mode (stats only): a task poll counted in its type's statistics, and
+ * whether its future finished (tokio replaces it after Ready; a root's __state is
+ * Returned): LIVE counts the tasks polled, Pending, and not finished. No tree.
+ */
+static __always_inline void task_stats_exit(const struct task_frame *t, __u64 now)
+{
+	__u32 type = t->info;
+	struct poll_stats *s = bpf_map_lookup_elem(&task_stats, &type);
+	struct task_info *ti = bpf_map_lookup_elem(&task_infos, &type);
+	struct live_key k = {.self = t->header, .poll = type};
+	__u8 one = 1;
+	long e;
+
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->records, 1);
+	__sync_fetch_and_add(&s->busy_ns, now - t->start_ns);
+	__sync_fetch_and_add(&s->hist[log2_u64(now - t->start_ns) & (TRACE_HIST_BUCKETS - 1)], 1);
+	if (wake_window)
+		__sync_fetch_and_add(&s->window_polls, 1);
+	if (!ti || !ti->known)
+		return;
+	if (!task_future_live(NULL, ti, t->header + ti->future_offset)) {
+		__sync_fetch_and_add(&s->ready, 1);
+		if (!bpf_map_delete_elem(&live_instances, &k))
+			__sync_fetch_and_add(&s->ended, 1);
+		return;
+	}
+	e = bpf_map_update_elem(&live_instances, &k, &one, BPF_NOEXIST);
+	if (!e)
+		__sync_fetch_and_add(&s->started, 1);
+	else if (e != -17 /* -EEXIST: polled before */)
+		count(COUNTER_LIVE_FULL);
+}
+
+/* top in task mode: a wake of a task (its header), counted for its type; its next
+ * poll's start ends its scheduling delay (task_stats_delay). */
+static __always_inline void task_stats_wake(__u64 header, __u32 rt, __u64 now)
+{
+	__u32 type = header ? task_type_of(header, rt) : ~0u;
+	struct poll_stats *s = bpf_map_lookup_elem(&task_stats, &type);
+
+	if (!s) {
+		count(COUNTER_WAKE_UNKNOWN);
+		return;
+	}
+	__sync_fetch_and_add(&s->wakes, 1);
+	bpf_map_update_elem(&wake_pending, &header, &now, BPF_NOEXIST);
+}
+
+static __always_inline void task_stats_delay(__u64 header, __u32 type, __u64 now)
+{
+	__u64 key = header, *woken = bpf_map_lookup_elem(&wake_pending, &key);
+	struct poll_stats *s;
+
+	if (!woken)
+		return;
+	s = bpf_map_lookup_elem(&task_stats, &type);
+	if (s && now >= *woken)
+		__sync_fetch_and_add(
+		    &s->delay_hist[log2_u64(now - *woken) & (TRACE_HIST_BUCKETS - 1)], 1);
+	bpf_map_delete_elem(&wake_pending, &key);
+}
+
 /* The runtime's task vtable function entered: header in rdi (or where the spec says). */
 static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec *spec,
 				       __u32 spec_index, __u64 now, __u64 pid_tgid)
@@ -507,6 +579,13 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	t->spec = spec_index;
 	t->info = spec->poll; /* its task type, ~0 when the function is shared */
 	st->nr_tasks = n + 1;
+	if (stats_only) { /* top: its type now (blocking counts on it), its delay */
+		if (t->info == ~0u)
+			t->info = task_type_of(header, spec->future);
+		if (wakes_enabled)
+			task_stats_delay(header, t->info, now);
+		return;
+	}
 	/* no tree here: a task's tree changes only while it is polled, so the tree its
 	 * last poll ended with is the one this poll starts with (user space keeps it) */
 }
@@ -536,6 +615,10 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 		return;
 	}
 	st->nr_tasks = n - 1;
+	if (stats_only) {
+		task_stats_exit(t, now);
+		return;
+	}
 	tc = cache_get();
 	if (!tc)
 		return;

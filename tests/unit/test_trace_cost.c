@@ -3,7 +3,8 @@
  * The tracer's own cost statement (trace/trace_cost.c), no root needed: the share of
  * the target's CPU time, the WARNING past TRACER_COST_WARN_PERCENT, and what it names
  * as cheaper: task mode only where the per-future probes were used (no task-poll
- * hits) and not for top.
+ * hits), for trace and for top; for task mode's single-stepped task polls, what the
+ * build costs, not "fewer futures".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,21 +52,34 @@ static void test_cheaper(void)
 
 	CHECK(out && strstr(out, "WARNING: tracing took ~"));
 	CHECK(out && strstr(out, "is single-stepped probes"));
-	CHECK(out && strstr(out, "task mode (trace without patterns or --deep"));
+	CHECK(out && strstr(out, "fewer futures"));
+	CHECK(out && strstr(out, "task mode (no patterns or --deep, or --tasks) probes each task "
+				 "poll once and reads"));
 	free(out);
 
 	/* task mode ran: it is not named as the cheaper choice */
 	c.hits[HIT_TASK_EMULATED] = 1000;
 	out = print(&c);
 	CHECK(out && strstr(out, "WARNING: tracing took ~"));
-	CHECK(out && !strstr(out, "task mode (trace without"));
+	CHECK(out && !strstr(out, "task mode (no patterns"));
 	free(out);
 
-	/* top (stats only) has no task mode */
+	/* task mode's task polls single-stepped: the build, not the selection */
+	c = costly();
+	c.hits[HIT_EXIT_STEPPED] = 0;
+	c.hits[HIT_ENTRY_EMULATED] = 0;
+	c.hits[HIT_TASK_STEPPED] = 2000;
+	out = print(&c);
+	CHECK(out && strstr(out, "this build's task-poll functions"));
+	CHECK(out && !strstr(out, "fewer futures") && !strstr(out, "task mode (no patterns"));
+	free(out);
+
+	/* top (stats only) per future: task mode named, without reading trees */
 	c = costly();
 	c.stats_only = true;
 	out = print(&c);
-	CHECK(out && !strstr(out, "task mode (trace without"));
+	CHECK(out && strstr(out, "task mode (no patterns or --deep, or --tasks) probes each task "
+				 "poll once;"));
 	free(out);
 
 	/* under the threshold: no warning, no advice */

@@ -21,11 +21,15 @@ static const char top_usage[] =
     "Usage: asyncbpf top -p PID [PATTERN...] [OPTIONS]\n"
     "       asyncbpf top [PATTERN...] [OPTIONS] -- CMD [ARGS...]\n"
     "\n"
-    "A live table of the selected futures of a running Rust program, refreshed every\n"
+    "A live table of a running Rust program's tasks or futures, refreshed every\n"
     "interval: polls/s, busy % of a CPU, p50/p99 poll time, time blocked in syscalls\n"
-    "inside polls, wakes/s, the scheduling delay's p99 (wake to poll), cancellations/s\n"
-    "and the instances live (started, not finished). Built from the BPF statistics\n"
-    "only: no per-poll records (docs/top.md).\n"
+    "inside polls, wakes/s, the scheduling delay's p99 (wake to poll), and the\n"
+    "instances live (started, not finished). Built from statistics summed in the\n"
+    "kernel: no per-poll records (docs/top.md).\n"
+    "Without patterns or --deep: task mode, one row per task type (a runtime's task\n"
+    "or a block_on root), one probe pair per task poll, wake probes attached 10% of\n"
+    "the time; DONE/S counts tasks finished. With patterns or --deep: one row per\n"
+    "future's poll fn, every poll probed; CANCEL/S counts cancellations.\n"
     "\n"
     "  -p, --pid PID        the process\n"
     "  PATTERN              glob on Rust paths (default: your own crates' futures)\n"
@@ -33,9 +37,14 @@ static const char top_usage[] =
     "  -d, --duration S     stop after S seconds (default: Ctrl-C, q, or the target's exit)\n"
     "  -b, --batch          plain tables one after another (like top -b), no keys\n"
     "  -n, --count N        stop after N tables\n"
-    "  -s, --sort KEY       busy (default), polls, p99, blocked, wakes, delay, cancelled,\n"
-    "                       live; on a terminal the keys b p 9 B w d c l switch, q quits\n"
-    "      --all-crates     every crate's futures\n"
+    "  -s, --sort KEY       busy (default), polls, p99, blocked, wakes, delay, cancelled\n"
+    "                       (done), live; on a terminal the keys b p 9 B w d c l switch,\n"
+    "                       q quits\n"
+    "      --tasks          task mode even where it leaves tasks out\n"
+    "      --deep           per-future rows: every poll of the selected futures\n"
+    "      --all-crates     every crate's futures (per-future rows)\n"
+    "      --wake-sample PCT  wake probes attached PCT% of each second (task mode\n"
+    "                       default 10; 100: every wake)\n"
     "      --no-blocking, --no-wakes, --no-cancel   leave that part out\n"
     "  -v, --verbose        more detail\n"
     "\n"
@@ -55,6 +64,9 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	    {"no-blocking", no_argument, NULL, 'B'},
 	    {"no-wakes", no_argument, NULL, 'W'},
 	    {"no-cancel", no_argument, NULL, 'K'},
+	    {"tasks", no_argument, NULL, 'Q'},
+	    {"deep", no_argument, NULL, 'J'},
+	    {"wake-sample", required_argument, NULL, 'P'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -101,7 +113,7 @@ static int parse(int argc, char **argv, struct trace_args *a)
 			if ((a->sort = top_key__parse(optarg)) < 0) {
 				pr_warn(
 				    "top: --sort takes busy, polls, p99, blocked, wakes, delay, "
-				    "cancelled or live, not '%s'\n",
+				    "cancelled (done) or live, not '%s'\n",
 				    optarg);
 				return EXIT_USAGE;
 			}
@@ -110,6 +122,12 @@ static int parse(int argc, char **argv, struct trace_args *a)
 		case 'B': a->no_blocking = true; break;
 		case 'W': a->no_wakes = true; break;
 		case 'K': a->no_cancel = true; break;
+		case 'Q': a->tasks = true; break;
+		case 'J': a->deep = true; break;
+		case 'P':
+			if ((r = trace_args__wake_sample("top", optarg, &a->wake_sample)))
+				return r;
+			break;
 		case 'v':
 			a->verbose = true;
 			log_verbosity = 2;
@@ -126,6 +144,15 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	}
 	if (!a->pid == !a->command) {
 		pr_warn("top: give one of -p PID or -- CMD [ARGS...]\n%s", top_usage);
+		return EXIT_USAGE;
+	}
+	if (a->tasks && a->deep) {
+		pr_warn("top: --tasks and --deep contradict each other: task mode shows task "
+			"types, --deep every poll of the selected futures\n");
+		return EXIT_USAGE;
+	}
+	if (a->wake_sample > 0 && a->no_wakes) {
+		pr_warn("top: --wake-sample and --no-wakes contradict each other\n");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;

@@ -64,6 +64,7 @@ struct trace_run {
 	uint64_t top_prev_ns;
 	__u64 top_prev_counters[COUNTER_COUNT];
 	int64_t top_prev_cpu;
+	uint64_t top_prev_wake_ns; /* the wake probes' attached time (wake_sampler__on_ns) */
 	long top_snapshots;
 	int top_key;
 	bool top_quit;
@@ -200,17 +201,19 @@ static int plan_task_probes(struct trace_run *r, bool by_default)
 	}
 	pr_info("trace: task mode%s: %u task types and %u root futures (%u left out: their "
 		"polls cannot all be ended), %u task-poll exit sites (%u on instructions the "
-		"kernel emulates), %u return probes; each task poll reads its tree of futures\n",
+		"kernel emulates), %u return probes; %s\n",
 		by_default ? " (the default; --deep probes every poll of your futures)" : "",
 		r->plan.nr_task_types, r->plan.nr_root_types, r->plan.nr_roots_skipped,
-		r->plan.nr_task_exits, r->plan.nr_emulated_exits, r->plan.nr_task_returns);
+		r->plan.nr_task_exits, r->plan.nr_emulated_exits, r->plan.nr_task_returns,
+		r->a->top ? "one row per task type, its statistics summed in the kernel"
+			  : "each task poll reads its tree of futures");
 	return EXIT_OK;
 }
 
 /* Nothing asks for per-future probes: no pattern, whitelist, crate or exit choice. */
 static bool task_mode_by_default(const struct trace_args *a)
 {
-	return !a->deep && !a->top && !a->nr_patterns && !a->whitelist && !a->all_crates &&
+	return !a->deep && !a->nr_patterns && !a->whitelist && !a->all_crates &&
 	       a->exits == EXITS_AUTO && a->expand == EXPAND_NONE;
 }
 
@@ -320,6 +323,12 @@ static double wake_fraction(const struct trace_run *r)
 	return r->plan.task_mode ? WAKE_SAMPLE_DEFAULT : 1;
 }
 
+/* top: polls while the sampled wake probes are attached count as window_polls */
+static void top_wake_window(void *ctx, bool attached)
+{
+	tracer__set_wake_window(ctx, attached);
+}
+
 /* The consumer, the BPF side loaded and attached, the ring buffer. An exit status. */
 static int start_tracer(struct trace_run *r)
 {
@@ -370,6 +379,8 @@ static int start_tracer(struct trace_run *r)
 			pr_warn("trace: out of memory\n");
 			return EXIT_FAILURE_INTERNAL;
 		}
+		if (a->top)
+			wake_sampler__on_toggle(r->ws, top_wake_window, r->t);
 	}
 	r->budget = (struct rb_budget){.fn = trace_consumer__handle, .ctx = r->consumer};
 	r->rb = ring_buffer__new(tracer__ringbuf_fd(r->t), rb_budget__sample, &r->budget, NULL);
@@ -455,22 +466,63 @@ static bool hook_full(void *ctx)
 	return trace_files__full(&r->files);
 }
 
+/* top's row names: a poll fn's future, or (task mode) a task type's root future */
+static void top_poll_name(void *ctx, uint32_t index, char *buf, size_t len)
+{
+	summary__poll_name(&((struct trace_run *)ctx)->m, index, buf, len);
+}
+
+static void top_task_name(void *ctx, uint32_t index, char *buf, size_t len)
+{
+	const struct trace_run *r = ctx;
+	const struct model *m = &r->m;
+	int64_t f = index < m->nr_task_types ? m->task_types[index].future
+		    : index - m->nr_task_types < r->plan.nr_root_types
+			? (int64_t)r->plan.root_types[index - m->nr_task_types]
+			: -1;
+
+	if (f >= 0 && (uint64_t)f < m->nr_futures)
+		future__display_name(&m->futures[f], buf, len);
+	else
+		snprintf(buf, len, "(task type %u)", index);
+}
+
+/* The time the sampled wake probes were attached since the last table. */
+static double top_wake_seconds(struct trace_run *r, uint64_t now)
+{
+	uint64_t on = r->ws ? wake_sampler__on_ns(r->ws, now) : 0, d = on - r->top_prev_wake_ns;
+
+	r->top_prev_wake_ns = on;
+	return (double)d / 1e9;
+}
+
 /* top: the table of the last interval, from the statistics maps (no records). */
 static void hook_top(void *ctx, uint64_t now, uint64_t start)
 {
 	struct trace_run *r = ctx;
-	uint32_t nr = tracer__nr_polls(r->t);
+	bool tasks = r->plan.task_mode;
+	uint32_t nr = tasks ? tracer__nr_task_stats(r->t) : tracer__nr_polls(r->t);
 	struct poll_stats *cur = calloc(nr, sizeof(*cur));
 	struct top_row *rows = NULL;
 	__u64 counters[COUNTER_COUNT];
 	int n;
 
-	if (!cur || tracer__read_stats(r->t, cur, counters)) {
+	if (!cur || (tasks ? tracer__read_task_stats(r->t, cur, counters)
+			   : tracer__read_stats(r->t, cur, counters))) {
 		free(cur);
 		return;
 	}
 	int64_t cpu = sysfacts__process_cpu_ns((int)session__pid(r->s));
 	struct tracer_cost cost = {.hits_known = true, .per_hit = r->sum.costs};
+	double wake_s = top_wake_seconds(r, now);
+	struct top_interval in = {.dt = (double)(now - r->top_prev_ns) / 1e9,
+				  .wakes = !r->plan.nr_wakes ? TOP_WAKES_OFF
+					   : r->ws	     ? TOP_WAKES_SAMPLED
+							     : TOP_WAKES_ALL,
+				  .tasks = tasks,
+				  .key = (enum top_key)r->top_key};
+	struct top_names names = {
+	    .tasks = tasks, .name = tasks ? top_task_name : top_poll_name, .ctx = r};
 	double share;
 
 	if (!r->top_prev) { /* the first read: the baseline */
@@ -488,8 +540,7 @@ static void hook_top(void *ctx, uint64_t now, uint64_t start)
 	cost.target_cpu_ns =
 	    cpu >= 0 && r->top_prev_cpu >= 0 && cpu >= r->top_prev_cpu ? cpu - r->top_prev_cpu : -1;
 	share = tracer_cost__share(&cost);
-	n = top__rows(r->top_prev, cur, nr, (double)(now - r->top_prev_ns) / 1e9,
-		      (enum top_key)r->top_key, &rows);
+	n = top__rows(r->top_prev, cur, nr, &in, &rows);
 	if (!r->a->batch)
 		fputs("\033[H\033[2J", stdout);
 	else if (r->top_snapshots)
@@ -501,12 +552,16 @@ static void hook_top(void *ctx, uint64_t now, uint64_t start)
 	if (share >= 0)
 		printf("the tracer's probes: ~%.1f%% of the target's CPU time in this interval%s\n",
 		       share, share >= TRACER_COST_WARN_PERCENT ? " (WARNING: large)" : "");
+	if (r->ws)
+		printf("wakes sampled: probes attached %.2f s of these %.2f s (--wake-sample): "
+		       "WAKES/S from the wakes per poll of that sample, DELAY99 of its wakes\n",
+		       wake_s, in.dt);
 	if (counters[COUNTER_LIVE_FULL])
 		printf("LIVE is a lower bound: %u instances at once is the most tracked (%" PRIu64
 		       " not tracked)\n",
 		       TOP_MAX_LIVE_INSTANCES, (uint64_t)counters[COUNTER_LIVE_FULL]);
 	if (n >= 0)
-		top__print(stdout, &r->m, rows, n, r->a->batch ? 0 : 30);
+		top__print(stdout, &names, rows, n, r->a->batch ? 0 : 30);
 	fflush(stdout);
 	r->top_snapshots++;
 	free(rows);

@@ -149,18 +149,7 @@ static int parse_number_option(int c, const char *arg, struct trace_args *a)
 			return EXIT_USAGE;
 		}
 		return EXIT_OK;
-	case 'P': {
-		char *end;
-		double pct = strtod(arg, &end);
-
-		if (end == arg || *end || !(pct >= 1 && pct <= 100)) {
-			pr_warn("trace: --wake-sample takes a percentage from 1 to 100, not '%s'\n",
-				arg);
-			return EXIT_USAGE;
-		}
-		a->wake_sample = pct / 100;
-		return EXIT_OK;
-	}
+	case 'P': return trace_args__wake_sample("trace", arg, &a->wake_sample);
 	case 'M':
 		if (parse_count(arg, 0, ULONG_MAX, &a->max_probes)) {
 			pr_warn("trace: --max-probes takes a number (0: no limit), not '%s'\n",
@@ -185,6 +174,19 @@ static int parse_number_option(int c, const char *arg, struct trace_args *a)
 		}
 		return EXIT_OK;
 	}
+}
+
+int trace_args__wake_sample(const char *cmd, const char *arg, double *fraction)
+{
+	char *end;
+	double pct = strtod(arg, &end);
+
+	if (end == arg || *end || !(pct >= 1 && pct <= 100)) {
+		pr_warn("%s: --wake-sample takes a percentage from 1 to 100, not '%s'\n", cmd, arg);
+		return EXIT_USAGE;
+	}
+	*fraction = pct / 100;
+	return EXIT_OK;
 }
 
 /* One option; -1 after --help (printed), else an exit status. */

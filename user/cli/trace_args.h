@@ -49,5 +49,7 @@ struct trace_args {
 
 /* EXIT_OK, -1 after --help, or an exit status (usage errors say why). */
 int trace_args__parse(int argc, char **argv, struct trace_args *a);
+/* --wake-sample PCT (1 to 100) as a fraction; an exit status (the error said). */
+int trace_args__wake_sample(const char *cmd, const char *arg, double *fraction);
 
 #endif

@@ -124,16 +124,26 @@ static void print_cheaper(const struct tracer_cost *c, FILE *out)
 			100.0 * (double)wake / (double)total);
 	if (drop * 10 >= total)
 		fprintf(out, " --no-cancel saves ~%.0f%%;", 100.0 * (double)drop / (double)total);
-	if (stepped * 2 >= total)
+	bool tasks =
+	    c->hits[HIT_TASK_EMULATED] || c->hits[HIT_TASK_STEPPED] || c->hits[HIT_TASK_RETURN];
+
+	if (stepped * 2 >= total && tasks)
+		fprintf(out,
+			" %.0f%% is single-stepped probes: this build's task-poll functions "
+			"start with an instruction the kernel cannot emulate (an optimized "
+			"build's start with a jmp or push, which it does);",
+			100.0 * (double)stepped / (double)total);
+	else if (stepped * 2 >= total)
 		fprintf(out,
 			" %.0f%% is single-stepped probes: fewer futures (a pattern, or "
 			"`asyncbpf list` to see what is selected);",
 			100.0 * (double)stepped / (double)total);
-	/* per-future probes in trace: task mode probes each task poll once instead */
-	if (!c->stats_only && !c->hits[HIT_TASK_EMULATED] && !c->hits[HIT_TASK_STEPPED] &&
-	    !c->hits[HIT_TASK_RETURN])
-		fprintf(out, " task mode (trace without patterns or --deep, or --tasks) probes "
-			     "each task poll once and reads its futures from memory;");
+	/* per-future probes: task mode probes each task poll once instead */
+	if (!tasks)
+		fprintf(out,
+			" task mode (no patterns or --deep, or --tasks) probes each task "
+			"poll once%s;",
+			c->stats_only ? "" : " and reads its futures from memory");
 	fprintf(out, " `asyncbpf profile -p PID` samples the async stacks with no probe at "
 		     "all (~1%% at 99 Hz)\n");
 }

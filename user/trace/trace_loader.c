@@ -3,7 +3,6 @@
  * The BPF side's lifecycle: open → size maps, fill rodata → load → fill specs →
  * attach → ready; detach in reverse. See docs/tracing.md.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -20,37 +17,11 @@
 
 #include "lib/log.h"
 #include "lib/procmaps.h"
-#include "lib/sysfacts.h"
 #include "trace.skel.h"
 #include "trace/task_maps.h"
 #include "trace/tracer.h"
+#include "trace/tracer_impl.h"
 
-struct tracer {
-	struct tracer_opts o;
-	struct trace_bpf *skel;
-	int multi_fd;			   /* the uprobe_multi link, or -1 */
-	int multi_ret_fd;		   /* the uprobe_multi link of the uretprobes, or -1 */
-	struct bpf_link **links;	   /* fallback: one perf-event link per probe */
-	struct bpf_link *exec_link;	   /* on_exec, NULL when exec cannot be watched */
-	struct bpf_link *thread_exit_link; /* on_thread_exit, NULL when not watched */
-	struct bpf_link *block_link;	   /* on_switch */
-	char blocking_off[160];		   /* why blocking is not watched; "" when it is */
-	const struct model *m;		   /* the target's (tracer__load's) */
-	uint8_t *traced;		   /* by future: the plan probes its poll's entry */
-	uint32_t nr_wake_types;		   /* task types wake_types can hold */
-	bool wakes_filled;		   /* wake_types holds them (the exe's bias known) */
-	unsigned long *site_offsets;	   /* every probe site's file offset (the plan's) */
-	uint32_t nr_sites;
-	bool sites_filled;	  /* probe_addrs holds their run-time addresses */
-	bool task_mode;		  /* task_infos and dyn_vtables to fill once mapped */
-	struct bpf_program *prog; /* the probes' program: poll_probe, or task_probe */
-	bool tasks_filled;
-	uint32_t blocked_at_stop; /* threads off-CPU inside a poll at the end */
-	uint32_t nr_links;
-	uint32_t nr_polls; /* the model's, sizes trace_stats */
-	uint64_t probes_attached, probes_failed;
-	bool multi; /* attached through uprobe_multi */
-};
 #include "lib/uprobe_multi.h"
 
 static bool libbpf_verbose;
@@ -152,6 +123,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	    (r = bpf_map__set_max_entries(skel->maps.task_vtables,
 					  task_maps__nr_infos(t->m, plan->nr_root_types))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_stats, t->nr_polls)) ||
+	    (r = bpf_map__set_max_entries(skel->maps.task_stats, t->nr_task_stats)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_events, (__u32)rb_size))) {
 		snprintf(err, errlen, "sizing the BPF maps failed: %s", strerror(-r));
 		return r;
@@ -237,6 +209,7 @@ int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct m
 	int r;
 
 	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
+	t->nr_task_stats = task_maps__nr_infos(m, plan->nr_root_types);
 	t->m = m;
 	free(t->site_offsets);
 	t->nr_sites = 0;
@@ -585,6 +558,12 @@ void tracer__set_ready(struct tracer *t, bool ready)
 		__atomic_store_n(&t->skel->bss->trace_ready, ready ? 1 : 0, __ATOMIC_SEQ_CST);
 }
 
+void tracer__set_wake_window(struct tracer *t, bool open)
+{
+	if (t->skel && t->skel->bss)
+		__atomic_store_n(&t->skel->bss->wake_window, open ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
 void tracer__detach(struct tracer *t)
 {
 	tracer__set_ready(t, false);
@@ -609,179 +588,9 @@ void tracer__detach(struct tracer *t)
 	t->nr_links = 0;
 }
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL /* Linux 6.9: a pidfd for any thread, not just the leader */
-#endif
-
-static unsigned int log2_u64(uint64_t v)
-{
-	return v > 1 ? 63 - (unsigned int)__builtin_clzll(v) : 0;
-}
-
-/* Emit one thread's open frames, innermost first, as the BPF side's emit() would. */
-static uint32_t dump_thread(const struct thread_stack *st, struct poll_stats *stats,
-			    uint32_t nr_polls, int (*sink)(void *, void *, size_t), void *ctx)
-{
-	uint32_t depth = st->depth > TRACE_MAX_DEPTH ? TRACE_MAX_DEPTH : st->depth, n = 0;
-	uint64_t now = sysfacts__now_ns();
-
-	for (uint32_t i = depth; i > 0; i--) {
-		const struct poll_frame *f = &st->frames[i - 1];
-		struct poll_record r = {
-		    .type = RECORD_POLL,
-		    .pid = (__u32)(st->pid_tgid >> 32),
-		    .tid = (__u32)st->pid_tgid,
-		    .poll = f->poll,
-		    .start_ns = f->start_ns,
-		    .end_ns = now > f->start_ns ? now : f->start_ns,
-		    .self = f->self,
-		    .parent_self = i > 1 ? st->frames[i - 2].self : 0,
-		    .task_self = f->task_depth < i ? st->frames[f->task_depth].self : 0,
-		    .parent_poll = i > 1 ? st->frames[i - 2].poll : ~0u,
-		    .task_poll = f->task_depth < i ? st->frames[f->task_depth].poll : ~0u,
-		    .depth = (__u16)(i - 1),
-		    .result = RESULT_OPEN,
-		    .await_index = -1,
-		    .state_before = f->state,
-		    .state_after = f->state,
-		};
-
-		if (stats && f->poll < nr_polls) {
-			struct poll_stats *ps = &stats[f->poll];
-
-			ps->records++;
-			ps->emitted++;
-			ps->busy_ns += r.end_ns - r.start_ns;
-			ps->hist[log2_u64(r.end_ns - r.start_ns) & (TRACE_HIST_BUCKETS - 1)]++;
-		}
-		sink(ctx, &r, sizeof(r));
-		n++;
-	}
-	return n;
-}
-
-int tracer__dump_open(struct tracer *t, struct poll_stats *stats,
-		      int (*sink)(void *, void *, size_t), void *ctx, uint32_t *emitted, char *err,
-		      size_t errlen)
-{
-	pid_t pid = t->o.pid;
-	int map_fd = bpf_map__fd(t->skel->maps.trace_stacks), r = 0;
-	struct thread_stack *st = malloc(sizeof(*st));
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
-
-	*emitted = 0;
-	if (!st) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir) {
-		free(st);
-		return 0; /* the process is gone, and its threads' stacks with it */
-	}
-	while ((de = readdir(dir))) {
-		int tid = atoi(de->d_name), fd;
-
-		if (tid <= 0)
-			continue;
-		/* task storage is keyed by a pidfd: one for this thread */
-		fd = (int)syscall(SYS_pidfd_open, tid, tid == pid ? 0 : PIDFD_THREAD);
-		if (fd < 0) {
-			if (errno == EINVAL && !r) {
-				r = -EINVAL;
-				snprintf(
-				    err, errlen,
-				    "this kernel has no pidfds for threads (PIDFD_THREAD, Linux "
-				    "6.9): only the main thread's polls running at stop are "
-				    "reported");
-			}
-			continue;
-		}
-		if (!bpf_map_lookup_elem(map_fd, &fd, st) && (st->pid_tgid >> 32) == (__u32)pid) {
-			/* off-CPU inside a poll when tracing stopped: that interval has no end */
-			t->blocked_at_stop += st->off_start != 0 && st->depth;
-			*emitted += dump_thread(st, stats, t->nr_polls, sink, ctx);
-		}
-		close(fd);
-	}
-	closedir(dir);
-	free(st);
-	return r;
-}
-
 int tracer__ringbuf_fd(const struct tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.trace_events);
-}
-
-int tracer__read_counters(const struct tracer *t, __u64 *counters)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 *values;
-	__u32 zero = 0;
-	int r = 0;
-
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
-	if (!values)
-		return -ENOMEM;
-	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
-	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values))
-		r = -errno;
-	for (int c = 0; !r && c < ncpu; c++)
-		for (int k = 0; k < COUNTER_COUNT; k++)
-			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
-	free(values);
-	return r;
-}
-
-int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	struct poll_stats *percpu = NULL;
-	__u64 *values = NULL;
-	__u32 zero = 0;
-	int r = 0;
-
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	percpu = calloc((size_t)ncpu, sizeof(*percpu));
-	values = calloc((size_t)ncpu * COUNTER_COUNT, sizeof(*values));
-	if (!percpu || !values) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t p = 0; stats && p < t->nr_polls; p++) {
-		memset(&stats[p], 0, sizeof(stats[p]));
-		if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_stats), &p, percpu)) {
-			r = -errno;
-			goto out;
-		}
-		/* every member is a __u64 count or sum (asyncbpf.h): add them word by word */
-		for (int c = 0; c < ncpu; c++) {
-			__u64 *dst = (__u64 *)(void *)&stats[p];
-			const __u64 *src = (const __u64 *)(const void *)&percpu[c];
-
-			for (size_t k = 0; k < sizeof(stats[p]) / sizeof(__u64); k++)
-				dst[k] += src[k];
-		}
-	}
-	memset(counters, 0, COUNTER_COUNT * sizeof(*counters));
-	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.trace_counters), &zero, values)) {
-		r = -errno;
-		goto out;
-	}
-	for (int c = 0; c < ncpu; c++)
-		for (int k = 0; k < COUNTER_COUNT; k++)
-			counters[k] += values[(size_t)c * COUNTER_COUNT + k];
-out:
-	free(percpu);
-	free(values);
-	return r;
 }
 
 void tracer__free(struct tracer *t)

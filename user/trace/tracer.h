@@ -53,6 +53,8 @@ int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct m
 int tracer__attach(struct tracer *t, const struct trace_plan *plan, char *err, size_t errlen);
 /* Set or clear the BPF side's ready flag. */
 void tracer__set_ready(struct tracer *t, bool ready);
+/* Sampled wake probes attached (true) or not: polls then count as window_polls. */
+void tracer__set_wake_window(struct tracer *t, bool open);
 /* Clear ready and destroy every link (idempotent). */
 void tracer__detach(struct tracer *t);
 /*
@@ -101,6 +103,13 @@ int tracer__ringbuf_fd(const struct tracer *t);
 int tracer__read_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters);
 /* Entries of the statistics map: the model's poll count (at least 1). */
 uint32_t tracer__nr_polls(const struct tracer *t);
+/*
+ * top in task mode: the statistics per task type (trace_plan's task_info indices: the
+ * runtimes' task types, then the root types), stats[tracer__nr_task_stats()], and the
+ * counters. 0 or -errno.
+ */
+int tracer__read_task_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters);
+uint32_t tracer__nr_task_stats(const struct tracer *t);
 uint64_t tracer__probes_attached(const struct tracer *t);
 uint64_t tracer__probes_failed(const struct tracer *t);
 /* The poll probe program and the spec map (bench/floor.c times the steps apart). */

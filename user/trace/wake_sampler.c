@@ -28,6 +28,8 @@ struct wake_sampler {
 	uint64_t opened; /* when the open link was attached */
 	uint64_t next;	 /* the next edge */
 	bool in_window, stopped;
+	void (*toggled)(void *ctx, bool attached); /* wake_sampler__on_toggle */
+	void *toggled_ctx;
 	struct wake_sample s;
 };
 
@@ -72,6 +74,8 @@ static void close_window(struct wake_sampler *ws, uint64_t now)
 {
 	uint64_t t0 = sysfacts__now_ns();
 
+	if (ws->toggled)
+		ws->toggled(ws->toggled_ctx, false);
 	close(ws->fd); /* detaches: the kernel removes the breakpoints */
 	ws->fd = -1;
 	ws->s.toggle_ns += sysfacts__now_ns() - t0;
@@ -93,6 +97,8 @@ static void open_window(struct wake_sampler *ws)
 	ws->fd = fd;
 	ws->opened = sysfacts__now_ns(); /* wakes are seen from here */
 	ws->s.windows++;
+	if (ws->toggled)
+		ws->toggled(ws->toggled_ctx, true);
 }
 
 uint64_t wake_sampler__pulse(struct wake_sampler *ws, uint64_t now)
@@ -154,4 +160,16 @@ void wake_sampler__free(struct wake_sampler *ws)
 	free(ws->offsets);
 	free(ws->cookies);
 	free(ws);
+}
+
+void wake_sampler__on_toggle(struct wake_sampler *ws, void (*fn)(void *ctx, bool attached),
+			     void *ctx)
+{
+	ws->toggled = fn;
+	ws->toggled_ctx = ctx;
+}
+
+uint64_t wake_sampler__on_ns(const struct wake_sampler *ws, uint64_t now)
+{
+	return ws->s.on_ns + (ws->fd >= 0 && now > ws->opened ? now - ws->opened : 0);
 }

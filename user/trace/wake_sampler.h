@@ -10,6 +10,7 @@
 #ifndef ASYNCBPF_WAKE_SAMPLER_H
 #define ASYNCBPF_WAKE_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,6 +48,12 @@ uint64_t wake_sampler__pulse(struct wake_sampler *ws, uint64_t now);
 /* Detach for good (the window open at now ends there). */
 void wake_sampler__stop(struct wake_sampler *ws, uint64_t now);
 void wake_sampler__stats(const struct wake_sampler *ws, struct wake_sample *out);
+/* fn(ctx, true) once the wake probes are attached, fn(ctx, false) before they are
+ * detached (top counts the polls of the windows: tracer__set_wake_window). */
+void wake_sampler__on_toggle(struct wake_sampler *ws, void (*fn)(void *ctx, bool attached),
+			     void *ctx);
+/* The time the wake probes were attached up to now (the open window's part too). */
+uint64_t wake_sampler__on_ns(const struct wake_sampler *ws, uint64_t now);
 void wake_sampler__free(struct wake_sampler *ws);
 
 #endif
