@@ -143,10 +143,79 @@ def emulated(insn):
         DIRECT.match(insn.text) is not None
 
 
+@functools.lru_cache(maxsize=None)
+def symbol_names(binary):
+    """{address: [mangled symbol names]} by nm."""
+    out = collections.defaultdict(list)
+    for name, addrs in util.nm_symbols(binary).items():
+        for a in addrs:
+            out[a].append(name)
+    return out
+
+
+def freed(insn):
+    """Bytes `add $N,%rsp` or `pop %reg` free from the stack; None for anything else."""
+    t = insn.text.split("#")[0].strip()
+    m = re.fullmatch(r"add\s+\$(0x[0-9a-f]+),%rsp", t)
+    if m:
+        return int(m.group(1), 16)
+    if re.fullmatch(r"pop\s+%r\w+", t) and not t.endswith("%rsp"):
+        return 8
+    return None
+
+
+def passable(binary, insn):
+    """A call the continuation may pass over (disasm.md, rule 5): through a GOT slot,
+    to a function with a symbol that polls nothing: no `<F as Future>::poll`, no
+    async body (a closure), no task vtable's poll."""
+    if insn.mnemonic != "call" or not RIP_COMMENT.search(insn.text) or "*" not in insn.text:
+        return False
+    fn = callee(binary, insn)
+    names = symbol_names(binary).get(fn, []) if fn else []
+    polls = ("Future$GT$4poll", "closure", "3raw4poll")
+    return bool(names) and not any(p in n for n in names for p in polls)
+
+
+def wrapper_tail(binary, wrapper, fn):
+    """In `wrapper`: the call of fn reached straight from its entry (no branch, no
+    branch target before it) and followed by a `ret` with nothing between that
+    branches, calls or moves rsp but `add rsp`/`pop`s: (the call's address, the bytes
+    freed after it), or a problem (str)."""
+    lst = listing(binary)
+    i = lst.at(wrapper)
+    for _ in range(64):
+        if i is None or i.mnemonic.startswith(("j", "ret")) or (i.addr != wrapper and i.addr in lst.branch_targets):
+            return f"wrapper {wrapper:#x}: a branch before its call of {fn:#x}"
+        if i.mnemonic == "call" and callee(binary, i) == fn:
+            call = i.addr
+            break
+        i = lst.next(i)
+    else:
+        return f"wrapper {wrapper:#x}: no call of {fn:#x} near its entry"
+    total, i = 0, lst.next(i)
+    while i is not None and i.mnemonic != "ret":
+        n = freed(i)
+        if i.addr in lst.branch_targets or (n is None and (
+                i.mnemonic in NOT_FALLTHROUGH or i.mnemonic.startswith("j") or re.search(r"%rsp$", i.text))):
+            return f"wrapper {wrapper:#x}: {i.text!r} between its call and its ret"
+        total += n or 0
+        i = lst.next(i)
+    if i is None or i.addr in lst.branch_targets:
+        return f"wrapper {wrapper:#x}: no ret"
+    return call, total
+
+
 def site_problems(binary, x, want_callee):
     """Why this exit site is not what docs/disasm.md promises, by the listing."""
     lst = listing(binary)
     where = f"call {x['call_addr']:#x}"
+    tail = 0
+    if x.get("via_addr"):  # the poll returns through a wrapper: the call is the wrapper's
+        tail = wrapper_tail(binary, x["via_addr"], want_callee)
+        if isinstance(tail, str):
+            return [f"{where}: {tail}"]
+        tail = tail[1] + 8  # what it freed, and its own ret
+        want_callee = x["via_addr"]
     call = lst.at(x["call_addr"])
     if call is None or call.mnemonic != "call":
         return [f"{where}: not a call instruction: {call and call.text!r}"]
@@ -162,8 +231,6 @@ def site_problems(binary, x, want_callee):
         problems.append(f"{where}: site {x['addr']:#x} {site.text!r} is not emulated")
     if x["file_offset"] != util.file_offset_of(binary, x["addr"]):
         problems.append(f"{where}: file_offset {x['file_offset']:#x}")
-    if x["sp_delta"] != 8:
-        problems.append(f"{where}: sp_delta {x['sp_delta']}")
     between, i = [], lst.next(call)
     while i is not None and i.addr < site.addr and len(between) < 16:
         between.append(i)
@@ -172,9 +239,18 @@ def site_problems(binary, x, want_callee):
         return problems + [f"{where}: site {site.addr:#x} is not on the fall-through path"]
     if len(between) != x["distance"]:
         problems.append(f"{where}: distance {x['distance']}, objdump has {len(between)} insns before the site")
+    sp, passed = 8 + tail, 0
     for b in between:
-        if b.mnemonic in NOT_FALLTHROUGH or b.mnemonic.startswith("j") or re.search(r"%rsp$", b.text):
+        if freed(b) is not None:
+            sp += freed(b)
+        elif passable(binary, b):
+            passed += 1
+        elif b.mnemonic in NOT_FALLTHROUGH or b.mnemonic.startswith("j") or re.search(r"%rsp$", b.text):
             problems.append(f"{where}: {b.addr:#x} {b.text!r} before the site")
+    if x["sp_delta"] != sp:
+        problems.append(f"{where}: sp_delta {x['sp_delta']}, the listing says {sp}")
+    if x["calls_passed"] != passed:
+        problems.append(f"{where}: calls_passed {x['calls_passed']}, the listing has {passed}")
     for a in [b.addr for b in between] + [site.addr]:
         if a in lst.branch_targets:
             problems.append(f"{where}: {a:#x} between the return and the site is a branch target")
@@ -209,6 +285,13 @@ def check_polls(binary, model):
         name = f"{p['name']} at {p['addr']:#x}"
         found = {x["call_addr"] for x in p["caller_exits"]}
         want = calls_of(binary, p["addr"])
+        # a call in a wrapper that returns at once stands for the wrapper's own calls
+        for w in {x["via_addr"] for x in p["caller_exits"] if x.get("via_addr")}:
+            t = wrapper_tail(binary, w, p["addr"])
+            if isinstance(t, str):
+                problems.append(f"{name}: {t}")
+                continue
+            want = (want - {t[0]}) | calls_of(binary, w)
         for x in p["caller_exits"]:
             problems += [f"{name}: {s}" for s in site_problems(binary, x, p["addr"])]
             checked += x["usable"]

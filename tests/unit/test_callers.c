@@ -247,12 +247,44 @@ static void test_entered_from_outside(void)
 	done(&f);
 }
 
-static void test_rsp_change_rejected(void)
+/* g = 0x401100: a frame torn down with `leave`: rsp from rbp, by no known amount */
+static const uint8_t leave_[] = {
+    0x55,			  /* 401100: push rbp */
+    0x48, 0x89, 0xe5,		  /* 401101: mov rbp,rsp */
+    0xe8, 0x00, 0x01, 0x00, 0x00, /* 401104: call 401209 */
+    0xc9,			  /* 401109: leave */
+    0xc3,			  /* 40110a: ret */
+};
+
+/* h = 0x401110: `call; add rsp, 0x28; pop rbx; jmp`: popped by a known amount */
+static const uint8_t popped[] = {
+    0xe8, 0x00, 0x01, 0x00, 0x00, /* 401110: call 401215 */
+    0x48, 0x83, 0xc4, 0x28,	  /* 401115: add rsp,0x28 */
+    0x5b,			  /* 401119: pop rbx */
+    0xeb, 0x00,			  /* 40111a: jmp 40111c */
+    0xc3,			  /* 40111c: ret */
+};
+
+static void test_rsp_change(void)
 {
 	struct found f;
 
+	/* `pop rbx; ret` after the call: the caller returns at once (its callers') */
 	run(rsp_change, sizeof(rsp_change), 0x401022, 0x401023, NULL, NULL, &f);
+	CHECK_EQ_U64(f.c.why, CONTINUATION_TAIL);
+	CHECK_EQ_U64(f.c.sp_adjust, 8);
+	CHECK_EQ_U64(f.c.distance, 1);
+	done(&f);
+	run(leave_, sizeof(leave_), 0x401100, 0x401104, NULL, NULL, &f);
 	CHECK_EQ_U64(f.c.why, CONTINUATION_STACK);
+	done(&f);
+	/* freed by a known amount before an emulated jmp: rsp there is the entry's + 8 +
+	 * 0x28 + 8; the pop forgot what rbx held, rax is untouched */
+	run(popped, sizeof(popped), 0x401110, 0x401110, NULL, NULL, &f);
+	CHECK_EQ_U64(f.c.why, CONTINUATION_OK);
+	CHECK_EQ_U64(site_addr(&f), 0x40111a);
+	CHECK_EQ_U64(f.c.sp_adjust, 0x30);
+	CHECK_EQ_I64(f.c.reg[0], DWARF_REG_RAX);
 	done(&f);
 }
 
@@ -291,6 +323,74 @@ static void test_result_in_rbp(void)
 	CHECK_EQ_I64(f.c.reg[0], DWARF_REG_RAX);
 	CHECK_EQ_U64(f.c.bytes[0], 8);
 	done(&f);
+}
+
+/*
+ * tokio's Core::poll after a task's root poll (release): the result kept in ebp over
+ * the TaskIdGuard's drop, called through the GOT, then tested.
+ */
+static const uint8_t guard_drop[] = {
+    0xe8, 0x1b, 0x00, 0x00, 0x00,	/* 401100: call 401120 <poll> */
+    0x89, 0xc5,				/* 401105: mov ebp,eax */
+    0x48, 0x89, 0xc1,			/* 401107: mov rcx,rax */
+    0x48, 0x8d, 0x7c, 0x24, 0x18,	/* 40110a: lea rdi,[rsp+0x18] */
+    0xff, 0x15, 0x10, 0x00, 0x00, 0x00, /* 40110f: call QWORD PTR [rip+0x10] */
+    0x40, 0x84, 0xed,			/* 401115: test bpl,bpl */
+    0x75, 0x01,				/* 401118: jne 40111b */
+    0xc3,				/* 40111a: ret */
+    0xc3,				/* 40111b: ret */
+};
+
+static bool cross_any(void *ctx, const struct insn *in)
+{
+	(void)ctx;
+	return in->addr == 0x40110f;
+}
+
+static bool cross_none(void *ctx, const struct insn *in)
+{
+	(void)ctx;
+	(void)in;
+	return false;
+}
+
+static void test_call_passed_over(void)
+{
+	struct found f;
+	char err[256];
+	int64_t i;
+
+	/* without leave to pass it, the indirect call ends the walk */
+	run(guard_drop, sizeof(guard_drop), 0x401100, 0x401100, NULL, NULL, &f);
+	CHECK_EQ_U64(f.c.why, CONTINUATION_BRANCH);
+	done(&f);
+	for (int allow = 0; allow < 2; allow++) {
+		memset(&f, 0, sizeof(f));
+		f.built = cfg__build(&f.g, guard_drop, sizeof(guard_drop), 0x401100, NULL, NULL,
+				     err, sizeof(err));
+		CHECK_EQ_I64(f.built, 0);
+		if (f.built)
+			return;
+		i = insn_seq__find(&f.g.seq, 0x401100);
+		CHECK_EQ_I64(i, 0);
+		continuation__find_across(&f.g, 0, NULL, allow ? cross_any : cross_none, NULL,
+					  &f.c);
+		if (!allow) {
+			CHECK_EQ_U64(f.c.why, CONTINUATION_BRANCH);
+			done(&f);
+			continue;
+		}
+		CHECK_EQ_U64(f.c.why, CONTINUATION_OK);
+		CHECK_EQ_U64(site_addr(&f), 0x401118); /* the jne, after the call */
+		CHECK_EQ_U64(f.c.distance, 5);
+		CHECK_EQ_U64(f.c.calls, 1);
+		CHECK(f.c.stores);
+		/* ebp, callee-saved, still holds eax; the copy in rcx and rdx itself are gone */
+		CHECK_EQ_I64(f.c.reg[0], DWARF_REG_RBP);
+		CHECK_EQ_U64(f.c.bytes[0], 4);
+		CHECK_EQ_I64(f.c.reg[1], -1);
+		done(&f);
+	}
 }
 
 static void test_movzx_and_test_al(void)
@@ -335,8 +435,11 @@ static void test_other_rejections(void)
 	run(trap, sizeof(trap), 0x4010b1, 0x4010b1, NULL, NULL, &f);
 	CHECK_EQ_U64(f.c.why, CONTINUATION_STOP);
 	done(&f);
+	/* a ret right after the call: the caller returns at once (caller_exits.c goes on
+	 * in its callers) */
 	run(retfirst, sizeof(retfirst), 0x4010b8, 0x4010b8, NULL, NULL, &f);
-	CHECK_EQ_U64(f.c.why, CONTINUATION_BRANCH);
+	CHECK_EQ_U64(f.c.why, CONTINUATION_TAIL);
+	CHECK_EQ_U64(f.c.sp_adjust, 0);
 	done(&f);
 	run(noret, sizeof(noret), 0x4010be, 0x4010be, NULL, NULL, &f);
 	CHECK_EQ_U64(f.c.why, CONTINUATION_NO_RETURN);
@@ -464,9 +567,10 @@ int main(void)
 	test_jcc_after_cmp();
 	test_join_rejected();
 	test_entered_from_outside();
-	test_rsp_change_rejected();
+	test_rsp_change();
 	test_call_between_rejected();
 	test_result_in_rbp();
+	test_call_passed_over();
 	test_movzx_and_test_al();
 	test_stores_then_jmp();
 	test_other_rejections();

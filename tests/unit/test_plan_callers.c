@@ -74,6 +74,8 @@ static void add_poll(struct model *m, int32_t i, bool state, bool emulated_exit,
 		*x = (struct caller_exit){
 		    .call_addr = 0x20000u + 0x1000u * (uint64_t)i + 0x100u * k,
 		    .usable = i != 4,
+		    /* the second through a wrapper that freed 0x28 bytes and returned */
+		    .sp_delta = k ? 0x38 : 8,
 		    .result = state ? CALLER_RESULT_NOT_NEEDED : CALLER_RESULT_READABLE,
 		    .result_reg = {0, 1},
 		    .result_bytes = {8, 8}};
@@ -126,7 +128,8 @@ static void test_plan(void)
 				continue;
 			CHECK_EQ_U64(x->kind, PROBE_EXIT);
 			CHECK_EQ_U64(x->poll, (uint64_t)i);
-			CHECK_EQ_I64(x->sp_delta, 8); /* the ret popped the return address */
+			/* the ret popped the return address; a wrapper's ret and frame more */
+			CHECK_EQ_I64(x->sp_delta, k ? 0x38 : 8);
 			CHECK_EQ_U64(x->exit_cond, SPEC_COND_ALWAYS);
 			CHECK(!(x->flags & (SPEC_SINGLE_STEPPED | SPEC_EXIT_RETURNED)));
 			CHECK_EQ_U64((x->flags & SPEC_HIT_CLASS_MASK) >> SPEC_HIT_CLASS_SHIFT,

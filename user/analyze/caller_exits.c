@@ -23,7 +23,33 @@ static int read_target(void *ctx, uint64_t addr, size_t len, const uint8_t **byt
 
 static bool entered(void *ctx, uint64_t addr)
 {
-	return callsites__entered_from_outside(ctx, addr);
+	return callsites__entered_from_outside(((struct call_site_ctx *)ctx)->ix, addr);
+}
+
+/*
+ * May a continuation pass over this call (continuation_cross_fn)? A call through a
+ * fixed slot (`call [rip + X]`, the GOT) whose function the loaded image will hold
+ * there is known, and is none of the model's poll fns nor a runtime's task poll: a
+ * guard's drop, a thread-local's accessor. A call through a register or a vtable may
+ * be any future's poll: never.
+ */
+static bool crossable(void *ctx, const struct insn *in)
+{
+	const struct call_site_ctx *c = ctx;
+	const struct insn_op *op = &in->ops[0];
+	uint64_t fn = 0;
+
+	if (in->target || in->nr_ops != 1 || op->type != INSN_OP_MEM || op->base != DWARF_REG_RIP ||
+	    op->index >= 0 || op->segment ||
+	    target__pointer(c->t, in->addr + in->size + (uint64_t)op->value, &fn) || !fn)
+		return false;
+	for (uint32_t k = 0; k < c->m->nr_polls; k++)
+		if (c->m->polls[k].addr == fn)
+			return false;
+	for (uint32_t k = 0; k < c->m->nr_task_types; k++)
+		if (c->m->task_types[k].fn_addr == fn)
+			return false;
+	return true;
 }
 
 void call_site_ctx__init(struct call_site_ctx *c, struct target *t, struct model *m,
@@ -123,7 +149,13 @@ int call_site_ctx__exit(struct call_site_ctx *c, const struct callsite *cs, enum
 			   "the register may hold another function there";
 		return 0;
 	}
-	continuation__find(g, (uint32_t)i, entered, (void *)c->ix, cont);
+	continuation__find_across(g, (uint32_t)i, entered, crossable, c, cont);
+	if (cont->why == CONTINUATION_TAIL && g->block_of[i] == 0) {
+		/* straight from the function's entry to the call, then back: every call of
+		 * the function is one of the callee's (expand_tails) */
+		out->tail_fn = c->ix->fns[cs->fn].addr;
+		out->tail_sp = 8 + cont->sp_adjust + 8; /* ret, the freed bytes, its ret */
+	}
 	if (cont->why != CONTINUATION_OK) {
 		out->why = continuation_why__describe(cont->why);
 		return 0;
@@ -138,6 +170,8 @@ int call_site_ctx__exit(struct call_site_ctx *c, const struct callsite *cs, enum
 	insn__text(cfg__bytes(g, cont->insn), g->size - in->offset, in->addr, out->insn,
 		   sizeof(out->insn));
 	out->distance = cont->distance;
+	out->calls = cont->calls;
+	out->sp_delta = 8 + cont->sp_adjust;
 	for (int k = 0; k < 2; k++) {
 		out->result_reg[k] = cont->reg[k];
 		out->result_bytes[k] = cont->bytes[k];
@@ -231,6 +265,159 @@ static int add_poll_jobs(struct walk *w, uint32_t i, struct jobs *jobs)
 nomem:
 	free(calls);
 	return -ENOMEM;
+}
+
+/*
+ * A poll fn called from a function that returns at once (`call poll; add rsp, N;
+ * ret`: a `Pin<Box<F>>` poll wrapper in a debug build) returns where that function
+ * returns: its exits are the continuations of every call of that function, with
+ * rsp further up by what the wrapper popped. One level; the wrapper's callers all
+ * known, each with a usable site; compiler futures only (their result is __state,
+ * read through self: no register to follow through the wrapper).
+ */
+static int expand_tail(struct walk *w, struct call_site_ctx *ctx, struct poll_fn *p,
+		       const struct caller_exit *x, struct caller_exit **out, uint32_t *nr,
+		       uint32_t *cap)
+{
+	const struct future *f = p->future >= 0 ? &w->m->futures[p->future] : NULL;
+	struct callsite *calls = NULL;
+	uint32_t n = 0;
+	char why[256] = "";
+	bool known = false;
+	struct caller_exit one = *x;
+	int r = 0;
+
+	if (callsites__callers(w->calls, x->tail_fn, &calls, &n, &known, why, sizeof(why)))
+		return -ENOMEM;
+	if (!f || !f->has_state)
+		one.why = "its caller returns at once, and a hand-written future's result is not "
+			  "followed into that caller's callers";
+	else if (!known)
+		one.why = strpool__printf(
+		    &w->m->strings, "its caller returns at once, to callers not all known: %s",
+		    why);
+	else if (!n || n > CALLER_EXITS_MAX_SITES)
+		one.why = "its caller returns at once, and is called nowhere the code shows";
+	if (!one.why) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < n && f && f->has_state && known && n <= CALLER_EXITS_MAX_SITES;
+	     k++) {
+		struct caller_exit y;
+		struct continuation c;
+
+		if (*nr == *cap) {
+			uint32_t nc = *cap * 2 + 8;
+			struct caller_exit *v = realloc(*out, (size_t)nc * sizeof(*v));
+
+			if (!v) {
+				r = -ENOMEM;
+				goto out;
+			}
+			*out = v;
+			*cap = nc;
+		}
+		r = call_site_ctx__exit(ctx, &calls[k],
+					calls[k].kind == CALLSITE_SLOT ? CALL_SLOT : CALL_DIRECT,
+					&y, &c);
+		if (r)
+			goto out;
+		y.via = x->caller;
+		y.via_addr = x->tail_fn;
+		if (y.usable) {
+			y.sp_delta += x->tail_sp - 8;
+			y.result = CALLER_RESULT_NOT_NEEDED;
+		} else if (y.tail_fn) {
+			y.why =
+			    "its caller returns at once, and so does that one's: two calls deep";
+		}
+		y.tail_fn = 0;
+		(*out)[(*nr)++] = y;
+	}
+	if (f && f->has_state && known && n && n <= CALLER_EXITS_MAX_SITES)
+		goto out;
+	one.tail_fn = 0;
+	if (*nr == *cap) {
+		uint32_t nc = *cap * 2 + 8;
+		struct caller_exit *v = realloc(*out, (size_t)nc * sizeof(*v));
+
+		if (!v) {
+			r = -ENOMEM;
+			goto out;
+		}
+		*out = v;
+		*cap = nc;
+	}
+	(*out)[(*nr)++] = one;
+out:
+	free(calls);
+	return r;
+}
+
+/* Every poll fn's exits in wrappers that return at once, replaced by their callers'. */
+static int expand_tails(struct walk *w, struct call_site_ctx *ctx)
+{
+	struct model *m = w->m;
+	struct u64_map fns;
+	bool any = false;
+	int r = 0;
+
+	/* the wrappers' callers through GOT slots: the holders of their addresses too */
+	u64_map__init(&fns);
+	for (uint32_t i = 0; i < m->nr_polls && !r; i++) {
+		const struct poll_fn *p = &m->polls[i];
+
+		if (!p->inlined_only && p->addr)
+			r = u64_map__set(&fns, p->addr, 1) ? -ENOMEM : 0;
+		for (uint32_t k = 0; k < p->nr_caller_exits && !r; k++)
+			if (p->caller_exits[k].tail_fn) {
+				any = true;
+				r = u64_map__set(&fns, p->caller_exits[k].tail_fn, 1) ? -ENOMEM : 0;
+			}
+	}
+	if (!r && any)
+		r = callsites__find_holders(w->calls, w->t, &fns);
+	u64_map__free(&fns);
+	for (uint32_t i = 0; i < m->nr_polls && !r && any; i++) {
+		struct poll_fn *p = &m->polls[i];
+		struct caller_exit *v = NULL;
+		uint32_t nr = 0, cap = 0;
+		bool tails = false;
+
+		for (uint32_t k = 0; k < p->nr_caller_exits; k++)
+			tails |= p->caller_exits[k].tail_fn != 0;
+		if (!tails)
+			continue;
+		for (uint32_t k = 0; k < p->nr_caller_exits && !r; k++) {
+			const struct caller_exit *x = &p->caller_exits[k];
+
+			if (x->tail_fn) {
+				r = expand_tail(w, ctx, p, x, &v, &nr, &cap);
+				continue;
+			}
+			if (nr == cap) {
+				uint32_t nc = cap * 2 + 8;
+				struct caller_exit *n = realloc(v, (size_t)nc * sizeof(*n));
+
+				if (!n) {
+					r = -ENOMEM;
+					break;
+				}
+				v = n;
+				cap = nc;
+			}
+			v[nr++] = *x;
+		}
+		if (r) {
+			free(v);
+			break;
+		}
+		free(p->caller_exits);
+		p->caller_exits = v;
+		p->nr_caller_exits = nr;
+	}
+	return r;
 }
 
 /* All or nothing: known callers, at least one, a usable site at each. */
@@ -330,6 +517,8 @@ int caller_exits__find(struct walk *w)
 		if (!r && x->usable)
 			x->result = (uint8_t)result_at(p, f, &c);
 	}
+	if (!r)
+		r = expand_tails(w, &ctx);
 	call_site_ctx__free(&ctx);
 	free(jobs.v);
 	for (uint32_t i = 0; i < m->nr_polls && !r; i++)

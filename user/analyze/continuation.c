@@ -6,7 +6,7 @@
  * whether code of other functions jumps there. Along the path a small copy
  * propagation follows the callee's rax and rdx into other registers (`mov ebp,
  * eax` keeps its low 4 bytes in rbp); any other write to a register forgets what it
- * held.
+ * held, and a call passed over forgets the registers the ABI lets a callee change.
  */
 #include "analyze/continuation.h"
 
@@ -32,6 +32,8 @@ const char *continuation_why__describe(enum continuation_why w)
 	case CONTINUATION_TOO_FAR:
 		return "no emulated instruction within 8 instructions of the return address";
 	case CONTINUATION_OPAQUE: return "an instruction whose registers are not known comes first";
+	case CONTINUATION_TAIL:
+		return "the caller returns at once: its own callers would have to be probed";
 	case CONTINUATION_WHY_COUNT: break;
 	}
 	return "?";
@@ -88,6 +90,22 @@ static void locate(const struct holder h[INSN_NR_GPRS], int k, int8_t *reg, uint
 		}
 }
 
+/* The bytes an instruction frees from the stack when that is all it does to rsp:
+ * `add rsp, N` (N > 0), `pop reg`; -1 for any other write of rsp. */
+static int64_t sp_freed(const struct insn *in)
+{
+	const struct insn_op *a = &in->ops[0], *b = &in->ops[1];
+
+	if (in->id == X86_INS_ADD && in->nr_ops == 2 && a->type == INSN_OP_REG &&
+	    a->reg == DWARF_REG_RSP && a->reg_bytes == 8 && b->type == INSN_OP_IMM &&
+	    b->value > 0 && b->value < (1 << 20))
+		return b->value;
+	if (in->id == X86_INS_POP && in->nr_ops == 1 && a->type == INSN_OP_REG &&
+	    a->reg != DWARF_REG_RSP && a->reg >= 0 && a->reg_bytes == 8)
+		return 8;
+	return -1;
+}
+
 static bool may_store(const struct insn *in)
 {
 	if (in->rep)
@@ -98,8 +116,30 @@ static bool may_store(const struct insn *in)
 	return false;
 }
 
+/* A call returned: the System V ABI's caller-saved registers hold anything now
+ * (rax, rdx, rcx, rsi, rdi, r8-r11); rbx, rbp, r12-r15 are as before it. */
+static void clobber_caller_saved(struct holder h[INSN_NR_GPRS])
+{
+	static const int8_t saved[] = {3, 6, 12, 13, 14, 15}; /* DWARF: rbx rbp r12-r15 */
+
+	for (int r = 0; r < INSN_NR_GPRS; r++) {
+		bool keep = r == DWARF_REG_RSP;
+
+		for (size_t k = 0; k < sizeof(saved); k++)
+			keep |= saved[k] == r;
+		if (!keep)
+			h[r] = (struct holder){.result = -1};
+	}
+}
+
 void continuation__find(const struct cfg *g, uint32_t call, continuation_entered_fn entered,
 			void *ctx, struct continuation *c)
+{
+	continuation__find_across(g, call, entered, NULL, ctx, c);
+}
+
+void continuation__find_across(const struct cfg *g, uint32_t call, continuation_entered_fn entered,
+			       continuation_cross_fn cross, void *ctx, struct continuation *c)
 {
 	struct holder h[INSN_NR_GPRS];
 
@@ -135,6 +175,12 @@ void continuation__find(const struct cfg *g, uint32_t call, continuation_entered
 			locate(h, 1, &c->reg[1], &c->bytes[1]);
 			return;
 		}
+		if (in->flow == INSN_FLOW_CALL && cross && cross(ctx, in)) {
+			clobber_caller_saved(h);
+			c->stores = true; /* the callee may have stored anywhere */
+			c->calls++;
+			continue;
+		}
 		if (!in->regs_known) {
 			c->why = CONTINUATION_OPAQUE;
 			return;
@@ -143,13 +189,24 @@ void continuation__find(const struct cfg *g, uint32_t call, continuation_entered
 			c->why = CONTINUATION_STOP;
 			return;
 		}
+		if (in->flow == INSN_FLOW_RET && !in->rep && in->nr_ops == 0) {
+			c->why = CONTINUATION_TAIL; /* `ret`, not `ret N` */
+			c->insn = i;
+			c->distance = (uint8_t)d;
+			return;
+		}
 		if (in->flow != INSN_FLOW_NONE) {
 			c->why = CONTINUATION_BRANCH;
 			return;
 		}
 		if (in->gpr_written & (1u << DWARF_REG_RSP)) {
-			c->why = CONTINUATION_STACK;
-			return;
+			int64_t n = sp_freed(in);
+
+			if (n < 0) {
+				c->why = CONTINUATION_STACK;
+				return;
+			}
+			c->sp_adjust += (uint32_t)n;
 		}
 		c->stores |= may_store(in);
 		step(h, in);

@@ -349,6 +349,11 @@ static void write_caller_exit(struct json_writer *w, const struct caller_exit *x
 	jw_u64(w, "call_addr", x->call_addr);
 	jw_string(w, "call", call_kind__name(x->call));
 	jw_string(w, "caller", x->caller);
+	jw_string(w, "via", x->via);
+	if (x->via_addr)
+		jw_u64(w, "via_addr", x->via_addr);
+	else
+		jw_null(w, "via_addr");
 	jw_bool(w, "usable", x->usable);
 	jw_string(w, "why", x->usable ? NULL : x->why);
 	if (x->usable) {
@@ -356,12 +361,14 @@ static void write_caller_exit(struct json_writer *w, const struct caller_exit *x
 		jw_u64(w, "file_offset", x->file_offset);
 		jw_string(w, "insn", insn);
 		jw_u64(w, "distance", x->distance);
-		jw_i64(w, "sp_delta", 8);
+		jw_u64(w, "calls_passed", x->calls);
+		jw_i64(w, "sp_delta", x->sp_delta);
 	} else {
 		jw_null(w, "addr");
 		jw_null(w, "file_offset");
 		jw_null(w, "insn");
 		jw_null(w, "distance");
+		jw_null(w, "calls_passed");
 		jw_null(w, "sp_delta");
 	}
 	write_result_reg(w, "rax", x->usable ? x->result_reg[0] : -1, x->result_bytes[0]);

@@ -230,6 +230,15 @@ struct caller_exit {
 	uint64_t addr, file_offset; /* the site */
 	char insn[48];		    /* "jne 0xaa60c" */
 	uint8_t distance;	    /* instructions from the return address to the site */
+	uint8_t calls;	   /* calls passed over on the way (a guard's drop through the GOT) */
+	uint32_t sp_delta; /* rsp at the site minus rsp at the callee's entry (8 and up) */
+	/* the call is in a function that returns at once (a `Pin<&mut F>` poll wrapper):
+	 * the site is in that function's caller (call_addr is that call's; via names
+	 * the wrapper); tail_fn, tail_sp while the expansion is pending */
+	const char *via;
+	uint64_t via_addr; /* the wrapper's address, 0 when none */
+	uint64_t tail_fn;
+	uint32_t tail_sp;
 	/* where the callee's rax ([0]) and rdx ([1]) are at the site: the DWARF register
 	 * whose low result_bytes[k] bytes hold them; -1 when none does */
 	int8_t result_reg[2];

@@ -368,7 +368,9 @@ static int plan_caller_exits(struct trace_plan *plan, const struct model *m, uin
 
 		fill_common(&exit, m, poll);
 		exit.kind = PROBE_EXIT;
-		exit.sp_delta = 8; /* the callee's ret popped the return address */
+		/* the callee's ret popped the return address (and a wrapper that returned
+		 * at once popped its own: caller_exits.c) */
+		exit.sp_delta = (int32_t)pf->caller_exits[i].sp_delta;
 		if (trace_plan__add(plan, &exit, pf->caller_exits[i].file_offset, false))
 			return -ENOMEM;
 	}

@@ -83,7 +83,9 @@ static int add_exits(struct trace_plan *plan, const struct model *m, uint8_t rt)
 		spec.kind = PROBE_TASK_EXIT;
 		spec.poll = ~0u;
 		spec.future = rt;
-		spec.sp_delta = 8; /* the return popped the address the entry's rsp pointed at */
+		/* the return popped the address the entry's rsp pointed at (and what the
+		 * caller popped before the site) */
+		spec.sp_delta = (int32_t)x->site.sp_delta;
 		spec.exit_cond = SPEC_COND_ALWAYS;
 		if (trace_plan__add(plan, &spec, x->site.file_offset, false))
 			return -ENOMEM;
@@ -182,8 +184,9 @@ static int add_root(struct trace_plan *plan, const struct model *m, uint32_t f)
 					  .future = TASK_RT_DYN,
 					  .flags = SPEC_TASK_ROOT,
 					  .exit_cond = SPEC_COND_ALWAYS};
-		/* after the return rsp is the entry's + 8; at the ret, the entry's */
-		exit.sp_delta = callers ? 8 : 0;
+		/* after the return rsp is the entry's + 8 (more past a wrapper); at the ret,
+		 * the entry's */
+		exit.sp_delta = callers ? (int32_t)pf->caller_exits[i].sp_delta : 0;
 		if (!callers && !pf->exits[i].emulated)
 			exit.flags |= SPEC_SINGLE_STEPPED;
 		if (trace_plan__add(plan, &exit,
