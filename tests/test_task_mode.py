@@ -11,6 +11,7 @@ threads at once) is bounded by what it counts of it (`went_back`,
 `concurrent_polls`), never guessed.
 """
 import json
+import re
 import subprocess
 import time
 
@@ -39,6 +40,7 @@ TM_FIELDS = {k: I for k in ("task_polls", "lost", "not_read", "finished_polls", 
                             "unknown_dyn", "untracked_tasks", "untracked_instances", "wakes_unlinked")}
 TM_FIELDS.update({k: (util.LIST,) for k in ("futures", "tasks", "pending_at_end")})
 TM_FUTURE = {k: I for k in ("future", "polls", "started", "went_back", "ready", "ended", "pending")}
+TM_FUTURE["parked_at"] = (util.LIST,)
 TM_FUTURE.update({"name": (util.STR,), "path": (util.STR,)})
 TM_TASK = {k: I for k in ("root", "tasks", "completed", "polls", "busy_ns", "offcpu_ns", "p50_ns", "p99_ns", "max_ns",
                           "wakes", "self_wakes", "delay_p50_ns", "delay_p99_ns", "delay_max_ns", "blocked",
@@ -223,6 +225,66 @@ def test_hyper_server_tasks_under_p(profile, tmp_path):
     assert sample["sampled"] is True and sample["fraction_planned"] == 0.1, sample
     assert sample["windows"] > 0 and sample["failed_windows"] == 0, sample
     assert 0 < sample["attached_s"] < sample["run_s"], sample
+
+
+def source_line(path, pattern, after=None):
+    """The line number of the first line matching pattern (after the first match of
+    `after`, when given) in the program's own source."""
+    lines = path.read_text().splitlines()
+    start = 0
+    if after:
+        start = next(i for i, ln in enumerate(lines) if re.search(after, ln))
+    return next(i + 1 for i, ln in enumerate(lines) if i >= start and re.search(pattern, ln))
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_http_server_handlers(profile, tmp_path):
+    """tests/conformance/http_server (tokio; in release every handler future inlined
+    into the connection task's block) under `trace --tasks -p`,
+    loaded by its client: one task per connection, each completed; `serve` Ready once
+    per connection the server counts completed; `work` Ready once per /work request
+    the server counts (each parks at its yields); `route` Ready for at least those
+    (a /hello route never parks) and at most every request; each future parked only
+    at await lines of its own source: work at its yield_now, route at work(n), serve
+    at read_request or route, read_request at its read_lines, the connection block at
+    serve."""
+    conns, per_conn = 8, 40
+    total = conns * per_conn
+    proc, r, load, counts, _ = S.trace_server_under_load(profile, "http_server", tmp_path, conns, per_conn,
+                                                          extra=["--tasks"])
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert load == {"connections": conns, "requests": total, "ok": total}
+    assert counts["connections"] == conns and counts["requests"] == total, counts
+    doc, tm = task_mode(r.summary)
+    check_clean(doc, tm)
+    src = util.REPO / "tests" / "conformance" / "http_server" / "src" / "main.rs"
+    futs = {k.split("<")[0]: v for k, v in by_name(tm["futures"], "http_server").items()}
+    conn = [t for t in tm["tasks"] if t["name"].startswith("http_server::accept_loop::")]
+    assert len(conn) == 1, [t["name"] for t in tm["tasks"]]
+    assert conn[0]["tasks"] == conns and conn[0]["completed"] == counts["connections_completed"] == conns, conn
+    work_requests = counts["routes"]["/work"]
+    assert futs["serve"]["ready"] == counts["connections_completed"], futs["serve"]
+    assert futs["work"]["ready"] == futs["work"]["started"] == work_requests, futs["work"]
+    assert work_requests <= futs["route"]["ready"] <= total, futs["route"]
+
+    def parked(name):
+        return {(a["file"].rsplit("/", 1)[-1], a["line"]) for a in futs[name]["parked_at"]}
+
+    def at(*lines):
+        return {("main.rs", n) for n in lines}
+
+    assert parked("work") == at(source_line(src, r"yield_now\(\)\.await", after=r"async fn work")), parked("work")
+    assert parked("route") == at(source_line(src, r"work\(n\)\.await")), parked("route")
+    assert parked("serve") <= at(source_line(src, r"read_request\(&mut rd\)\.await"),
+                                 source_line(src, r"route\(&req\.path\)\.await"),
+                                 *[source_line(src, rf"wr\.write_all\({w}\.as_bytes\(\)\)\.await") for w in ("head", "body")]), \
+        parked("serve")
+    assert parked("read_request") <= at(source_line(src, r"read_line\(&mut line\)\.await"),
+                                        source_line(src, r"read_line\(&mut h\)\.await")), parked("read_request")
+    assert parked("read_request"), futs["read_request"]
+    assert not [p for p in tm["pending_at_end"] if p["name"] in ("http_server::serve", "http_server::route")], \
+        tm["pending_at_end"]
 
 
 @pytest.mark.parametrize("profile", util.PROFILES)

@@ -113,6 +113,8 @@ struct poll_summary {
 struct task_future_summary {
 	uint64_t polls, started, ready, ended, pending;
 	uint64_t went_back; /* seen back at an earlier await: READY may be short */
+	uint64_t *parked;   /* of pending: by await index (Suspend<k>), nr_parked of them */
+	uint32_t nr_parked;
 };
 
 /* A task type, by its root future: its task polls and tasks. */

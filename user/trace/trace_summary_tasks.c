@@ -190,6 +190,25 @@ static void link_wake(struct task_mode_summary *t, struct task_root_summary *r,
 		t->oom = true;
 }
 
+/* A compiler future seen Pending at its await k: counted by await (bounded). */
+static void count_parked(struct task_mode_summary *t, struct task_future_summary *f, int32_t k)
+{
+	if (k < 0 || k >= 4096)
+		return;
+	if ((uint32_t)k >= f->nr_parked) {
+		uint64_t *v = realloc(f->parked, ((size_t)k + 1) * sizeof(*v));
+
+		if (!v) {
+			t->oom = true;
+			return;
+		}
+		memset(v + f->nr_parked, 0, ((size_t)k + 1 - f->nr_parked) * sizeof(*v));
+		f->parked = v;
+		f->nr_parked = (uint32_t)k + 1;
+	}
+	f->parked[k]++;
+}
+
 void trace_summary__add_task_poll(struct trace_summary *s, const struct task_poll *p)
 {
 	struct task_mode_summary *t = tm_of(s);
@@ -253,8 +272,10 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 			f->ready++;
 		else if (e->fate == TASK_FUTURE_ENDED)
 			f->ended++;
-		else
+		else {
 			f->pending++;
+			count_parked(t, f, e->await_index);
+		}
 		f->went_back += e->went_back;
 		note_pending(t, e, e->fate == TASK_FUTURE_PENDING);
 	}
@@ -267,6 +288,7 @@ void summary_tasks__free(struct trace_summary *s)
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < s->m->nr_futures; i++) {
+		free(t->futures[i].parked);
 		free(t->roots[i].durations.v);
 		free(t->roots[i].delays.v);
 	}
@@ -372,6 +394,27 @@ static const struct future_state *await_state(const struct model *m, uint32_t f,
 	return NULL;
 }
 
+/* "main.rs:72 +2": the await line f was most often seen Pending at (its file's last
+ * component), and how many other awaits it was seen at; "-" if none. */
+static void parked_most(const struct model *m, uint32_t f, const struct task_future_summary *x,
+			char *buf, size_t len)
+{
+	uint32_t best = 0, others = 0;
+	const struct future_state *st;
+	const char *file;
+
+	for (uint32_t k = 0; k < x->nr_parked; k++) {
+		if (x->parked[k] > x->parked[best])
+			best = k;
+		others += x->parked[k] != 0;
+	}
+	if (!x->nr_parked || !x->parked[best] || !(st = await_state(m, f, (int32_t)best)) ||
+	    !st->file)
+		return;
+	file = strrchr(st->file, '/') ? strrchr(st->file, '/') + 1 : st->file;
+	snprintf(buf, len, others > 1 ? "%s:%u +%u" : "%s:%u", file, st->line, others - 1);
+}
+
 static void print_pending(const struct trace_summary *s, const struct task_mode_summary *t,
 			  FILE *out)
 {
@@ -453,17 +496,19 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 		"task mode: %" PRIu64 " task polls; each future as the tasks' trees saw it "
 		"(per-future poll times: trace without --tasks, or asyncbpf profile)\n",
 		t->task_polls);
-	fprintf(out, "%9s %9s %9s %9s %9s  %s\n", "POLLS", "STARTED", "READY", "ENDED", "PENDING",
-		"FUTURE");
+	fprintf(out, "%9s %9s %9s %9s %9s  %-24s %s\n", "POLLS", "STARTED", "READY", "ENDED",
+		"PENDING", "PARKED_AT (MOST)", "FUTURE");
 	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
 		const struct task_future_summary *x = &t->futures[f];
+		char at[64] = "-";
 
 		if (!x->polls)
 			continue;
 		future_name(s->m, f, name, sizeof(name));
 		snprintf(ready, sizeof(ready), "%s%" PRIu64, x->went_back ? ">=" : "", x->ready);
-		fprintf(out, "%9" PRIu64 " %9" PRIu64 " %9s %9" PRIu64 " %9" PRIu64 "  %s\n",
-			x->polls, x->started, ready, x->ended, x->pending, name);
+		parked_most(s->m, f, x, at, sizeof(at));
+		fprintf(out, "%9" PRIu64 " %9" PRIu64 " %9s %9" PRIu64 " %9" PRIu64 "  %-24s %s\n",
+			x->polls, x->started, ready, x->ended, x->pending, at, name);
 		any_back |= x->went_back != 0;
 	}
 	if (any_back)
@@ -555,6 +600,36 @@ static cJSON *add_object(cJSON *arr)
 	return o;
 }
 
+/* "parked_at": [{"await": k, "file", "line", "count"}], the awaits f was seen Pending
+ * at, most first. */
+static void json_parked(const struct model *m, uint32_t f, const struct task_future_summary *x,
+			cJSON *e)
+{
+	cJSON *arr = cJSON_AddArrayToObject(e, "parked_at"), *a;
+	bool *done = x->nr_parked ? calloc(x->nr_parked, sizeof(*done)) : NULL;
+
+	for (uint32_t n = 0; arr && done && n < x->nr_parked; n++) {
+		uint32_t best = UINT32_MAX;
+		const struct future_state *st;
+
+		for (uint32_t k = 0; k < x->nr_parked; k++)
+			if (!done[k] && x->parked[k] &&
+			    (best == UINT32_MAX || x->parked[k] > x->parked[best]))
+				best = k;
+		if (best == UINT32_MAX || !(a = add_object(arr)))
+			break;
+		done[best] = true;
+		st = await_state(m, f, (int32_t)best);
+		add_u64(a, "await", best);
+		if (st && st->file) {
+			cJSON_AddStringToObject(a, "file", st->file);
+			add_u64(a, "line", st->line);
+		}
+		add_u64(a, "count", x->parked[best]);
+	}
+	free(done);
+}
+
 int summary_tasks__json(struct trace_summary *s, cJSON *root)
 {
 	struct task_mode_summary *t = s->tm;
@@ -595,6 +670,7 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 			add_u64(e, "ready", x->ready);
 			add_u64(e, "ended", x->ended);
 			add_u64(e, "pending", x->pending);
+			json_parked(s->m, f, x, e);
 		}
 	if ((arr = cJSON_AddArrayToObject(o, "tasks")))
 		for (uint32_t f = 0; f < s->m->nr_futures; f++) {
