@@ -12,31 +12,8 @@
 #include <string.h>
 
 #include "model/future_tree.h"
+#include "fake_image.h"
 #include "testlib.h"
-
-#define BASE 0x10000u
-#define SIZE 4096u
-
-static uint8_t image[SIZE];
-
-static int read_image(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr - BASE > SIZE || len > SIZE - (addr - BASE))
-		return -14; /* -EFAULT */
-	memcpy(buf, image + (addr - BASE), len);
-	return 0;
-}
-
-static void put64(uint64_t addr, uint64_t v)
-{
-	memcpy(image + (addr - BASE), &v, 8);
-}
-
-static void put8(uint64_t addr, uint8_t v)
-{
-	image[addr - BASE] = v;
-}
 
 #define VT_LEAF	   0x7000 /* the vtable of Leaf */
 #define VT_NOLAY   0x7100 /* of NoLayout */
