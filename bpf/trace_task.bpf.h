@@ -208,8 +208,9 @@ static __always_inline int follow(const struct task_cache *tc, const struct tree
 
 struct walk_ctx {
 	struct task_tree_record *r;
-	__u32 node; /* expanding nodes[node] */
-	__u32 slot; /* its next slot; 0: read its discriminant first */
+	struct task_cache *tc; /* this CPU's copies (NULL: every read goes to memory) */
+	__u32 node;	       /* expanding nodes[node] */
+	__u32 slot;	       /* its next slot; 0: read its discriminant first */
 };
 
 /* One step of the walk: a node's discriminant, or one of its slots. */
@@ -217,7 +218,7 @@ static long walk_step(__u64 i, void *data)
 {
 	struct walk_ctx *c = data;
 	struct task_tree_record *r = c->r;
-	struct task_cache *tc = cache_get();
+	struct task_cache *tc = c->tc; /* looked up once per walk, not once per step */
 	struct task_tree_node *n, *k;
 	const struct tree_node_spec *ns;
 	const struct tree_slot_spec *ss;
@@ -377,6 +378,7 @@ __noinline int fill_task_tree(__u64 header, __u32 rt, __u32 type)
 	r->nodes[0].slot = 0;
 	r->nr_nodes = 1;
 	c.r = r;
+	c.tc = tc;
 	bpf_loop(TASK_TREE_MAX_NODES * (TASK_TREE_SLOTS + 1), walk_step, &c, 0);
 	if (r->cut_nodes || r->cut_depth)
 		r->flags |= TASK_TREE_CUT;
