@@ -202,6 +202,11 @@ def test_hyper_live_is_connections(features, tmp_path, mode):
         svc = [r for name, r in rows.items() if "NewSvcTask<" in name]
         assert len(svc) == 1, rows.keys()
         assert svc[0]["polls_s"] > 0 and svc[0]["live"] == conns, svc
-        assert all(r["blocked"] < 1.0 for r in rows.values()), rows
+        # hyper never blocks in a syscall inside a poll; a rare real wait does happen
+        # under probes (malloc's mprotect behind the mmap lock another thread's uprobe
+        # handling holds: a millisecond in a 1 s interval), so the bound is 1 % of
+        # the interval, as for trace's hyper runs (test_conformance.py); preemption or the
+        # tracer's own stalls taken for blocking would be hundreds of ms/s here
+        assert all(r["blocked"] < 10.0 for r in rows.values()), rows
     assert proc.stdout.count("the tracer's probes: ~") == 2, proc.stdout
     assert "the tracer's own cost" in proc.stderr

@@ -195,7 +195,7 @@ static void test_pairing(void)
 	const struct task_future_event *x;
 
 	build(&m);
-	t = must(task_trees__new(&m));
+	t = must(task_trees__new(&m, NULL, 0));
 	CHECK_EQ_I64(task_trees__add(t, &e1, on_poll, NULL), 0);
 	CHECK_EQ_U64(polls_seen, 1);
 	CHECK(last.first && !last.concurrent);

@@ -616,6 +616,74 @@ static void test_task_roots(void)
 	model__free(&m);
 }
 
+/* A task poll of task mode with at most one future event. */
+static struct task_poll tpoll(uint64_t header, int32_t root, bool completed, int32_t future,
+			      int32_t await_index)
+{
+	struct task_poll p = {.header = header,
+			      .root = root,
+			      .completed = completed,
+			      .start_ns = 100,
+			      .end_ns = 200,
+			      .info = 0};
+
+	if (future >= 0) {
+		p.nr_events = 1;
+		p.events[0] = (struct task_future_event){
+		    .future = future,
+		    .fate = await_index >= 0 ? TASK_FUTURE_PENDING : TASK_FUTURE_READY,
+		    .await_index = await_index};
+	}
+	return p;
+}
+
+/*
+ * Task mode's per task type rows: a task counted once while its header lives; one seen
+ * only in the poll it finished in is a task too; a header live under another root is
+ * a new task in a dead one's memory; completed never more than tasks on any row. And
+ * where each future was parked, per await.
+ */
+static void test_task_mode_tasks(void)
+{
+	struct model m;
+	struct trace_summary s;
+	struct task_poll p;
+
+	build_model(&m);
+	CHECK_EQ_I64(trace_summary__init(&s, &m), 0);
+	p = tpoll(0x1000, 0, false, 1, 0); /* task A (root 0): middle parked at await 0 */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x1000, 0, false, 1, 1); /* again, at await 1 */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x1000, 0, false, 1, 1);
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x1000, 0, true, -1, -1); /* A finishes */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x2000, 0, true, -1, -1); /* B: seen only in its last poll */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x3000, 0, false, -1, -1); /* C (root 0) never seen again: dropped */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x3000, 2, false, -1, -1); /* D (root 2) in C's memory */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x3000, 2, true, -1, -1); /* D finishes */
+	trace_summary__add_task_poll(&s, &p);
+	CHECK(s.tm != NULL);
+	if (s.tm) {
+		CHECK_EQ_U64(s.tm->roots[0].tasks, 3); /* A, B, C */
+		CHECK_EQ_U64(s.tm->roots[0].completed, 2);
+		CHECK_EQ_U64(s.tm->roots[2].tasks, 1); /* D */
+		CHECK_EQ_U64(s.tm->roots[2].completed, 1);
+		CHECK_EQ_U64(s.tm->futures[1].pending, 3);
+		CHECK_EQ_U64(s.tm->futures[1].nr_parked, 2);
+		if (s.tm->futures[1].nr_parked == 2) {
+			CHECK_EQ_U64(s.tm->futures[1].parked[0], 1);
+			CHECK_EQ_U64(s.tm->futures[1].parked[1], 2);
+		}
+	}
+	trace_summary__free(&s);
+	model__free(&m);
+}
+
 /* The (poll, self) map: set, overwrite, delete in an order that breaks clusters. */
 static void test_key_map(void)
 {
@@ -653,6 +721,7 @@ int main(void)
 	test_pending_at_end();
 	test_tasks();
 	test_task_roots();
+	test_task_mode_tasks();
 	test_histogram_when_dropped();
 	test_caps();
 	test_key_map();

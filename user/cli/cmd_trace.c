@@ -408,6 +408,7 @@ static int start_tracer(struct trace_run *r)
 	trace_summary__set_wakes(&r->sum, r->plan.nr_wakes > 0);
 	r->sum.task_mode = r->plan.task_mode;
 	trace_consumer__set_wake_resolver(r->consumer, resolve_woken, r->t);
+	trace_consumer__set_root_types(r->consumer, r->plan.root_types, r->plan.nr_root_types);
 	tracer__fill_wake_types(r->t); /* -p: now; launch mode: once the command exec'd */
 	if (off && !a->no_blocking)
 		pr_warn("trace: blocking inside polls is not watched: %s\n", off);

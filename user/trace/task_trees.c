@@ -185,6 +185,8 @@ struct last_tree {
 
 struct task_trees {
 	const struct model *m;
+	const uint32_t *root_types; /* task_info index nr_task_types + k: root future k */
+	uint32_t nr_root_types;
 	struct u64_map by_header; /* header -> index in last */
 	struct last_tree *last;
 	uint32_t nr, cap;
@@ -196,13 +198,16 @@ struct task_trees {
 	struct task_poll poll;	/* built here, handed out */
 };
 
-struct task_trees *task_trees__new(const struct model *m)
+struct task_trees *task_trees__new(const struct model *m, const uint32_t *root_types,
+				   uint32_t nr_root_types)
 {
 	struct task_trees *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	t->m = m;
+	t->root_types = root_types;
+	t->nr_root_types = nr_root_types;
 	t->max = 100000;
 	u64_map__init(&t->by_header);
 	return t;
@@ -249,6 +254,18 @@ static struct last_tree *last_of(struct task_trees *t, uint64_t header, bool cre
 	if (u64_map__set(&t->by_header, header, i))
 		return NULL;
 	return &t->last[i];
+}
+
+/*
+ * A task's root future from its type (the record's task_info index), for a poll with
+ * no tree to read it from: a task that finished in its first poll seen. -1 if none.
+ */
+static int32_t root_of_type(const struct task_trees *t, uint32_t info)
+{
+	if (info < t->m->nr_task_types)
+		return t->m->task_types[info].future;
+	info -= t->m->nr_task_types;
+	return info < t->nr_root_types && t->root_types ? (int32_t)t->root_types[info] : -1;
 }
 
 static int keep(struct last_tree *l, const struct task_tree *tree, bool completed)
@@ -314,7 +331,7 @@ int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 	p->cut = (tree->flags & TASK_TREE_CUT) != 0;
 	p->root = tree->nr	       ? tree->nodes[0].future
 		  : start && start->nr ? start->nodes[0].future
-				       : -1;
+				       : root_of_type(t, tree->info);
 	p->finished = false;
 	p->not_read = not_read;
 	if (not_read)

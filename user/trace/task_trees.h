@@ -87,7 +87,10 @@ int task_tree__decode(const void *data, size_t size, struct task_tree *out);
 
 struct task_trees;
 
-struct task_trees *task_trees__new(const struct model *m);
+/* root_types (may be NULL): the plan's root futures, task types nr_task_types + k
+ * (trace_plan.root_types); kept, not copied. */
+struct task_trees *task_trees__new(const struct model *m, const uint32_t *root_types,
+				   uint32_t nr_root_types);
 /*
  * A record: a start tree is kept until its end; an end (or lost) one makes the task
  * poll, handed to fn. 0, or -ENOMEM (the record is dropped, counted).

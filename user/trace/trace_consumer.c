@@ -21,6 +21,8 @@
 
 struct trace_consumer {
 	const struct model *m;
+	const uint32_t *root_types; /* task mode: trace_plan.root_types */
+	uint32_t nr_root_types;
 	pid_t pid;
 	struct trace_sinks out;
 	struct u64_map threads;	   /* tids already named */
@@ -223,6 +225,12 @@ struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
 	return c;
 }
 
+void trace_consumer__set_root_types(struct trace_consumer *c, const uint32_t *roots, uint32_t nr)
+{
+	c->root_types = roots;
+	c->nr_root_types = nr;
+}
+
 int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *per_poll,
 				    uint32_t nr_polls)
 {
@@ -382,7 +390,7 @@ static int handle_task_tree(struct trace_consumer *c, const void *data, size_t s
 		c->out.summary->bad_records++;
 		return 0;
 	}
-	if (!c->tasks && !(c->tasks = task_trees__new(c->m)))
+	if (!c->tasks && !(c->tasks = task_trees__new(c->m, c->root_types, c->nr_root_types)))
 		return 0;
 	if (task_trees__add(c->tasks, &t, on_task_poll, c))
 		c->task_bad++;

@@ -42,6 +42,9 @@ int trace_consumer__handle(void *ctx, void *data, size_t size);
  * poll of each poll fn costs its enclosing poll (per_poll[nr_polls], copied;
  * probe_cost.h). 0 or -ENOMEM.
  */
+/* Task mode's root types (trace_plan.root_types, kept): a task that finishes in its
+ * first poll seen still has a root. */
+void trace_consumer__set_root_types(struct trace_consumer *c, const uint32_t *roots, uint32_t nr);
 int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *per_poll,
 				    uint32_t nr_polls);
 /* The first error a writer returned (-errno), or 0. */

@@ -240,9 +240,13 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 		r->offcpu_ns += p->offcpu_ns;
 		if (u64_vec__push(&r->durations, d))
 			t->oom = true;
-		/* a task is its header while its future lives */
-		if (!key_map__get(&t->live_tasks, 0, p->header, &seen)) {
-			if (t->live_tasks.nr_used < TRACE_SUMMARY_MAX_TASKS) {
+		/* a task is its header while its future lives; a header live under another
+		 * root is a new task in the memory of one that ended unseen (dropped
+		 * without a last poll, a block_on's future on a reused stack slot) */
+		bool live = key_map__get(&t->live_tasks, 0, p->header, &seen);
+
+		if (!live || seen != (uint64_t)p->root) {
+			if (live || t->live_tasks.nr_used < TRACE_SUMMARY_MAX_TASKS) {
 				r->tasks++;
 				if (key_map__set(&t->live_tasks, 0, p->header, (uint64_t)p->root))
 					t->oom = true;
@@ -544,6 +548,8 @@ void summary_tasks__print_more(struct trace_summary *s, FILE *out)
 {
 	struct task_mode_summary *t = s->tm;
 
+	if (!t) /* no task poll completed: summary_tasks__print said so */
+		return;
 	print_blocking(s, t, out);
 	print_pending(s, t, out);
 	if (t->concurrent_polls)
