@@ -227,6 +227,12 @@ def site_problems(binary, x, want_callee):
     if site is None:
         return [f"{where}: site {x['addr']:#x} is not an instruction"]
     problems = []
+    if x.get("stepped"):  # the return address itself, single-stepped: only the return reaches it
+        if site.addr != lst.next(call).addr or x["distance"] != 0 or x["sp_delta"] != 8:
+            problems.append(f"{where}: a stepped site {site.addr:#x} that is not the return address")
+        if site.addr in lst.branch_targets:
+            problems.append(f"{where}: the return address {site.addr:#x} is a branch target")
+        return problems
     if not emulated(site):
         problems.append(f"{where}: site {x['addr']:#x} {site.text!r} is not emulated")
     if x["file_offset"] != util.file_offset_of(binary, x["addr"]):

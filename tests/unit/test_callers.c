@@ -217,6 +217,7 @@ static void test_join_rejected(void)
 
 	run(join, sizeof(join), 0x401011, 0x401015, NULL, NULL, &f);
 	CHECK_EQ_U64(f.c.why, CONTINUATION_JOIN);
+	CHECK(!f.c.stepped_ok); /* the return address itself is the jne's target */
 	done(&f);
 }
 
@@ -360,9 +361,12 @@ static void test_call_passed_over(void)
 	char err[256];
 	int64_t i;
 
-	/* without leave to pass it, the indirect call ends the walk */
+	/* without leave to pass it, the indirect call ends the walk; the return address,
+	 * which only the return reaches, is left as a single-stepped site */
 	run(guard_drop, sizeof(guard_drop), 0x401100, 0x401100, NULL, NULL, &f);
 	CHECK_EQ_U64(f.c.why, CONTINUATION_BRANCH);
+	CHECK(f.c.stepped_ok);
+	CHECK_EQ_U64(f.c.stepped_insn, 1);
 	done(&f);
 	for (int allow = 0; allow < 2; allow++) {
 		memset(&f, 0, sizeof(f));

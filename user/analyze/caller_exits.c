@@ -156,6 +156,14 @@ int call_site_ctx__exit(struct call_site_ctx *c, const struct callsite *cs, enum
 		out->tail_fn = c->ix->fns[cs->fn].addr;
 		out->tail_sp = 8 + cont->sp_adjust + 8; /* ret, the freed bytes, its ret */
 	}
+	if (cont->why != CONTINUATION_OK && c->stepped_ok && cont->stepped_ok) {
+		*cont = (struct continuation){.why = CONTINUATION_OK,
+					      .insn = cont->stepped_insn,
+					      .reg = {DWARF_REG_RAX, DWARF_REG_RDX},
+					      .bytes = {8, 8}};
+		out->stepped = true;
+		out->tail_fn = 0;
+	}
 	if (cont->why != CONTINUATION_OK) {
 		out->why = continuation_why__describe(cont->why);
 		return 0;

@@ -27,6 +27,10 @@ struct call_site_ctx {
 	const char *g_why;  /* building it failed: why (model pool), else NULL */
 	const char *g_name; /* its demangled name */
 	struct cfg g;
+	/* no emulated site: take the return address, single-stepped (caller_exit.stepped),
+	 * where only the return reaches it (async-task's run calls, which have no other
+	 * safe exit) */
+	bool stepped_ok;
 };
 
 void call_site_ctx__init(struct call_site_ctx *c, struct target *t, struct model *m,

@@ -153,6 +153,14 @@ void continuation__find_across(const struct cfg *g, uint32_t call, continuation_
 		c->why = CONTINUATION_UNKNOWN_PATHS;
 		return;
 	}
+	if (call + 1 < g->seq.nr) {
+		const struct insn *ra = cfg__insn(g, call + 1);
+
+		c->stepped_insn = call + 1;
+		c->stepped_ok = ra->probeable && ra->flow != INSN_FLOW_STOP &&
+				g->blocks[g->block_of[call + 1]].first != call + 1 &&
+				!(entered && entered(ctx, ra->addr));
+	}
 	for (uint32_t d = 0; d < CONTINUATION_MAX_WALK; d++) {
 		uint32_t i = call + 1 + d;
 		const struct insn *in;

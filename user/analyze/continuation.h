@@ -52,6 +52,11 @@ struct continuation {
 	/* bytes `add rsp, N` and `pop`s freed between the return address and the site:
 	 * rsp there is rsp at the callee's entry + 8 + sp_adjust */
 	uint32_t sp_adjust;
+	/* the return address itself, when only the return reaches it (not a block start,
+	 * nothing jumps there): a site the kernel may single-step, for callers that would
+	 * rather pay that than have none (stepped_insn: its index) */
+	bool stepped_ok;
+	uint32_t stepped_insn;
 };
 
 /* May code outside the CFG's function jump or call to addr? NULL: nothing does. */

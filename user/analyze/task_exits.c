@@ -228,7 +228,12 @@ static int add_exit(struct pass *p, const struct dispatch *d, const struct calls
 		return -ENOMEM;
 	x->runtime = d->runtime;
 	x->dispatcher = d->name;
-	if ((r = call_site_ctx__exit(&p->ctx, cs, kind, &x->site, NULL)))
+	/* async-task's run may unwind (no uretprobe there): a single-stepped exit at the
+	 * return address beats no task mode; tokio's have a uretprobe instead */
+	p->ctx.stepped_ok = d->runtime == TASK_RT_ASYNC_TASK;
+	r = call_site_ctx__exit(&p->ctx, cs, kind, &x->site, NULL);
+	p->ctx.stepped_ok = false;
+	if (r)
 		return r;
 	m->task_polls[d->runtime].calls++;
 	if (x->site.usable) {

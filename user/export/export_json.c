@@ -362,6 +362,7 @@ static void write_caller_exit(struct json_writer *w, const struct caller_exit *x
 		jw_string(w, "insn", insn);
 		jw_u64(w, "distance", x->distance);
 		jw_u64(w, "calls_passed", x->calls);
+		jw_bool(w, "stepped", x->stepped);
 		jw_i64(w, "sp_delta", x->sp_delta);
 	} else {
 		jw_null(w, "addr");
@@ -369,6 +370,7 @@ static void write_caller_exit(struct json_writer *w, const struct caller_exit *x
 		jw_null(w, "insn");
 		jw_null(w, "distance");
 		jw_null(w, "calls_passed");
+		jw_null(w, "stepped");
 		jw_null(w, "sp_delta");
 	}
 	write_result_reg(w, "rax", x->usable ? x->result_reg[0] : -1, x->result_bytes[0]);

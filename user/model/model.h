@@ -232,6 +232,7 @@ struct caller_exit {
 	uint8_t distance;	    /* instructions from the return address to the site */
 	uint8_t calls;	   /* calls passed over on the way (a guard's drop through the GOT) */
 	uint32_t sp_delta; /* rsp at the site minus rsp at the callee's entry (8 and up) */
+	bool stepped;	   /* the site is the return address, which the kernel single-steps */
 	/* the call is in a function that returns at once (a `Pin<&mut F>` poll wrapper):
 	 * the site is in that function's caller (call_addr is that call's; via names
 	 * the wrapper); tail_fn, tail_sp while the expansion is pending */

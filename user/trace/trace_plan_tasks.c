@@ -87,11 +87,13 @@ static int add_exits(struct trace_plan *plan, const struct model *m, uint8_t rt)
 		 * caller popped before the site) */
 		spec.sp_delta = (int32_t)x->site.sp_delta;
 		spec.exit_cond = SPEC_COND_ALWAYS;
+		if (x->site.stepped)
+			spec.flags |= SPEC_SINGLE_STEPPED;
 		if (trace_plan__add(plan, &spec, x->site.file_offset, false))
 			return -ENOMEM;
 		plan->nr_task_exits++;
 		plan->nr_exits++;
-		plan->nr_emulated_exits++;
+		plan->nr_emulated_exits += !x->site.stepped;
 	}
 	return 0;
 }
