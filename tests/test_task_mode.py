@@ -243,9 +243,10 @@ def test_http_server_handlers(profile, tmp_path):
     """tests/conformance/http_server (tokio; in release every handler future inlined
     into the connection task's block) under `trace --tasks -p`,
     loaded by its client: one task per connection, each completed; `serve` Ready once
-    per connection the server counts completed; `work` Ready once per /work request
-    the server counts (each parks at its yields); `route` Ready for at least those
-    (a /hello route never parks) and at most every request; each future parked only
+    per connection the server counts completed; `work` Ready at most once per /work
+    request the server counts (a Ready replaced at the same await inside one task
+    poll is not seen, and the summary says so); `route` Ready for at least the `work`s
+    seen and at most every request; each future parked only
     at await lines of its own source: work at its yield_now, route at work(n), serve
     at read_request or route, read_request at its read_lines, the connection block at
     serve."""
@@ -266,11 +267,12 @@ def test_http_server_handlers(profile, tmp_path):
     assert conn[0]["tasks"] == conns and conn[0]["completed"] == counts["connections_completed"] == conns, conn
     work_requests = counts["routes"]["/work"]
     assert futs["serve"]["ready"] == counts["connections_completed"], futs["serve"]
-    # each /work parks at its yields, so the trees see every one, but a poll of a task
-    # that overlapped another thread's poll of it (concurrent_polls) may hide a Ready
+    # each /work parks at its yields, but a task poll that answers one request and is
+    # parked in the next one's work at the same line hides that Ready and that start
+    # (docs/tracing.md, "What it cannot see"): lower bounds, and the summary says so
     w = futs["work"]
-    assert w["ready"] <= work_requests <= w["ready"] + w["went_back"] + tm["concurrent_polls"], (w, tm["concurrent_polls"])
-    assert w["ready"] <= w["started"] <= work_requests, w
+    assert 0 < w["ready"] <= w["started"] <= work_requests, (w, work_requests)
+    assert "READY counts the Readies the trees saw" in proc.stdout + proc.stderr
     assert w["ready"] <= futs["route"]["ready"] <= total, futs["route"]
 
     def parked(name):

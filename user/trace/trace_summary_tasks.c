@@ -520,6 +520,10 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 			     "in a loop is when the next one takes its place within one task "
 			     "poll; those Readys were not seen (tracing without --tasks counts "
 			     "every one)\n");
+	fprintf(out, "  READY counts the Readies the trees saw: an instance that finished and "
+		     "was replaced by a new one at the same place and await within one task "
+		     "poll looks parked throughout, and is not counted (--deep counts every "
+		     "poll where a poll fn exists)\n");
 	fprintf(out, "\n%9s %9s %9s %10s %10s %10s %10s %9s %10s %10s  %s\n", "TASKS", "COMPLETED",
 		"POLLS", "BUSY_MS", "P50_US", "P99_US", "MAX_US", "WAKES", "DELAY50_US",
 		"DELAY99_US", "TASK (ROOT FUTURE)");
