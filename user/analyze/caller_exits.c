@@ -275,13 +275,31 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Append x to the growing array *v (nr used of cap). 0 or -ENOMEM. */
+static int push_exit(struct caller_exit **v, uint32_t *nr, uint32_t *cap,
+		     const struct caller_exit *x)
+{
+	if (*nr == *cap) {
+		uint32_t nc = *cap * 2 + 8;
+		struct caller_exit *n = realloc(*v, (size_t)nc * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		*v = n;
+		*cap = nc;
+	}
+	(*v)[(*nr)++] = *x;
+	return 0;
+}
+
 /*
  * A poll fn called from a function that returns at once (`call poll; add rsp, N;
  * ret`: a `Pin<Box<F>>` poll wrapper in a debug build) returns where that function
  * returns: its exits are the continuations of every call of that function, with
  * rsp further up by what the wrapper popped. One level; the wrapper's callers all
  * known, each with a usable site; compiler futures only (their result is __state,
- * read through self: no register to follow through the wrapper).
+ * read through self: no register to follow through the wrapper). Else x stays, with
+ * why it cannot be expanded.
  */
 static int expand_tail(struct walk *w, struct call_site_ctx *ctx, struct poll_fn *p,
 		       const struct caller_exit *x, struct caller_exit **out, uint32_t *nr,
@@ -297,40 +315,30 @@ static int expand_tail(struct walk *w, struct call_site_ctx *ctx, struct poll_fn
 
 	if (callsites__callers(w->calls, x->tail_fn, &calls, &n, &known, why, sizeof(why)))
 		return -ENOMEM;
-	if (!f || !f->has_state)
-		one.why = "its caller returns at once, and a hand-written future's result is not "
-			  "followed into that caller's callers";
-	else if (!known)
-		one.why = strpool__printf(
-		    &w->m->strings, "its caller returns at once, to callers not all known: %s",
-		    why);
-	else if (!n || n > CALLER_EXITS_MAX_SITES)
-		one.why = "its caller returns at once, and is called nowhere the code shows";
-	if (!one.why) {
-		r = -ENOMEM;
+	if (!f || !f->has_state || !known || !n || n > CALLER_EXITS_MAX_SITES) {
+		if (!f || !f->has_state)
+			one.why = "its caller returns at once, and a hand-written future's result "
+				  "is not followed into that caller's callers";
+		else if (!known)
+			one.why = strpool__printf(
+			    &w->m->strings,
+			    "its caller returns at once, to callers not all known: %s", why);
+		else
+			one.why =
+			    "its caller returns at once, and is called nowhere the code shows";
+		one.tail_fn = 0;
+		r = one.why ? push_exit(out, nr, cap, &one) : -ENOMEM;
 		goto out;
 	}
-	for (uint32_t k = 0; k < n && f && f->has_state && known && n <= CALLER_EXITS_MAX_SITES;
-	     k++) {
+	for (uint32_t k = 0; k < n && !r; k++) {
 		struct caller_exit y;
 		struct continuation c;
 
-		if (*nr == *cap) {
-			uint32_t nc = *cap * 2 + 8;
-			struct caller_exit *v = realloc(*out, (size_t)nc * sizeof(*v));
-
-			if (!v) {
-				r = -ENOMEM;
-				goto out;
-			}
-			*out = v;
-			*cap = nc;
-		}
 		r = call_site_ctx__exit(ctx, &calls[k],
 					calls[k].kind == CALLSITE_SLOT ? CALL_SLOT : CALL_DIRECT,
 					&y, &c);
 		if (r)
-			goto out;
+			break;
 		y.via = x->caller;
 		y.via_addr = x->tail_fn;
 		if (y.usable) {
@@ -341,23 +349,8 @@ static int expand_tail(struct walk *w, struct call_site_ctx *ctx, struct poll_fn
 			    "its caller returns at once, and so does that one's: two calls deep";
 		}
 		y.tail_fn = 0;
-		(*out)[(*nr)++] = y;
+		r = push_exit(out, nr, cap, &y);
 	}
-	if (f && f->has_state && known && n && n <= CALLER_EXITS_MAX_SITES)
-		goto out;
-	one.tail_fn = 0;
-	if (*nr == *cap) {
-		uint32_t nc = *cap * 2 + 8;
-		struct caller_exit *v = realloc(*out, (size_t)nc * sizeof(*v));
-
-		if (!v) {
-			r = -ENOMEM;
-			goto out;
-		}
-		*out = v;
-		*cap = nc;
-	}
-	(*out)[(*nr)++] = one;
 out:
 	free(calls);
 	return r;
@@ -400,22 +393,8 @@ static int expand_tails(struct walk *w, struct call_site_ctx *ctx)
 		for (uint32_t k = 0; k < p->nr_caller_exits && !r; k++) {
 			const struct caller_exit *x = &p->caller_exits[k];
 
-			if (x->tail_fn) {
-				r = expand_tail(w, ctx, p, x, &v, &nr, &cap);
-				continue;
-			}
-			if (nr == cap) {
-				uint32_t nc = cap * 2 + 8;
-				struct caller_exit *n = realloc(v, (size_t)nc * sizeof(*n));
-
-				if (!n) {
-					r = -ENOMEM;
-					break;
-				}
-				v = n;
-				cap = nc;
-			}
-			v[nr++] = *x;
+			r = x->tail_fn ? expand_tail(w, ctx, p, x, &v, &nr, &cap)
+				       : push_exit(&v, &nr, &cap, x);
 		}
 		if (r) {
 			free(v);
