@@ -191,6 +191,22 @@ def test_load_counts_within_what_the_trees_can_see(profile, tmp_path):
     assert tm["task_polls"] >= tasks["load_task"]["polls"] > 0, tm
 
 
+def server_under_tasks(profile, server, tmp_path, conns, per_conn):
+    """A server under `trace --tasks -p` while http_server's client loads it, every
+    response right and the server's own counts matching the client's, the run clean:
+    (proc, summary, its task_mode, the server's counts)."""
+    total = conns * per_conn
+    proc, r, load, counts, _ = S.trace_server_under_load(profile, server, tmp_path, conns, per_conn,
+                                                          extra=["--tasks"])
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert load == {"connections": conns, "requests": total, "ok": total}
+    assert counts["connections"] == conns and counts["requests"] == total, counts
+    doc, tm = task_mode(r.summary)
+    check_clean(doc, tm)
+    return proc, doc, tm, counts
+
+
 @pytest.mark.parametrize("profile", util.PROFILES)
 def test_hyper_server_tasks_under_p(profile, tmp_path):
     """hyper 0.14's server under `trace --tasks -p` with http_server's client: one
@@ -201,14 +217,7 @@ def test_hyper_server_tasks_under_p(profile, tmp_path):
     cannot say Ready from dropped, and task mode says `ended`, never Ready."""
     conns, per_conn = 16, 40
     total = conns * per_conn
-    proc, r, load, counts, _ = S.trace_server_under_load(profile, "hyper_server", tmp_path, conns, per_conn,
-                                                          extra=["--tasks"])
-    util.assert_no_sanitizer_report(proc)
-    assert proc.returncode == 0, util.describe(proc)
-    assert load == {"connections": conns, "requests": total, "ok": total}
-    assert counts["connections"] == conns and counts["requests"] == total, counts
-    doc, tm = task_mode(r.summary)
-    check_clean(doc, tm)
+    proc, doc, tm, counts = server_under_tasks(profile, "hyper_server", tmp_path, conns, per_conn)
     root = S.hyper_connection_task()
     conn = [t for t in tm["tasks"] if t["name"].startswith(root)]
     assert len(conn) == 1, [t["name"] for t in tm["tasks"]]
@@ -252,14 +261,7 @@ def test_http_server_handlers(profile, tmp_path):
     serve."""
     conns, per_conn = 8, 40
     total = conns * per_conn
-    proc, r, load, counts, _ = S.trace_server_under_load(profile, "http_server", tmp_path, conns, per_conn,
-                                                          extra=["--tasks"])
-    util.assert_no_sanitizer_report(proc)
-    assert proc.returncode == 0, util.describe(proc)
-    assert load == {"connections": conns, "requests": total, "ok": total}
-    assert counts["connections"] == conns and counts["requests"] == total, counts
-    doc, tm = task_mode(r.summary)
-    check_clean(doc, tm)
+    proc, doc, tm, counts = server_under_tasks(profile, "http_server", tmp_path, conns, per_conn)
     src = util.REPO / "tests" / "conformance" / "http_server" / "src" / "main.rs"
     futs = {k.split("<")[0]: v for k, v in by_name(tm["futures"], "http_server").items()}
     conn = [t for t in tm["tasks"] if t["name"].startswith("http_server::accept_loop::")]
