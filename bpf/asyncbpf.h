@@ -547,6 +547,8 @@ enum trace_counter {
  * deep (docs/profile.md, "Stack copy size") */
 #define PROFILE_STACK_DEFAULT (128u << 10)
 #define PROFILE_STACK_MAX     (256u << 10)
+/* x86-64 System V: the 128 bytes below sp that signal handlers leave alone */
+#define PROFILE_RED_ZONE 128u
 
 /* What a sample's stack copy holds (flags). */
 #define PROFILE_F_KERNEL_THREAD 1u /* no user registers at all */
@@ -559,14 +561,18 @@ struct profile_sample {
 	__u32 pid;  /* tgid */
 	__u32 tid;
 	__u32 cpu;
-	__u64 time_ns;	  /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
-	__u64 weight;	  /* on-CPU: 1; off-CPU: ns blocked */
-	__u32 flags;	  /* PROFILE_F_* */
-	__u32 stack_size; /* bytes of stack[] copied from regs[PROFILE_REG_SP] upwards */
+	__u64 time_ns; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+	__u64 weight;  /* on-CPU: 1; off-CPU: ns blocked */
+	__u32 flags;   /* PROFILE_F_* */
+	/* bytes of stack[]: copied from regs[PROFILE_REG_SP] - below_sp upwards */
+	__u32 stack_size;
 	/* bytes from regs[PROFILE_REG_SP] to the end of the stack's mapping (the top of
 	 * the thread's stack), 0 when unknown; saturates at UINT32_MAX */
 	__u32 stack_depth;
-	__u32 reserved;
+	/* bytes of stack[] below sp (at most PROFILE_RED_ZONE): the red zone, where
+	 * leaf functions keep data and an epilogue's popped registers still lie while
+	 * its CFI says they are saved there (LLVM emits no rule change after a pop) */
+	__u32 below_sp;
 	__u64 regs[PROFILE_NR_REGS];
 	/* stack_size bytes of stack follow the header */
 };

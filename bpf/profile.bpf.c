@@ -200,23 +200,39 @@ static __always_inline __u64 stack_top(struct task_struct *task, __u64 sp)
 }
 
 /*
- * Copy `want` bytes of user stack from sp into the record, page by page: a fault can
- * only happen at a page boundary, so the copy stops at the first unreadable page
+ * How much of the red zone below sp to copy: all of it when its lowest byte is on
+ * sp's page or readable (a thread's stack is mapped whole below sp but for the main
+ * thread's, which grows), else the part on sp's page.
+ */
+static __always_inline __u64 red_zone(__u64 sp)
+{
+	__u64 probe;
+
+	if ((sp & (PAGE - 1)) >= PROFILE_RED_ZONE ||
+	    !bpf_probe_read_user(&probe, sizeof(probe), (void *)(sp - PROFILE_RED_ZONE)))
+		return PROFILE_RED_ZONE;
+	return sp & (PAGE - 1);
+}
+
+/*
+ * Copy `want` bytes of user stack from `from` (sp less the red zone) into the record, page by page:
+ * a fault can only happen at a page boundary, so the copy stops at the first unreadable page
  * instead of failing whole. Each chunk is written through a PAGE-long window of the
  * record (the verifier cannot relate a variable offset to a variable length), hence
  * the PAGE of slack the record is reserved with. Returns the bytes copied.
  */
-static __always_inline __u32 copy_stack(struct bpf_dynptr *rec, __u64 sp, __u64 want, __u32 *flags)
+static __always_inline __u32 copy_stack(struct bpf_dynptr *rec, __u64 from, __u64 want,
+					__u32 *flags)
 {
 	__u64 off = 0; /* 64-bit: no zero-extension copies that lose the verifier's bounds */
 
-	for (int i = 0; i < PROFILE_STACK_MAX / PAGE + 1; i++) {
+	for (int i = 0; i < PROFILE_STACK_MAX / PAGE + 2; i++) {
 		__u64 chunk, room;
 		void *to;
 
 		if (off >= want)
 			break;
-		chunk = PAGE - ((sp + off) & (PAGE - 1));
+		chunk = PAGE - ((from + off) & (PAGE - 1));
 		room = want - off;
 		if (chunk > room)
 			chunk = room;
@@ -225,7 +241,7 @@ static __always_inline __u32 copy_stack(struct bpf_dynptr *rec, __u64 sp, __u64 
 		to = bpf_dynptr_data(rec, sizeof(struct profile_sample) + off, PAGE);
 		if (!to)
 			break;
-		if (bpf_probe_read_user(to, chunk, (void *)(sp + off))) {
+		if (bpf_probe_read_user(to, chunk, (void *)(from + off))) {
 			*flags |= PROFILE_F_STACK_FAULT;
 			break;
 		}
@@ -246,7 +262,7 @@ static __always_inline int emit(void *ringbuf, struct task_struct *task, __u32 t
 {
 	struct profile_sample *r;
 	struct bpf_dynptr rec;
-	__u64 regs[PROFILE_NR_REGS], top = 0, want = 0, sp = 0;
+	__u64 regs[PROFILE_NR_REGS], top = 0, want = 0, sp = 0, below = 0;
 	__u32 flags = 0, size = 0, depth = 0;
 	bool have_regs = !user_regs(task, regs);
 
@@ -263,6 +279,10 @@ static __always_inline int emit(void *ringbuf, struct task_struct *task, __u32 t
 		}
 		if (want > PROFILE_STACK_MAX)
 			want = PROFILE_STACK_MAX;
+		below = red_zone(sp);
+		if (below > PROFILE_RED_ZONE) /* for the verifier */
+			below = PROFILE_RED_ZONE;
+		want += below;
 	} else {
 		flags |= PROFILE_F_KERNEL_THREAD;
 		count(PCOUNTER_NO_REGS);
@@ -285,13 +305,13 @@ static __always_inline int emit(void *ringbuf, struct task_struct *task, __u32 t
 	r->time_ns = bpf_ktime_get_ns();
 	r->weight = weight;
 	r->stack_depth = depth;
-	r->reserved = 0;
+	r->below_sp = (__u32)below;
 	if (have_regs) {
 		__builtin_memcpy(r->regs, regs, sizeof(regs));
-		size = copy_stack(&rec, sp, want, &flags);
+		size = copy_stack(&rec, sp - below, want, &flags);
 		if (flags & PROFILE_F_STACK_FAULT)
 			count(PCOUNTER_STACK_FAULT);
-		else if (top && size == top - sp)
+		else if (top && size == top - sp + below)
 			flags |= PROFILE_F_STACK_TOP;
 		else if (!top && size == want)
 			flags |= PROFILE_F_STACK_CAPPED;

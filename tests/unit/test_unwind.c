@@ -35,12 +35,12 @@ static struct recorded sample;
 
 static int read_copy(__u64 *dst, __u64 addr)
 {
-	uint64_t sp = walked->rec.regs[PROFILE_REG_SP];
+	uint64_t base = walked->rec.regs[PROFILE_REG_SP] - walked->rec.below_sp;
 
-	if (addr < sp || addr - sp > walked->rec.stack_size ||
-	    walked->rec.stack_size - (addr - sp) < 8)
+	if (addr < base || addr - base > walked->rec.stack_size ||
+	    walked->rec.stack_size - (addr - base) < 8)
 		return -1;
-	memcpy(dst, walked->stack + (addr - sp), 8);
+	memcpy(dst, walked->stack + (addr - base), 8);
 	return 0;
 }
 
@@ -195,6 +195,89 @@ static void test_failures(struct unwinder *u)
 	CHECK(r.nframes >= 1 && !strcmp(r.frames[0]->name, "capture"));
 }
 
+/*
+ * Three frames written by hand, with the CFI LLVM emits for an epilogue: after
+ * `pop rbp` the rule still says rbp is saved at CFA-16, below sp by the time of the
+ * `ret`. rz_caller's CFA is rbp-based (a realigned frame, as hyper's parse_headers),
+ * so its caller is found only if that slot, in the red zone, was copied. Never run.
+ */
+__asm__(".text\n"
+	".type rz_outer, @function\n"
+	"rz_outer:\n"
+	".cfi_startproc\n"
+	".cfi_undefined rip\n"
+	"call rz_caller\n"
+	"rz_outer_ret: ret\n"
+	".cfi_endproc\n"
+	".size rz_outer, .-rz_outer\n"
+	".type rz_caller, @function\n"
+	"rz_caller:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"call rz_callee\n"
+	"rz_caller_ret: pop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rz_caller, .-rz_caller\n"
+	".type rz_callee, @function\n"
+	"rz_callee:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"xor %ebp, %ebp\n"
+	"pop %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"rz_callee_ret: ret\n"
+	".cfi_endproc\n"
+	".size rz_callee, .-rz_callee\n");
+extern const char rz_outer_ret[], rz_caller_ret[], rz_callee_ret[];
+
+/* A sample at rz_callee's ret, its stack at a made-up address (no module maps it),
+ * below_sp bytes of red zone copied. */
+static void red_zone_sample(struct recorded *s, uint32_t below)
+{
+	const uint64_t sp = 0x7ff000101000ull, rbp = sp + 8; /* rz_caller's, restored */
+	uint64_t words[] = {(uint64_t)(uintptr_t)rz_caller_ret, 0x1234 /* rz_outer's rbp */,
+			    (uint64_t)(uintptr_t)rz_outer_ret, 0};
+
+	memset(s, 0, sizeof(*s));
+	s->rec.type = RECORD_PROFILE_SAMPLE;
+	s->rec.pid = s->rec.tid = (uint32_t)getpid();
+	s->rec.regs[PROFILE_REG_IP] = (uint64_t)(uintptr_t)rz_callee_ret;
+	s->rec.regs[PROFILE_REG_SP] = sp;
+	s->rec.regs[PROFILE_REG_BP] = rbp;
+	s->rec.below_sp = below;
+	if (below >= 8) /* the slot rz_callee popped rbp from */
+		memcpy(s->stack + below - 8, &rbp, 8);
+	memcpy(s->stack + below, words, sizeof(words));
+	s->rec.stack_size = below + (uint32_t)sizeof(words);
+	s->rec.flags = PROFILE_F_STACK_TOP;
+}
+
+static void test_red_zone(struct unwinder *u)
+{
+	static struct recorded s;
+	static struct unwind_result r;
+	const char *want[] = {"rz_callee", "rz_caller", "rz_outer"};
+
+	red_zone_sample(&s, PROFILE_RED_ZONE);
+	CHECK_EQ_U64(unwinder__unwind(u, &s.rec, s.stack, &r), 3);
+	CHECK_EQ_U64(r.reason, UNWIND_COMPLETE);
+	for (uint32_t i = 0; i < r.nframes && i < 3; i++)
+		CHECK(!strcmp(r.frames[i]->name, want[i]));
+
+	/* without it the walk ends at rz_caller: not called complete */
+	red_zone_sample(&s, 0);
+	CHECK_EQ_U64(unwinder__unwind(u, &s.rec, s.stack, &r), 2);
+	CHECK_EQ_U64(r.reason, UNWIND_OTHER);
+}
+
 static const struct unwind_rule *rule_of(const struct learned_rule *rules, uint32_t n, uint64_t key)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -338,6 +421,7 @@ int main(void)
 	}
 	test_own_stack(u);
 	test_failures(u);
+	test_red_zone(u);
 	test_rules(u);
 	test_refresh_keeps_modules();
 	CHECK(strcmp(unwind_reason__name(UNWIND_STACK_SHORT), "?") != 0);

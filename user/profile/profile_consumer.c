@@ -188,6 +188,7 @@ int profile_consumer__handle(void *ctx, void *data, size_t size)
 	bool walked;
 
 	if (size < sizeof(*rec) || rec->stack_size > size - sizeof(*rec) ||
+	    rec->below_sp > PROFILE_RED_ZONE || rec->below_sp > rec->regs[PROFILE_REG_SP] ||
 	    (rec->type != RECORD_PROFILE_SAMPLE && rec->type != RECORD_PROFILE_OFFCPU)) {
 		c->n.bad_records++;
 		return 0;

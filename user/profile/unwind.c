@@ -27,6 +27,9 @@
 
 #define FRAME_CHUNK 4096u /* uframes per chunk: pointers into chunks never move */
 #define MAX_CHAIN   64u	  /* inline levels kept per pc */
+/* A failed read this far below the copy is taken as "a saved register the CFI puts
+ * below the red zone": the walk may end there without having reached the end. */
+#define BELOW_REACH 4096u
 /* A failed read this far above sp is taken as "in the stack, past the copy". */
 #define STACK_REACH (8u << 20)
 
@@ -47,7 +50,7 @@ struct unwinder {
 	bool activation[UNWIND_MAX_FRAMES];
 	uint32_t npcs;
 	enum unwind_reason last_reason;
-	bool read_past_copy, too_deep;
+	bool read_past_copy, read_below_copy, too_deep;
 	const char *unknown;
 };
 
@@ -123,17 +126,20 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 {
 	struct unwinder *u = arg;
 	uint64_t sp = u->rec->regs[PROFILE_REG_SP];
+	uint64_t base = sp - u->rec->below_sp; /* the copy starts in the red zone */
 
 	(void)dwfl;
-	if (addr >= sp && addr - sp <= (uint64_t)u->rec->stack_size &&
-	    u->rec->stack_size - (addr - sp) >= 8) {
-		memcpy(result, u->stack + (addr - sp), 8);
+	if (addr >= base && addr - base <= (uint64_t)u->rec->stack_size &&
+	    u->rec->stack_size - (addr - base) >= 8) {
+		memcpy(result, u->stack + (addr - base), 8);
 		return true;
 	}
 	if (read_module(u, addr, result))
 		return true;
 	if (addr >= sp && addr - sp < STACK_REACH)
 		u->read_past_copy = true;
+	else if (addr < base && base - addr <= BELOW_REACH)
+		u->read_below_copy = true;
 	return false;
 }
 
@@ -524,6 +530,10 @@ static enum unwind_reason why_stopped(struct unwinder *u, int r)
 	/* past the copy, unless the copy already reached the top of the stack */
 	if (u->read_past_copy && !(u->rec->flags & (PROFILE_F_STACK_FAULT | PROFILE_F_STACK_TOP)))
 		return UNWIND_STACK_SHORT;
+	/* libdwfl ends quietly when a register the caller's CFA needs could not be read:
+	 * not the thread's end unless the walk is at its entry */
+	if (r == 0 && u->read_below_copy && !thread_entry(u, u->pcs[u->npcs - 1]))
+		return UNWIND_OTHER;
 	if (r == 0)
 		return UNWIND_COMPLETE;
 	if (!dwfl_module_eh_cfi(mod, &bias) && !dwfl_module_dwarf_cfi(mod, &bias))
@@ -543,6 +553,7 @@ enum unwind_reason unwinder__walk(struct unwinder *u, const struct profile_sampl
 	u->rec = rec;
 	u->stack = stack;
 	u->read_past_copy = false;
+	u->read_below_copy = false;
 	u->too_deep = false;
 	r = dwfl_getthread_frames(u->dwfl, (pid_t)rec->tid, frame_cb, u);
 	u->last_reason = why_stopped(u, r);
