@@ -99,8 +99,8 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
     b = util.fixture_binary(profile, "tokio_mt")
     src = util.fixture_source("tokio_mt")
     summary = tmp_path / "s.json"
-    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--summary-json",
-            str(summary), "--", str(b), "park", str(PARK_N)]
+    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--chrome",
+            str(tmp_path / "r.json"), "--summary-json", str(summary), "--", str(b), "park", str(PARK_N)]
     tracer = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=util.san_env())
     try:
@@ -151,6 +151,48 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
         assert tasks["park_main"]["tasks"] == 1 and tasks["park_main"]["completed"] == 0, tasks
         final = src.markers_of("park_main")[-1]
         assert [(r["line"], r["count"]) for r in pending["park_main"]] == [(final.line, 1)], pending
+    check_perfetto_chains(tmp_path / "r.pftrace", tm, src)
+    # the Chrome trace: the same slices with the same chains
+    chrome = [e for e in util.load_json(tmp_path / "r.json")["traceEvents"] if e.get("ph") == "X" and e["cat"] == "poll"]
+    assert len(chrome) == tm["task_polls"] and all(e["args"]["depth"] == 0 for e in chrome), len(chrome)
+    stacks = {e["name"]: e["args"]["await_stack"] for e in sorted(chrome, key=lambda e: e["ts"])}
+    assert stacks["tokio_mt::nest_task"].startswith("tokio_mt::nest_task ("), stacks
+
+
+PARK_CHAINS = {"dead_a": ["dead_a"], "dead_b": ["dead_b"], "chan_task": ["chan_task"], "timer_task": ["timer_task"],
+               "nest_task": ["nest_task", "nest_middle", "nest_leaf"], "lost_task": ["lost_task", "lost_leaf"],
+               "many_task": ["many_task", "many_leaf"]}
+
+
+def check_perfetto_chains(pftrace, tm, src):
+    """Task mode's Perfetto trace, read by a reader that shares no code with the
+    writer: one slice per task poll (as many as the summary counts, none nested in
+    another), named by the task's root future, with the tree it was left in as
+    `await_stack`: each parked task's last slice names its chain of the fixture's own
+    futures, root first, each at its final marked await line."""
+    import perfetto_reader
+    t = perfetto_reader.read(pftrace)
+    threads = t.thread_tracks()
+    polls = [s for s in t.slices if s.track in threads and "result" in s.args]
+    assert len(polls) == tm["task_polls"], (len(polls), tm["task_polls"])
+    assert all(s.depth == 0 and "await_stack" in s.args and "state" not in s.args for s in polls), \
+        [(s.name, s.depth, s.args) for s in polls if s.depth or "await_stack" not in s.args][:5]
+    last = {}
+    for s in sorted(polls, key=lambda s: s.ts):
+        last.setdefault(s.name, []).append(s)
+    part = re.compile(r"^(?P<name>.+?)(?: \((?P<file>[^()]+):(?P<line>\d+)\))?$")
+    for task, chain in PARK_CHAINS.items():
+        name = "tokio_mt::" + task
+        assert name in last, (name, sorted(last))
+        s = last[name][-1]
+        assert s.args["result"] == "pending", s.args
+        parts = [part.match(p).groupdict() for p in s.args["await_stack"].split(" → ")]
+        assert len(parts) > len(chain), s.args["await_stack"]  # the runtime's future below
+        for want, got in zip(chain, parts):
+            final = src.markers_of(want)[-1]
+            assert got["name"] == "tokio_mt::" + want, (want, s.args["await_stack"])
+            assert got["file"].endswith("tokio_mt/src/" + final.file) and int(got["line"]) == final.line, \
+                (want, final, s.args["await_stack"])
 
 
 @pytest.mark.parametrize("profile", util.PROFILES)

@@ -153,9 +153,13 @@ static void write_poll(struct chrome_trace *w, const struct trace_poll *p, uint3
 	}
 	fprintf(w->out, ",\"self\":\"0x%" PRIx64 "\",\"task\":\"0x%" PRIx64 "\"", p->self,
 		p->task_self ? p->task_self : p->self);
-	if (f && f->has_state) {
+	if (f && f->has_state && !p->task_mode) { /* task mode measures no state */
 		arg_state(w, "state_before", f, p->state_before);
 		arg_state(w, "state_after", f, p->state_after);
+	}
+	if (p->await_stack) {
+		fputs(",\"await_stack\":", w->out);
+		write_json_string(w->out, p->await_stack);
 	}
 	fprintf(w->out, ",\"depth\":%u}}", (unsigned)p->depth);
 	if (p->start_ns + dur > w->max_ts)

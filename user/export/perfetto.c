@@ -43,6 +43,7 @@ static const char *const annotation_names[] = {
     "result",	     "await",	    "self",	   "state",
     "polls",	     "dropped",	    "truncated",   "probes_attached",
     "probes_failed", "duration_ns", "not_written", "events_not_written",
+    "await_stack",
 };
 enum annotation {
 	ANN_RESULT = 1,
@@ -57,10 +58,11 @@ enum annotation {
 	ANN_DURATION_NS,
 	ANN_NOT_WRITTEN,
 	ANN_EVENTS_NOT_WRITTEN,
+	ANN_AWAIT_STACK,
 };
 
 /* What a thread sequence interns: event names and annotation string values */
-enum intern_kind { INTERN_EVENT_NAME = 1, INTERN_RESULT, INTERN_AWAIT, INTERN_STATE };
+enum intern_kind { INTERN_EVENT_NAME = 1, INTERN_RESULT, INTERN_AWAIT, INTERN_STATE, INTERN_STACK };
 
 /* InternedData.debug_annotation_names: every one, in a sequence's first packet */
 static void intern_annotation_names(struct pb *b)
@@ -288,6 +290,16 @@ static const char *text_await(struct perfetto_writer *w, uint64_t future, uint64
 	return w->name;
 }
 
+/* a task poll's await chain, kept by perfetto_writer__add_poll */
+static const char *text_stack(struct perfetto_writer *w, uint64_t id, uint64_t unused,
+			      uint64_t unused2)
+{
+	const char *text = text_table__get(&w->stacks, id);
+
+	(void)unused, (void)unused2;
+	return text ? text : "?";
+}
+
 /* "Suspend0 (3) -> Suspend1 (4)": where the poll resumed the state machine, where it left it */
 static const char *text_state(struct perfetto_writer *w, uint64_t future, uint64_t before,
 			      uint64_t after)
@@ -314,7 +326,7 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 	uint64_t key_future = f ? p->future : TRACE_NO_INDEX;
 	uint64_t key_poll = f ? 0 : (poll_of(w, p->poll) ? p->poll : TRACE_NO_INDEX);
 	struct pb *b = &w->pkt, interned = {0};
-	uint64_t name, result = 0, await = 0, state = 0;
+	uint64_t name, result = 0, await = 0, state = 0, stack = 0;
 
 	if (!t->sequence_started)
 		start_thread_sequence(w, t, p->start_ns);
@@ -322,12 +334,15 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 	if (!task_track) {
 		result = intern(w, t, &interned, INTERN_RESULT, p->result, 0, 0, text_result);
 		if (p->result == POLL_PENDING &&
-		    poll_text__await(w->m, p->future, p->await_index, w->name, sizeof(w->name)))
+		    poll_text__await(w->m, p->future, p->await_index, NULL, 0))
 			await = intern(w, t, &interned, INTERN_AWAIT, p->future,
 				       (uint32_t)p->await_index, 0, text_await);
-		if (f && f->has_state)
+		if (f && f->has_state && !p->task_mode) /* task mode measures no state */
 			state = intern(w, t, &interned, INTERN_STATE, p->future, p->state_before,
 				       p->state_after, text_state);
+		if (p->await_stack_id)
+			stack = intern(w, t, &interned, INTERN_STACK, p->await_stack_id, 0, 0,
+				       text_stack);
 	}
 	event_packet_begin(w, t, p->start_ns, &interned);
 	pb__begin(b, 11);
@@ -346,6 +361,8 @@ static void write_begin(struct perfetto_writer *w, struct thread_state *t,
 		annotation(b, ANN_SELF, ANNOTATION_POINTER, p->self, NULL);
 		if (state)
 			annotation(b, ANN_STATE, ANNOTATION_STRING_IID, state, NULL);
+		if (stack)
+			annotation(b, ANN_AWAIT_STACK, ANNOTATION_STRING_IID, stack, NULL);
 	}
 	pb__end(b);
 	perfetto__packet_end(w);
@@ -536,6 +553,7 @@ struct perfetto_writer *perfetto_writer__new(FILE *out, const struct model *m, u
 	u64_map__init(&w->thread_index);
 	u64_map__init(&w->tasks);
 	u64_map__init(&w->flows);
+	text_table__init(&w->stacks);
 	if (process_name && !(w->process_name = strdup(process_name))) {
 		perfetto_writer__free(w);
 		return NULL;
@@ -596,9 +614,15 @@ int perfetto_writer__add_poll(struct perfetto_writer *w, const struct trace_poll
 		w->refused++;
 		return 0;
 	}
+	if (p->await_stack_id && p->await_stack &&
+	    !text_table__add(&w->stacks, p->await_stack_id, p->await_stack)) {
+		set_error(w, -ENOMEM);
+		return w->err;
+	}
 	if (!(pp = hold(w, pid, p->tid, &t)))
 		return w->err;
 	pp->p = *p;
+	pp->p.await_stack = NULL; /* the caller's: w->stacks has it */
 	/* a task's own polls (the outermost traced ones) are linked: by a flow, or with
 	 * task tracks by being copied onto its track (unless it was done in one) */
 	if (trace_poll__is_task_root(p) && w->task_tracks)
@@ -768,5 +792,6 @@ void perfetto_writer__free(struct perfetto_writer *w)
 	u64_map__free(&w->thread_index);
 	u64_map__free(&w->tasks);
 	u64_map__free(&w->flows);
+	text_table__free(&w->stacks);
 	free(w);
 }

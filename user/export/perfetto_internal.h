@@ -15,6 +15,7 @@
 #include "export/perfetto.h"
 #include "export/protobuf.h"
 #include "lib/hashmap.h"
+#include "lib/text_table.h"
 
 #define NAME_MAX_LEN 1024
 /* TracePacket.SequenceFlags, BuiltinClock (common/builtin_clock.proto), TrackEvent.Type */
@@ -83,7 +84,8 @@ struct perfetto_writer {
 	uint32_t nr_threads, cap_threads;
 	struct u64_map tasks; /* task key -> track uuid; 0 once the task finished */
 	uint64_t live_tasks, task_serial;
-	struct u64_map flows; /* instance key -> open flow id; 0 when none */
+	struct u64_map flows;	  /* instance key -> open flow id; 0 when none */
+	struct text_table stacks; /* task mode's await chains, by their id */
 	uint64_t live_flows, next_flow_id;
 
 	struct pending_poll **stack; /* scratch for writing a group */

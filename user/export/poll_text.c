@@ -48,7 +48,8 @@ bool poll_text__await(const struct model *m, uint32_t future, int32_t index, cha
 		const struct future_state *s = &f->states[i];
 
 		if (s->kind == STATE_SUSPEND && s->suspend_index == (uint32_t)index) {
-			snprintf(buf, len, "%s:%" PRIu32, s->file ? s->file : "?", s->line);
+			if (buf)
+				snprintf(buf, len, "%s:%" PRIu32, s->file ? s->file : "?", s->line);
 			return true;
 		}
 	}

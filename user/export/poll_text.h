@@ -18,7 +18,8 @@ const char *poll_text__name(const struct model *m, uint32_t future, uint32_t pol
 			    size_t len);
 /* The future's full Rust path, else the poll fn's name, else "(unknown)". */
 const char *poll_text__path(const struct model *m, uint32_t future, uint32_t poll);
-/* "file:line" of await point `index` of the future; false (buf untouched) when it has none. */
+/* "file:line" of await point `index` of the future; false (buf untouched) when it has none.
+ * buf NULL: only whether it has one (nothing formatted). */
 bool poll_text__await(const struct model *m, uint32_t future, int32_t index, char *buf, size_t len);
 /* "Suspend0 (3)", or the raw value when the state has no name. Returns the length. */
 size_t poll_text__state(const struct future *f, uint64_t discr, char *buf, size_t len);

@@ -53,7 +53,9 @@ struct trace_poll {
 	uint32_t task_poll;
 	uint16_t depth;		/* 0 for the task's own poll */
 	uint8_t unknown_reason; /* POLL_UNKNOWN: enum unknown_reason (bpf/asyncbpf.h) */
-	uint8_t pad;
+	/* a task poll of task mode, as one slice: no state measured; its await chain in
+	 * await_stack (root first), await_stack_id naming it (a hash of the chain) */
+	uint8_t task_mode;
 	enum poll_result result;
 	int32_t await_index;		    /* POLL_PENDING: the Suspend k it stopped at; else -1 */
 	uint64_t state_before, state_after; /* raw __state values (0 when no __state) */
@@ -68,6 +70,10 @@ struct trace_poll {
 	uint64_t wake_flow;
 	/* depth 0: the data of the waker it was polled with (std-wake matching), 0 */
 	uint64_t waker_data;
+	/* task_mode: "root (file:line) → … → innermost", valid only while it is being
+	 * added (a writer that keeps it copies it under await_stack_id) */
+	const char *await_stack;
+	uint64_t await_stack_id;
 };
 
 /* A runtime task woken (its wake function entered). */

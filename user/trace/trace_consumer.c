@@ -6,13 +6,16 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/hashmap.h"
 #include "lib/sysfacts.h"
+#include "lib/text_table.h"
 #include "export/chrome_trace.h"
 #include "export/perfetto.h"
+#include "export/poll_text.h"
 #include "export/trace_outputs.h"
 #include "trace/probe_cost.h"
 #include "trace/task_trees.h"
@@ -32,6 +35,7 @@ struct trace_consumer {
 	void *resolve_ctx;
 	int write_err;		  /* first writer error (-errno) */
 	struct task_trees *tasks; /* task mode: start trees waiting for their end */
+	struct text_table stacks; /* task mode: await chains spelled, by chain hash */
 	uint64_t task_records, task_bad;
 };
 
@@ -222,6 +226,7 @@ struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
 	c->pid = pid;
 	c->out = *sinks;
 	u64_map__init(&c->threads);
+	text_table__init(&c->stacks);
 	return c;
 }
 
@@ -276,16 +281,116 @@ static void name_thread(struct trace_consumer *c, uint32_t pid, uint32_t tid)
 
 static const char *const fate_names[] = {"pending", "ready", "ended"};
 
+/* The model's poll index of future f, TRACE_NO_INDEX when it has none. */
+static uint32_t poll_of_future(const struct model *m, int32_t f)
+{
+	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].poll >= 0
+		   ? (uint32_t)m->futures[f].poll
+		   : TRACE_NO_INDEX;
+}
+
+/* Where node nd is suspended: its Suspend<k>'s k, else -1. */
+static int32_t await_of(const struct model *m, const struct task_tree_node *nd)
+{
+	int32_t f = nd->future;
+
+	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].has_state &&
+		       nd->discr >= STATE_SUSPEND0_VALUE
+		   ? (int32_t)(nd->discr - STATE_SUSPEND0_VALUE)
+		   : -1;
+}
+
 /*
- * A task poll to the trace writers: its await chain (root to the deepest future of
- * the tree it ended with, or began with when it completed) as nested polls spanning
- * the task poll, innermost first as a thread's records come. Per-future durations are
- * not measured in task mode: every frame of the chain spans the whole task poll.
+ * Level k of a task poll's await chain (chain[0..n), innermost first) as a poll of
+ * its future spanning the whole task poll: per-future durations are not measured
+ * in task mode.
+ */
+static void chain_poll(const struct trace_consumer *c, const struct task_poll *tp,
+		       const struct task_tree *t, const uint32_t *chain, uint32_t n, uint32_t k,
+		       struct trace_poll *p)
+{
+	const struct task_tree_node *nd = &t->nodes[chain[k]];
+	const struct task_tree_node *pa = nd->parent >= 0 ? &t->nodes[nd->parent] : NULL;
+
+	*p = (struct trace_poll){
+	    .start_ns = tp->start_ns,
+	    .end_ns = tp->end_ns,
+	    .pid = tp->pid,
+	    .tid = tp->tid,
+	    .future = nd->future >= 0 ? (uint32_t)nd->future : TRACE_NO_INDEX,
+	    .poll = poll_of_future(c->m, nd->future),
+	    .self = nd->addr,
+	    .parent_poll = TRACE_NO_INDEX,
+	    .depth = (uint16_t)(n - 1 - k),
+	    .result = tp->completed ? POLL_READY
+		      : tp->lost    ? POLL_TRUNCATED
+				    : POLL_PENDING,
+	    .await_index = -1,
+	    .offcpu_ns = k == n - 1 ? tp->offcpu_ns : 0,
+	    .task_self = t->nodes[0].addr,
+	    .task_poll = poll_of_future(c->m, t->nodes[0].future),
+	};
+	if (pa) {
+		p->parent_self = pa->addr;
+		p->parent_poll = poll_of_future(c->m, pa->future);
+	}
+	if (p->result == POLL_PENDING)
+		p->await_index = await_of(c->m, nd);
+}
+
+/*
+ * The chain as one text, root first: "root (main.rs:93) → child (main.rs:40) →
+ * leaf", each future where it is suspended; spelled once per distinct chain (the
+ * consumer's stacks table, keyed by a hash of futures and awaits). NULL on ENOMEM.
+ */
+static const char *chain_text(struct trace_consumer *c, const struct task_tree *t,
+			      const uint32_t *chain, uint32_t n, bool pending, uint64_t *id)
+{
+	char buf[4096], name[1024], at[512];
+	uint64_t h = hash__mix64(n);
+	const char *have;
+	size_t len = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		const struct task_tree_node *nd = &t->nodes[chain[k]];
+		int32_t a = pending ? await_of(c->m, nd) : -1;
+
+		h = hash__mix64(h ^ ((uint64_t)(uint32_t)nd->future << 32 | (uint32_t)a));
+	}
+	*id = h == UINT64_MAX ? 0 : h;
+	if ((have = text_table__get(&c->stacks, *id)))
+		return have;
+	buf[0] = '\0';
+	for (uint32_t i = n; i-- > 0 && len < sizeof(buf);) {
+		const struct task_tree_node *nd = &t->nodes[chain[i]];
+		int32_t a = pending ? await_of(c->m, nd) : -1;
+		uint32_t f = nd->future >= 0 ? (uint32_t)nd->future : TRACE_NO_INDEX;
+		int r;
+
+		poll_text__name(c->m, f, poll_of_future(c->m, nd->future), name, sizeof(name));
+		if (a >= 0 && poll_text__await(c->m, f, a, at, sizeof(at)))
+			r = snprintf(buf + len, sizeof(buf) - len, "%s%s (%s)",
+				     i + 1 < n ? " → " : "", name, at);
+		else
+			r = snprintf(buf + len, sizeof(buf) - len, "%s%s", i + 1 < n ? " → " : "",
+				     name);
+		len += r > 0 ? (size_t)r : 0;
+	}
+	return text_table__add(&c->stacks, *id, buf);
+}
+
+/*
+ * A task poll to the trace writers. Perfetto and Chrome: one slice, named by the
+ * task's root future, its await chain (root to the deepest future of the tree it
+ * ended with, or began with when it completed) as the slice's await_stack. Folded
+ * stacks and the await graph: the chain, level by level, innermost first as a
+ * thread's records come.
  */
 static void task_poll_to_writers(struct trace_consumer *c, const struct task_poll *tp)
 {
 	const struct task_tree *t = tp->end && tp->end->nr ? tp->end : tp->start;
 	uint32_t chain[TASK_TREE_MAX_NODES], n = 0, deepest = 0;
+	struct trace_poll p;
 	int r;
 
 	if (!t || !t->nr)
@@ -296,52 +401,22 @@ static void task_poll_to_writers(struct trace_consumer *c, const struct task_pol
 	for (int32_t i = (int32_t)deepest; i >= 0 && n < TASK_TREE_MAX_NODES;
 	     i = t->nodes[i].parent)
 		chain[n++] = (uint32_t)i; /* innermost first */
-	for (uint32_t k = 0; k < n; k++) {
-		const struct task_tree_node *nd = &t->nodes[chain[k]];
-		const struct task_tree_node *pa = nd->parent >= 0 ? &t->nodes[nd->parent] : NULL;
-		int32_t f = nd->future, pf = -1;
-		struct trace_poll p = {
-		    .start_ns = tp->start_ns,
-		    .end_ns = tp->end_ns,
-		    .pid = tp->pid,
-		    .tid = tp->tid,
-		    .future = f >= 0 ? (uint32_t)f : TRACE_NO_INDEX,
-		    .self = nd->addr,
-		    .parent_poll = TRACE_NO_INDEX,
-		    .depth = (uint16_t)(n - 1 - k),
-		    .result = tp->completed ? POLL_READY
-			      : tp->lost    ? POLL_TRUNCATED
-					    : POLL_PENDING,
-		    .await_index = -1,
-		    .offcpu_ns = k == n - 1 ? tp->offcpu_ns : 0,
-		};
-
-		p.poll = f >= 0 && (uint32_t)f < c->m->nr_futures && c->m->futures[f].poll >= 0
-			     ? (uint32_t)c->m->futures[f].poll
-			     : TRACE_NO_INDEX;
-		if (pa) {
-			pf = pa->future;
-			p.parent_self = pa->addr;
-			p.parent_poll = pf >= 0 && (uint32_t)pf < c->m->nr_futures &&
-						c->m->futures[pf].poll >= 0
-					    ? (uint32_t)c->m->futures[pf].poll
-					    : TRACE_NO_INDEX;
-		}
-		p.task_self = t->nodes[0].addr;
-		p.task_poll = t->nodes[0].future >= 0 &&
-				      (uint32_t)t->nodes[0].future < c->m->nr_futures &&
-				      c->m->futures[t->nodes[0].future].poll >= 0
-				  ? (uint32_t)c->m->futures[t->nodes[0].future].poll
-				  : TRACE_NO_INDEX;
-		if (p.result == POLL_PENDING && f >= 0 && (uint32_t)f < c->m->nr_futures &&
-		    c->m->futures[f].has_state && nd->discr >= STATE_SUSPEND0_VALUE)
-			p.await_index = (int32_t)(nd->discr - STATE_SUSPEND0_VALUE);
+	if (c->out.perfetto || c->out.chrome) {
+		chain_poll(c, tp, t, chain, n, n - 1, &p);
+		p.task_mode = 1;
+		p.await_stack =
+		    chain_text(c, t, chain, n, p.result == POLL_PENDING, &p.await_stack_id);
+		if (!p.await_stack && !c->write_err)
+			c->write_err = -ENOMEM;
 		if (c->out.perfetto && (r = perfetto_writer__add_poll(c->out.perfetto, &p)) &&
 		    !c->write_err)
 			c->write_err = r;
 		if (c->out.chrome && (r = chrome_trace__add_poll(c->out.chrome, &p)) &&
 		    !c->write_err)
 			c->write_err = r;
+	}
+	for (uint32_t k = 0; k < n && (c->out.folded || c->out.dot); k++) {
+		chain_poll(c, tp, t, chain, n, k, &p);
 		if (c->out.folded)
 			trace_folded__add(c->out.folded, &p);
 		if (c->out.dot && (r = trace_dot__add(c->out.dot, &p)) && !c->write_err)
@@ -478,5 +553,6 @@ void trace_consumer__free(struct trace_consumer *c)
 	u64_map__free(&c->threads);
 	probe_tally__free(c->tally);
 	task_trees__free(c->tasks);
+	text_table__free(&c->stacks);
 	free(c);
 }
