@@ -154,6 +154,27 @@ def test_perfetto_task_tracks(tmp_path):
     assert not any(s.flows or s.terminating_flows for s in t.slices)  # the tracks link them
 
 
+def test_perfetto_task_mode(tmp_path):
+    """Task mode's slices (tests/unit/test_perfetto.c `task-mode`): one per task poll,
+    no nesting, the chain each was given as `await_stack` (kept by the writer: the
+    caller's buffer was overwritten after each add), no `state`; the file decodes
+    against Perfetto's schema."""
+    require_protoc()
+    path = tmp_path / "task-mode.pftrace"
+    write_sample(PERFETTO_TEST, path, "task-mode")
+    with open(path, "rb") as f:
+        proc = subprocess.run(["protoc", f"--proto_path={PERFETTO_SCHEMA.parent}", "--decode=asyncbpf_check.Trace",
+                               PERFETTO_SCHEMA.name], stdin=f, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, util.describe(proc)
+    t = perfetto_reader.read(path)
+    slices = sorted((s for s in t.slices if s.track in t.thread_tracks()), key=lambda s: s.ts)
+    a = "demo::task (/src/demo/src/main.rs:10) → demo::middle (/src/demo/src/main.rs:20) → demo::leaf"
+    b = "demo::task (/src/demo/src/main.rs:11) → demo::middle"
+    assert [(s.ts, s.dur, s.depth, s.args["await_stack"]) for s in slices] == [
+        (20000, 500, 0, a), (21000, 500, 0, b), (22000, 500, 0, a)]
+    assert all("state" not in s.args and s.args["result"] == "pending" for s in slices)
+
+
 def test_perfetto_no_drops(tmp_path):
     path = tmp_path / "nodrops.pftrace"
     write_sample(PERFETTO_TEST, path, "no-drops")

@@ -146,6 +146,45 @@ static int write_sample(FILE *f, bool with_drops, bool task_tracks)
 	return err;
 }
 
+/*
+ * Task mode: one slice per task poll, its chain in await_stack (the caller's buffer,
+ * overwritten after each add: the writer keeps its own copy), two polls sharing one
+ * chain, no state annotation.
+ */
+static int write_task_mode(FILE *f)
+{
+	static const char *const chains[] = {
+	    "demo::task (/src/demo/src/main.rs:10) → demo::middle (/src/demo/src/main.rs:20) → "
+	    "demo::leaf",
+	    "demo::task (/src/demo/src/main.rs:11) → demo::middle"};
+	struct model m;
+	char buf[256];
+	int err = 0;
+
+	build_model(&m);
+	struct perfetto_writer *w = perfetto_writer__new(f, &m, PID, "demo-proc");
+	if (!w) {
+		model__free(&m);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct trace_poll p =
+		    POLL(0, 0, 104, 0, 20000 + 1000 * (uint64_t)i, 20500 + 1000 * (uint64_t)i,
+			 POLL_PENDING, 0, 3, 4, TASK_A, TASK_A);
+
+		snprintf(buf, sizeof(buf), "%s", chains[i == 1]);
+		p.task_mode = 1;
+		p.await_stack = buf;
+		p.await_stack_id = 77 + (i == 1);
+		err = err ?: perfetto_writer__add_poll(w, &p);
+		memset(buf, 'X', sizeof(buf) - 1);
+	}
+	err = err ?: perfetto_writer__finish(w, &totals);
+	perfetto_writer__free(w);
+	model__free(&m);
+	return err;
+}
+
 /* More nested polls than a thread holds (written early), then their parent. */
 static int write_overflow(FILE *f)
 {
@@ -310,6 +349,8 @@ static int write_file(const char *kind, const char *path)
 		err = write_sample(f, true, true);
 	else if (!strcmp(kind, "no-drops"))
 		err = write_sample(f, false, false);
+	else if (!strcmp(kind, "task-mode"))
+		err = write_task_mode(f);
 	else
 		err = write_overflow(f);
 	if (fclose(f) || err) {
