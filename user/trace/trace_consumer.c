@@ -338,6 +338,16 @@ static void chain_poll(const struct trace_consumer *c, const struct task_poll *t
 		p->await_index = await_of(c->m, nd);
 }
 
+/* The last " → " in s, NULL if none. */
+static char *strrstr_arrow(char *s)
+{
+	char *last = NULL;
+
+	for (char *p = strstr(s, " → "); p; p = strstr(p + 1, " → "))
+		last = p;
+	return last;
+}
+
 /*
  * The chain as one text, root first: "root (main.rs:93) → child (main.rs:40) →
  * leaf", each future where it is suspended; spelled once per distinct chain (the
@@ -346,7 +356,7 @@ static void chain_poll(const struct trace_consumer *c, const struct task_poll *t
 static const char *chain_text(struct trace_consumer *c, const struct task_tree *t,
 			      const uint32_t *chain, uint32_t n, bool pending, uint64_t *id)
 {
-	char buf[4096], name[1024], at[512];
+	char buf[8192], name[1024], at[512];
 	uint64_t h = hash__mix64(n);
 	const char *have;
 	size_t len = 0;
@@ -375,6 +385,14 @@ static const char *chain_text(struct trace_consumer *c, const struct task_tree *
 			r = snprintf(buf + len, sizeof(buf) - len, "%s%s", i + 1 < n ? " → " : "",
 				     name);
 		len += r > 0 ? (size_t)r : 0;
+	}
+	if (len >= sizeof(buf)) { /* cut: at the last whole level, and said */
+		char *cut = buf + sizeof(buf) - sizeof(" → …");
+
+		*cut = '\0';
+		/* an arrow is there: the root's name and await fit in 1.5 KiB */
+		if ((cut = strrstr_arrow(buf)))
+			strcpy(cut, " → …");
 	}
 	return text_table__add(&c->stacks, *id, buf);
 }
