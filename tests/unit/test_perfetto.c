@@ -113,18 +113,37 @@ static const struct trace_totals totals = {.polls = NR_POLLS + 1,
 					   .probes_failed = 1,
 					   .duration_ns = 1000000000};
 
+/* A writer on f over the sample model (built into m); NULL, m freed, out of memory. */
+static struct perfetto_writer *open_sample_writer(FILE *f, struct model *m, const char *process)
+{
+	struct perfetto_writer *w;
+
+	build_model(m);
+	if (!(w = perfetto_writer__new(f, m, PID, process)))
+		model__free(m);
+	return w;
+}
+
+/* Finish the file (unless err), free the writer and the model: err, else finish's. */
+static int close_sample_writer(struct perfetto_writer *w, struct model *m,
+			       const struct trace_totals *t, int err)
+{
+	err = err ?: perfetto_writer__finish(w, t);
+	perfetto_writer__free(w);
+	model__free(m);
+	return err;
+}
+
 static int write_sample(FILE *f, bool with_drops, bool task_tracks)
 {
 	struct model m;
 	struct trace_totals t = totals;
 	int err = 0;
 
-	build_model(&m);
-	struct perfetto_writer *w = perfetto_writer__new(f, &m, PID, "demo-proc");
-	if (!w) {
-		model__free(&m);
+	struct perfetto_writer *w = open_sample_writer(f, &m, "demo-proc");
+
+	if (!w)
 		return -ENOMEM;
-	}
 	perfetto_writer__set_task_tracks(w, task_tracks);
 	err = err ?: perfetto_writer__add_thread(w, 100, "worker-1");
 	for (size_t i = 0; i < NR_POLLS; i++) {
@@ -140,10 +159,7 @@ static int write_sample(FILE *f, bool with_drops, bool task_tracks)
 	err = err ?: perfetto_writer__add_poll(w, &foreign);
 	if (!with_drops)
 		t.dropped = 0;
-	err = err ?: perfetto_writer__finish(w, &t);
-	perfetto_writer__free(w);
-	model__free(&m);
-	return err;
+	return close_sample_writer(w, &m, &t, err);
 }
 
 /*
@@ -161,12 +177,10 @@ static int write_task_mode(FILE *f)
 	char buf[256];
 	int err = 0;
 
-	build_model(&m);
-	struct perfetto_writer *w = perfetto_writer__new(f, &m, PID, "demo-proc");
-	if (!w) {
-		model__free(&m);
+	struct perfetto_writer *w = open_sample_writer(f, &m, "demo-proc");
+
+	if (!w)
 		return -ENOMEM;
-	}
 	for (int i = 0; i < 3; i++) {
 		struct trace_poll p =
 		    POLL(0, 0, 104, 0, 20000 + 1000 * (uint64_t)i, 20500 + 1000 * (uint64_t)i,
@@ -179,10 +193,7 @@ static int write_task_mode(FILE *f)
 		err = err ?: perfetto_writer__add_poll(w, &p);
 		memset(buf, 'X', sizeof(buf) - 1);
 	}
-	err = err ?: perfetto_writer__finish(w, &totals);
-	perfetto_writer__free(w);
-	model__free(&m);
-	return err;
+	return close_sample_writer(w, &m, &totals, err);
 }
 
 /* More nested polls than a thread holds (written early), then their parent. */
@@ -192,12 +203,10 @@ static int write_overflow(FILE *f)
 	uint32_t n = PERFETTO_MAX_PENDING_POLLS + 10;
 	int err = 0;
 
-	build_model(&m);
-	struct perfetto_writer *w = perfetto_writer__new(f, &m, PID, NULL);
-	if (!w) {
-		model__free(&m);
+	struct perfetto_writer *w = open_sample_writer(f, &m, NULL);
+
+	if (!w)
 		return -ENOMEM;
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct trace_poll p = polls[0];
 		p.depth = 1;
@@ -210,10 +219,7 @@ static int write_overflow(FILE *f)
 	parent.start_ns = 99999;
 	parent.end_ns = 100000 + 10 * (uint64_t)n;
 	err = err ?: perfetto_writer__add_poll(w, &parent);
-	err = err ?: perfetto_writer__finish(w, NULL);
-	perfetto_writer__free(w);
-	model__free(&m);
-	return err;
+	return close_sample_writer(w, &m, NULL, err);
 }
 
 static void test_writes(void)
@@ -225,6 +231,7 @@ static void test_writes(void)
 	CHECK_EQ_I64(write_sample(f, true, true), 0);
 	CHECK_EQ_I64(write_sample(f, true, false), 0);
 	CHECK_EQ_I64(write_overflow(f), 0);
+	CHECK_EQ_I64(write_task_mode(f), 0);
 	fclose(f);
 	CHECK(len > 0);
 	free(buf);
