@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "asyncbpf.h" /* enum offcpu_kind */
+#include "asyncbpf.h" /* enum offcpu_kind, STATE_SUSPEND0_VALUE */
+#include "model/model.h"
 
 enum poll_result {
 	POLL_READY,	/* __state became Returned (or Poll::Ready from the return layout) */
@@ -134,6 +135,19 @@ static inline uint64_t trace_poll__busy_ns(const struct trace_poll *p)
 	uint64_t d = p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0;
 
 	return d > p->probe_ns ? d - p->probe_ns : 0;
+}
+
+/* k of Suspend<k> for future f (a model index) whose raw __state is `state`, when the
+ * model has that await; -1 otherwise (no __state, not suspended, f unknown). */
+static inline int32_t trace__await_index(const struct model *m, int32_t f, uint64_t state)
+{
+	int32_t k;
+
+	if (f < 0 || (uint32_t)f >= m->nr_futures || !m->futures[f].has_state ||
+	    state < STATE_SUSPEND0_VALUE)
+		return -1;
+	k = (int32_t)(state - STATE_SUSPEND0_VALUE);
+	return model__has_await(m, (uint32_t)f, k) ? k : -1;
 }
 
 /* What every output's metadata reports. */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/trace_event.h"
+
 int task_tree__decode(const void *data, size_t size, struct task_tree *out)
 {
 	struct task_tree_record r;
@@ -83,16 +85,6 @@ static void match_nodes(const struct task_tree *start, const struct task_tree *e
 	}
 }
 
-/* k of Suspend<k> for a compiler future's __state; -1 otherwise */
-static int32_t await_of(const struct model *m, int32_t f, uint64_t discr)
-{
-	if (!has_state(m, f) || discr < STATE_SUSPEND0_VALUE)
-		return -1;
-	return model__has_await(m, (uint32_t)f, (int32_t)(discr - STATE_SUSPEND0_VALUE))
-		   ? (int32_t)(discr - STATE_SUSPEND0_VALUE)
-		   : -1;
-}
-
 void task_poll__diff(const struct model *m, const struct task_tree *start,
 		     const struct task_tree *end, struct task_poll *out)
 {
@@ -127,11 +119,11 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 			matched[at] = true;
 			e->fate = TASK_FUTURE_PENDING;
 			e->discr = end->nodes[at].discr;
-			e->await_index = await_of(m, n->future, e->discr);
+			e->await_index = trace__await_index(m, n->future, e->discr);
 			/* an async fn back at an earlier await: a loop inside it, or a new
 			 * instance in the old one's place (its Ready unseen) */
 			e->went_back = e->await_index >= 0 &&
-				       await_of(m, n->future, n->discr) > e->await_index;
+				       trace__await_index(m, n->future, n->discr) > e->await_index;
 		} else if (!end) {
 			e->fate = TASK_FUTURE_ENDED; /* the poll's exit was never seen */
 		} else if (n->parent < 0) {
@@ -164,7 +156,7 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		    .depth = n->depth,
 		    .started = start != NULL, /* without a tree before: not known */
 		    .fate = TASK_FUTURE_PENDING,
-		    .await_index = await_of(m, n->future, n->discr),
+		    .await_index = trace__await_index(m, n->future, n->discr),
 		    .discr = n->discr,
 		};
 	}

@@ -114,10 +114,8 @@ int trace_drop__decode(const void *data, size_t size, const struct model *m, str
 	    .has_state = r.has_state != 0,
 	    .await_index = -1,
 	};
-	if (out->has_state && r.future < m->nr_futures && m->futures[r.future].has_state &&
-	    r.state >= STATE_SUSPEND0_VALUE &&
-	    model__has_await(m, r.future, (int32_t)(r.state - STATE_SUSPEND0_VALUE)))
-		out->await_index = (int32_t)(r.state - STATE_SUSPEND0_VALUE);
+	if (out->has_state)
+		out->await_index = trace__await_index(m, (int32_t)r.future, r.state);
 	return 0;
 }
 
@@ -289,17 +287,6 @@ static uint32_t poll_of_future(const struct model *m, int32_t f)
 		   : TRACE_NO_INDEX;
 }
 
-/* Where node nd is suspended: its Suspend<k>'s k, else -1. */
-static int32_t await_of(const struct model *m, const struct task_tree_node *nd)
-{
-	int32_t f = nd->future;
-
-	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].has_state &&
-		       nd->discr >= STATE_SUSPEND0_VALUE
-		   ? (int32_t)(nd->discr - STATE_SUSPEND0_VALUE)
-		   : -1;
-}
-
 /*
  * Level k of a task poll's await chain (chain[0..n), innermost first) as a poll of
  * its future spanning the whole task poll: per-future durations are not measured
@@ -335,7 +322,7 @@ static void chain_poll(const struct trace_consumer *c, const struct task_poll *t
 		p->parent_poll = poll_of_future(c->m, pa->future);
 	}
 	if (p->result == POLL_PENDING)
-		p->await_index = await_of(c->m, nd);
+		p->await_index = trace__await_index(c->m, nd->future, nd->discr);
 }
 
 /* The last " → " in s, NULL if none. */
@@ -363,7 +350,7 @@ static const char *chain_text(struct trace_consumer *c, const struct task_tree *
 
 	for (uint32_t k = 0; k < n; k++) {
 		const struct task_tree_node *nd = &t->nodes[chain[k]];
-		int32_t a = pending ? await_of(c->m, nd) : -1;
+		int32_t a = pending ? trace__await_index(c->m, nd->future, nd->discr) : -1;
 
 		h = hash__mix64(h ^ ((uint64_t)(uint32_t)nd->future << 32 | (uint32_t)a));
 	}
@@ -373,7 +360,7 @@ static const char *chain_text(struct trace_consumer *c, const struct task_tree *
 	buf[0] = '\0';
 	for (uint32_t i = n; i-- > 0 && len < sizeof(buf);) {
 		const struct task_tree_node *nd = &t->nodes[chain[i]];
-		int32_t a = pending ? await_of(c->m, nd) : -1;
+		int32_t a = pending ? trace__await_index(c->m, nd->future, nd->discr) : -1;
 		uint32_t f = nd->future >= 0 ? (uint32_t)nd->future : TRACE_NO_INDEX;
 		int r;
 
