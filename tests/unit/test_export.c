@@ -87,15 +87,39 @@ static void build_model(struct model *m)
 	f->state_size = 1;
 	f->states = s = states_alloc(5);
 	f->nr_states = 5;
-	s[0] = (struct future_state){
-	    0,	  STATE_UNRESUMED,  0, "Unresumed", "/home/u/demo/src/main.rs", 5,
-	    NULL, FUTURE_NO_OFFSET, 0};
-	s[1] = (struct future_state){
-	    1,	  STATE_RETURNED,   0, "Returned", "/home/u/demo/src/main.rs", 12,
-	    NULL, FUTURE_NO_OFFSET, 0};
-	s[2] = (struct future_state){
-	    2,	  STATE_PANICKED,   0, "Panicked", "/home/u/demo/src/main.rs", 12,
-	    NULL, FUTURE_NO_OFFSET, 0};
+	s[0] = (struct future_state){0,
+				     STATE_UNRESUMED,
+				     0,
+				     "Unresumed",
+				     "/home/u/demo/src/main.rs",
+				     5,
+				     NULL,
+				     FUTURE_NO_OFFSET,
+				     0,
+				     NULL,
+				     0};
+	s[1] = (struct future_state){1,
+				     STATE_RETURNED,
+				     0,
+				     "Returned",
+				     "/home/u/demo/src/main.rs",
+				     12,
+				     NULL,
+				     FUTURE_NO_OFFSET,
+				     0,
+				     NULL,
+				     0};
+	s[2] = (struct future_state){2,
+				     STATE_PANICKED,
+				     0,
+				     "Panicked",
+				     "/home/u/demo/src/main.rs",
+				     12,
+				     NULL,
+				     FUTURE_NO_OFFSET,
+				     0,
+				     NULL,
+				     0};
 	s[3] = (struct future_state){3,
 				     STATE_SUSPEND,
 				     0,
@@ -104,9 +128,12 @@ static void build_model(struct model *m)
 				     7,
 				     "demo::middle::{async_fn_env#0}",
 				     FUTURE_NO_OFFSET,
+				     0,
+				     NULL,
 				     0};
 	s[4] = (struct future_state){4, STATE_SUSPEND, 1,  "Suspend1", "/home/u/demo/src/main.rs",
-				     9, DYN_FUTURE,    16, 16};
+				     9, DYN_FUTURE,    16, 16,	       NULL,
+				     0};
 	f->file = "/home/u/demo/src/main.rs";
 	f->line = 5;
 	f->drop_symbol =
@@ -125,8 +152,8 @@ static void build_model(struct model *m)
 	f->state_size = 1;
 	f->states = s = states_alloc(1);
 	f->nr_states = 1;
-	s[0] = (struct future_state){7,	   STATE_OTHER,	     99, "Weird\tname", "src/lib.rs", 3,
-				     NULL, FUTURE_NO_OFFSET, 0};
+	s[0] = (struct future_state){
+	    7, STATE_OTHER, 99, "Weird\tname", "src/lib.rs", 3, NULL, FUTURE_NO_OFFSET, 0, NULL, 0};
 	f->file = "src/lib.rs";
 	f->line = 3;
 

@@ -47,15 +47,15 @@ static void add_future(struct model *m, const char *path, uint32_t line0)
 	f->states = s = must(calloc(5, sizeof(*s)));
 	f->nr_states = 5;
 	s[0] = (struct future_state){0,	   STATE_UNRESUMED,  0, "Unresumed", MAIN_RS, line0,
-				     NULL, FUTURE_NO_OFFSET, 0};
+				     NULL, FUTURE_NO_OFFSET, 0, NULL,	     0};
 	s[1] = (struct future_state){1,	   STATE_RETURNED,   0, "Returned", MAIN_RS, line0 + 9,
-				     NULL, FUTURE_NO_OFFSET, 0};
+				     NULL, FUTURE_NO_OFFSET, 0, NULL,	    0};
 	s[2] = (struct future_state){2,	   STATE_PANICKED,   0, "Panicked", MAIN_RS, line0 + 9,
-				     NULL, FUTURE_NO_OFFSET, 0};
+				     NULL, FUTURE_NO_OFFSET, 0, NULL,	    0};
 	s[3] = (struct future_state){3,	   STATE_SUSPEND,    0, "Suspend0", MAIN_RS, line0 + 2,
-				     NULL, FUTURE_NO_OFFSET, 0};
+				     NULL, FUTURE_NO_OFFSET, 0, NULL,	    0};
 	s[4] = (struct future_state){4,	   STATE_SUSPEND,    1, "Suspend1", MAIN_RS, line0 + 4,
-				     NULL, FUTURE_NO_OFFSET, 0};
+				     NULL, FUTURE_NO_OFFSET, 0, NULL,	    0};
 }
 
 static void build_model(struct model *m)

@@ -20,6 +20,7 @@
 #include "analyze/analyzer_post.h"
 #include "analyze/subprograms.h"
 #include "analyze/awaits.h"
+#include "analyze/guards.h"
 #include "analyze/debuginfo.h"
 #include "analyze/walk.h"
 #include "analyze/demangle.h"
@@ -174,6 +175,8 @@ static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
 			if (in_variant != FUTURE_NO_OFFSET && member_offset(&member, &variant_at)) {
 				s->awaitee_offset = variant_at + in_variant;
 				s->awaitee_size = die_bytesize(&aw);
+				if (guards__find(w, &vtype, variant_at, s))
+					return -ENOMEM;
 			}
 			s->awaitee_type = NULL; /* filled when the tree is built */
 			if (add_await(w, fidx, s->suspend_index, s->file, s->line, &aw))
@@ -497,6 +500,8 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 			r = debuginfo__finish(&w);
 		if (!r)
 			r = trees__resolve(&w);
+		if (!r && t->dwarf)
+			r = guards__acquires(&w);
 		if (!r)
 			r = analyzer__disassemble_polls(&w);
 		if (!r)

@@ -243,6 +243,11 @@ static int take_snapshot(const struct stacks_args *a, const struct model *m,
 					 &img, t->tree, STACKS_TREE_NODES, &t->tree_stats);
 		}
 	}
+	/* the locks: read while the copy of the target's memory is kept */
+	if (!e &&
+	    ((e = stk_snapshot__find_inner(out)) ||
+	     (e = resources__build(&out->res, m, out->tasks, out->nr, mem_image__read, &img))))
+		snprintf(err, sizeof(err), "out of memory");
 	out->read_ns = sysfacts__now_ns() - t0;
 	out->tokio_workers = count_tokio_workers(a->pid);
 	free(roots);

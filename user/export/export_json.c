@@ -185,6 +185,22 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 			jw_null(w, "awaitee_offset");
 			jw_null(w, "awaitee_size");
 		}
+		jw_array(w, "holds");
+		for (uint32_t k = 0; k < s->nr_held; k++) {
+			const struct held_guard *g = &s->held[k];
+
+			jw_object(w, NULL);
+			jw_string(w, "name", g->name);
+			jw_string(w, "type", g->type);
+			jw_u64(w, "offset", g->offset);
+			if (g->resource)
+				jw_string(w, "resource", g->resource);
+			else
+				jw_null(w, "resource");
+			jw_bool(w, "semaphore_known", g->sem_known);
+			jw_object_end(w);
+		}
+		jw_array_end(w);
 		jw_object_end(w);
 	}
 	jw_array_end(w);

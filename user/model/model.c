@@ -14,8 +14,11 @@ void model__init(struct model *m)
 
 void model__free(struct model *m)
 {
-	for (uint32_t i = 0; i < m->nr_futures; i++)
+	for (uint32_t i = 0; i < m->nr_futures; i++) {
+		for (uint32_t k = 0; m->futures[i].states && k < m->futures[i].nr_states; k++)
+			free(m->futures[i].states[k].held);
 		free(m->futures[i].states);
+	}
 	for (uint32_t i = 0; i < m->nr_polls; i++) {
 		free(m->polls[i].exits);
 		free(m->polls[i].fast_exits);

@@ -28,6 +28,41 @@ enum state_kind {
 	STATE_OTHER, /* a variant name we do not recognise: reported, not guessed */
 };
 
+struct await_step {
+	uint64_t offset; /* move this many bytes on */
+	bool deref;	 /* then follow the pointer stored there */
+};
+
+/* What a guard holds (guards.c: by its type's name). */
+enum guard_lock {
+	GUARD_OTHER,	 /* a known guard whose lock's state is not decoded */
+	GUARD_EXCLUSIVE, /* tokio Mutex / RwLock write: the lock has no permit left */
+	GUARD_SHARED,	 /* tokio RwLock read: one of its readers' permits */
+	GUARD_PERMITS,	 /* tokio Semaphore: some of its permits */
+};
+
+#define GUARD_STEPS 8
+
+/*
+ * A lock guard kept across an await: a member of the Suspend<k> variant (a local
+ * whose storage is kept across that await) whose type is a known guard (docs/stacks.md,
+ * "Resources and deadlocks"). For tokio's guards, the way from the guard to its
+ * lock's batch semaphore (the resource's identity, the same one a waiter's Acquire
+ * points at) and where that semaphore counts its permits.
+ */
+struct held_guard {
+	const char *name;     /* the local's name ("g1") */
+	const char *type;     /* the guard's type path */
+	const char *resource; /* the lock's type ("tokio::sync::mutex::Mutex<u64>"); NULL */
+	uint64_t offset;      /* the guard's offset in the future */
+	uint8_t lock;	      /* enum guard_lock */
+	bool sem_known;	      /* steps lead to the batch semaphore */
+	uint8_t nr_steps;     /* from the guard to the semaphore */
+	struct await_step steps[GUARD_STEPS];
+	uint64_t resource_back;	 /* the semaphore's offset in the lock (resource != NULL) */
+	uint64_t permits_offset; /* the available-permits word in the semaphore */
+};
+
 struct future_state {
 	uint64_t discr;
 	enum state_kind kind;
@@ -41,6 +76,8 @@ struct future_state {
 	 * future from memory needs; FUTURE_NO_OFFSET when not known */
 	uint64_t awaitee_offset;
 	uint64_t awaitee_size;
+	struct held_guard *held; /* Suspend<k>: the guards alive across the await */
+	uint32_t nr_held;
 };
 #define FUTURE_NO_OFFSET UINT64_MAX
 
@@ -97,6 +134,10 @@ struct future {
 	bool inlined_only;	      /* no out-of-line poll, but inlined copies exist */
 	bool is_root;		      /* nobody awaits it: a task entry point */
 	bool block_on_root;	      /* a block_on polls it: its thread's root task */
+	/* tokio's batch_semaphore::Acquire (a task waiting for a lock's permits): where
+	 * its semaphore pointer and its `queued` flag are */
+	bool acquire;
+	uint64_t acquire_sem, acquire_queued, acquire_permits;
 };
 
 enum exit_kind {
@@ -301,11 +342,6 @@ struct poll_fn {
 };
 
 /* One step from a state's __awaitee towards the awaited future (await_edge.steps). */
-struct await_step {
-	uint64_t offset; /* move this many bytes on */
-	bool deref;	 /* then follow the pointer stored there */
-};
-
 #define MODEL_AWAIT_STEPS 8
 
 struct await_edge {

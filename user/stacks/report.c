@@ -99,7 +99,7 @@ static int cmp_group(const void *x, const void *y)
 
 /* Boxed dyn Futures that are frames or tree nodes (below the root) of another task:
  * not tasks. */
-static int mark_inner(struct stk_snapshot *s)
+int stk_snapshot__find_inner(struct stk_snapshot *s)
 {
 	struct u64_map frames;
 	int e = 0;
@@ -123,7 +123,7 @@ static int mark_inner(struct stk_snapshot *s)
 		struct stk_task *t = &s->tasks[i];
 
 		if (t->root.runtime == TASK_RT_DYN && u64_map__get(&frames, t->root.addr, NULL)) {
-			t->shown = false;
+			t->inner = true;
 			s->inner++;
 		}
 	}
@@ -141,12 +141,11 @@ int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **pa
 	if (!s->groups)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nr; i++) {
-		s->tasks[i].shown = wanted(m, &s->tasks[i].stack, patterns, nr_patterns);
+		s->tasks[i].shown =
+		    !s->tasks[i].inner && wanted(m, &s->tasks[i].stack, patterns, nr_patterns);
 		s->tasks[i].signature = signature(&s->tasks[i]);
 		s->tasks[i].group = UINT32_MAX;
 	}
-	if ((e = mark_inner(s)))
-		return e;
 	u64_map__init(&by_sig);
 	for (uint32_t i = 0; i < s->nr; i++) {
 		struct stk_task *t = &s->tasks[i];
@@ -203,16 +202,18 @@ void stk_snapshot__compare(struct stk_snapshot *s, const struct stk_snapshot *pr
 	s->watching = true;
 	u64_map__init(&before);
 	for (uint32_t i = 0; prev && i < prev->nr; i++)
-		if (prev->tasks[i].shown && u64_map__set(&before, task_key(&prev->tasks[i]), i))
+		if (!prev->tasks[i].inner && u64_map__set(&before, task_key(&prev->tasks[i]), i))
 			break; /* out of memory: those tasks look new */
 	for (uint32_t i = 0; i < s->nr; i++) {
 		struct stk_task *t = &s->tasks[i];
 		uint64_t p;
 
-		if (!t->shown || !prev || !u64_map__get(&before, task_key(t), &p) ||
+		if (t->inner || !prev || !u64_map__get(&before, task_key(t), &p) ||
 		    !same_task_shape(&prev->tasks[p], t))
 			continue;
 		t->unchanged_s = prev->tasks[p].unchanged_s + elapsed_s;
+		if (!t->shown)
+			continue; /* its time still counts for a deadlock it is in */
 		struct stk_group *g = &s->groups[t->group];
 		if (!g->stuck || t->unchanged_s < g->stuck_s)
 			g->stuck_s = t->unchanged_s;
@@ -227,6 +228,7 @@ void stk_snapshot__free(struct stk_snapshot *s)
 		free(s->tasks[i].tree);
 	free(s->tasks);
 	free(s->groups);
+	resources__free(&s->res);
 	s->tasks = NULL;
 	s->groups = NULL;
 	s->nr = s->nr_groups = 0;
@@ -234,7 +236,7 @@ void stk_snapshot__free(struct stk_snapshot *s)
 
 /* The first frame worth showing: past the runtimes' own wrappers (async-executor's
  * spawn block, ...) when a frame of the program's own follows. */
-static uint32_t first_shown(const struct model *m, const struct task_stack *st)
+uint32_t stk_stack__first_shown(const struct model *m, const struct task_stack *st)
 {
 	for (uint32_t i = 0; i < st->nr; i++) {
 		int32_t f = st->frames[i].future;
@@ -265,7 +267,7 @@ static const char *frame_what(const struct stack_frame *f)
 static void print_stack(FILE *out, const struct model *m, const struct task_stack *s)
 {
 	char name[512], next[512];
-	uint32_t i = first_shown(m, s);
+	uint32_t i = stk_stack__first_shown(m, s);
 
 	for (; i < s->nr; i++) {
 		const struct stack_frame *f = &s->frames[i];
@@ -425,6 +427,7 @@ void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct mode
 		if (t->nr_tree)
 			print_tree(out, m, t, s->groups[g].count);
 	}
+	resources__text(out, s, m, color);
 }
 
 /* --tree: a task's tree as JSON: its nodes breadth first, with their parents */
@@ -475,7 +478,8 @@ static void tree_json(cJSON *o, const struct model *m, const struct stk_task *t)
 	cJSON_AddNumberToObject(tree, "unreadable", t->tree_stats.unreadable);
 }
 
-static cJSON *task_json(const struct model *m, uint32_t id, const struct stk_task *t)
+static cJSON *task_json(const struct model *m, const struct stk_snapshot *snap, uint32_t id,
+			const struct stk_task *t)
 {
 	cJSON *o = cJSON_CreateObject(), *frames, *rs;
 	const struct task_stack *s = &t->stack;
@@ -530,6 +534,7 @@ static cJSON *task_json(const struct model *m, uint32_t id, const struct stk_tas
 	}
 	if (t->tree)
 		tree_json(o, m, t);
+	resources__task_json(o, snap, m, id);
 	return o;
 }
 
@@ -564,7 +569,8 @@ char *stk_report__json(const struct stk_snapshot *s, const struct model *m)
 	tasks = cJSON_AddArrayToObject(root, "tasks");
 	for (uint32_t i = 0; tasks && i < s->nr; i++)
 		if (s->tasks[i].shown)
-			cJSON_AddItemToArray(tasks, task_json(m, i, &s->tasks[i]));
+			cJSON_AddItemToArray(tasks, task_json(m, s, i, &s->tasks[i]));
+	resources__json(root, s, m);
 	text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return text;
@@ -591,7 +597,7 @@ int stk_report__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 		const char *label = task_label(&t->root);
 
 		fputs(runtime_label(t->root.runtime), out);
-		for (uint32_t i = first_shown(m, &t->stack); i < t->stack.nr; i++) {
+		for (uint32_t i = stk_stack__first_shown(m, &t->stack); i < t->stack.nr; i++) {
 			fputc(';', out);
 			folded_frame(out, m, &t->stack.frames[i]);
 		}
@@ -601,5 +607,6 @@ int stk_report__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 			fputs(";[no waker]", out);
 		fprintf(out, " %u\n", s->groups[g].count);
 	}
+	resources__folded(out, s, m);
 	return ferror(out) ? -EIO : 0;
 }

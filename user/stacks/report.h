@@ -15,6 +15,7 @@
 
 #include "model/model.h"
 #include "stacks/decode.h"
+#include "stacks/resources.h"
 #include "stacks/snapshot.h"
 
 struct stk_task {
@@ -24,6 +25,7 @@ struct stk_task {
 	uint32_t nr_tree;
 	struct tree_walk_stats tree_stats;
 	bool shown;	    /* matches the patterns, not a future inside another task */
+	bool inner;	    /* a boxed future found inside another task: not a task */
 	uint32_t group;	    /* index into the report's groups */
 	double unchanged_s; /* --watch: seconds its stack and state have not changed */
 	uint64_t signature; /* hash of its stack and state (--watch compares them) */
@@ -50,8 +52,9 @@ struct stk_snapshot {
 	uint64_t read_ns, paused_ns;
 	uint64_t not_kept; /* bytes past the copy's budget, read after the pause */
 	struct scan_stats scan;
-	bool watching;	   /* --watch: stuck counts are meaningful */
-	double interval_s; /* --watch */
+	bool watching;	       /* --watch: stuck counts are meaningful */
+	double interval_s;     /* --watch */
+	struct res_report res; /* locks held and awaited, deadlocks (resources.h) */
 };
 
 /*
@@ -60,6 +63,8 @@ struct stk_snapshot {
  * own), then group them.
  * 0 or -ENOMEM.
  */
+/* Mark the boxed futures that are frames of another task (inner). 0 or -ENOMEM. */
+int stk_snapshot__find_inner(struct stk_snapshot *s);
 int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **patterns,
 			int nr_patterns);
 /* --watch: carry over from prev how long each task's stack has not changed. */
@@ -68,6 +73,9 @@ void stk_snapshot__compare(struct stk_snapshot *s, const struct stk_snapshot *pr
 void stk_snapshot__free(struct stk_snapshot *s);
 
 /* The grouped text view. color: ANSI emphasis (a terminal). */
+/* The first frame worth showing: past the runtimes' own wrappers. */
+uint32_t stk_stack__first_shown(const struct model *m, const struct task_stack *st);
+
 void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct model *m, bool color);
 /* The JSON document (asyncbpf-stacks/1), NULL on ENOMEM; free with cJSON_free. */
 char *stk_report__json(const struct stk_snapshot *s, const struct model *m);
