@@ -3,8 +3,10 @@
 and deadlocks"). Ground truth: `tokio_mt locks` parks three ring_tasks that each hold
 their own tokio Mutex and wait for the next one's (a deadlock of three), hold_task
 holding a Mutex at a `pending()` with wait_task queued on it (contention, no cycle),
-and stale_task parked after dropping its guard (rustc keeps the guard's slot: the
-lock is free); it prints each lock's address itself. Every line is the source's
+stale_task parked after dropping its guard (rustc keeps the guard's slot: the lock
+is free), and join_a holding a Mutex while it awaits join_b's JoinHandle, join_b
+waiting for that Mutex (a deadlock through a join); it prints each lock's address
+itself. Every line is the source's
 `// AWAIT caller->callee` marker. `tokio_mt park`'s dead_a/dead_b are the deadlock of
 two of test_stacks_runtimes.py."""
 import json
@@ -16,13 +18,14 @@ import util
 
 
 class Locks:
-    """A running `tokio_mt locks`: its own line; stop() closes stdin, checks exit 0."""
+    """A running `CRATE locks`: its own line; stop() closes stdin, checks exit 0."""
 
-    def __init__(self, profile):
-        self.proc = subprocess.Popen([str(util.fixture_binary(profile, "tokio_mt")), "locks"],
+    def __init__(self, profile, crate="tokio_mt"):
+        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "locks"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
-        assert self.truth["mode"] == "locks" and self.truth["tasks"] == 6, self.truth
+        tasks = {"tokio_mt": 8, "smol_app": 2}[crate]
+        assert self.truth["mode"] == "locks" and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
         self.proc.stdin.close()
@@ -33,8 +36,8 @@ class Locks:
 def locks():
     made = []
 
-    def make(profile):
-        made.append(Locks(profile))
+    def make(profile, crate="tokio_mt"):
+        made.append(Locks(profile, crate))
         return made[-1]
 
     yield make
@@ -52,16 +55,18 @@ def stacks(tmp_path, pid, *extra):
     return proc, json.loads(out.read_text()), folded.read_text()
 
 
-def line_of(caller, callee, nth=-1):
-    marks = [m for m in util.fixture_source("tokio_mt").markers_of(caller) if callee in m.callees]
+def line_of(caller, callee, nth=-1, crate="tokio_mt"):
+    marks = [m for m in util.fixture_source(crate).markers_of(caller) if callee in m.callees]
     assert marks, (caller, callee)
     return marks[nth].line
 
 
-def root(doc, task_id):
+def root(doc, task_id, crate="tokio_mt"):
+    """The task's outermost future of the fixture's own (past the runtime's wrappers)."""
     t = [t for t in doc["tasks"] if t["id"] == task_id]
     assert len(t) == 1, task_id
-    return t[0]["frames"][0]["future"]
+    own = [f["future"] for f in t[0]["frames"] if f["future"].startswith(crate + "::")]
+    return own[0] if own else t[0]["frames"][0]["future"]
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
@@ -70,17 +75,17 @@ def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
     truth = target.truth
     addr = {int(a, 16): name for name, a in
             [("ring0", truth["ring"][0]), ("ring1", truth["ring"][1]), ("ring2", truth["ring"][2]),
-             ("held", truth["held"]), ("stale", truth["stale"])]}
+             ("held", truth["held"]), ("stale", truth["stale"]), ("joined", truth["joined"])]}
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
     res = {r["id"]: r for r in doc["resources"]}
     by_addr = {r["addr"]: r for r in doc["resources"] if r["addr"] is not None}
     ring_parked = line_of("ring_task", "lock")  # the second lock(): where each waits
 
-    # the deadlock: the three ring_tasks, each queued on the next one's lock and
-    # holding its own (its guard g kept across that very await)
-    assert len(doc["deadlocks"]) == 1, doc["deadlocks"]
-    edges = doc["deadlocks"][0]["edges"]
-    assert len(edges) == 3, edges
+    # two deadlocks: the ring of three and the join
+    assert sorted(len(d["edges"]) for d in doc["deadlocks"]) == [2, 3], doc["deadlocks"]
+    # the ring: the three ring_tasks, each queued on the next one's lock and holding
+    # its own (its guard g kept across that very await)
+    edges = [d for d in doc["deadlocks"] if len(d["edges"]) == 3][0]["edges"]
     assert sorted(res[e["resource"]]["addr"] for e in edges) == sorted(
         int(a, 16) for a in truth["ring"]), (edges, truth)
     for k, e in enumerate(edges):
@@ -101,15 +106,29 @@ def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
     for e in edges:
         assert held_by_task[e["task"]] != [res[e["resource"]]["addr"]], (e, held_by_task)
 
+    # the join: join_a holds `joined` (g, at its JoinHandle await) and waits for join_b
+    # to finish; join_b is queued on `joined`
+    join = [d for d in doc["deadlocks"] if len(d["edges"]) == 2][0]["edges"]
+    by_root = {root(doc, e["task"]): e for e in join}
+    assert sorted(by_root) == ["tokio_mt::join_a", "tokio_mt::join_b"], join
+    a, b = by_root["tokio_mt::join_a"], by_root["tokio_mt::join_b"]
+    assert a["joins"] == b["task"] and a["resource"] is None and a["held_by"] is None, a
+    assert a["line"] == line_of("join_a", "JoinHandle"), a
+    assert res[b["resource"]]["addr"] == int(truth["joined"], 16) and res[b["resource"]]["locked"], b
+    assert b["held_by"] == a["task"] and b["line"] == line_of("join_b", "lock"), b
+    assert b["holder"]["guard"] == "g" and b["holder"]["line"] == line_of("join_a", "JoinHandle"), b
+    assert f"waits for task {b['task']} tokio_mt::join_b to finish (joins it)" in proc.stdout, proc.stdout
+
     # contention without a cycle: hold_task holds `held`, wait_task is queued on it
     held = by_addr[int(truth["held"], 16)]
     assert held["locked"] and held["kind"] == "exclusive", held
     holders = [h for h in held["holders"] if h["held"]]
     assert len(holders) == 1 and root(doc, holders[0]["task"]) == "tokio_mt::hold_task", held
-    assert holders[0]["line"] == line_of("hold_task", "pending") and holders[0]["guard"] == "g", holders
+    assert holders[0]["line"] == line_of("hold_task", "Pending") and holders[0]["guard"] == "g", holders
     assert len(held["waiters"]) == 1 and root(doc, held["waiters"][0]["task"]) == "tokio_mt::wait_task", held
     assert held["waiters"][0]["queued"] and held["waiters"][0]["line"] == line_of("wait_task", "lock"), held
     in_cycles = {e["task"] for d in doc["deadlocks"] for e in d["edges"]}
+    assert len(in_cycles) == 5, doc["deadlocks"]
     assert holders[0]["task"] not in in_cycles and held["waiters"][0]["task"] not in in_cycles
 
     # stale_task dropped its guard before parking: the slot may be kept, but the lock
@@ -123,11 +142,22 @@ def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
     assert all(r["addr"] in addr for r in doc["resources"] if r["addr"] is not None), (doc["resources"], addr)
 
     # the text and the folded view say the same
-    assert proc.stdout.count("DEADLOCK: 3 tasks wait for each other's locks") == 1, proc.stdout
+    assert proc.stdout.count("DEADLOCK: 3 tasks wait for each other") == 1, proc.stdout
+    assert proc.stdout.count("DEADLOCK: 2 tasks wait for each other") == 1, proc.stdout
     assert f"tokio::sync::mutex::Mutex<u64> at {truth['held']}: locked, 1 waiting" in proc.stdout, proc.stdout
-    dl = [line for line in folded.splitlines() if line.startswith("[deadlock];")]
-    assert len(dl) == 1 and dl[0].count(f"tokio_mt::ring_task (src/main.rs:{ring_parked})") == 3, folded
-    assert dl[0].endswith(" 1"), dl
+    # folded: each deadlocked task a line of its own (weight 1), ending with what it
+    # waits for and who holds it; every task still weighed once
+    weights = [int(line.rsplit(" ", 1)[1]) for line in folded.splitlines()]
+    assert sum(weights) == len(doc["tasks"]), folded
+    dl = [line for line in folded.splitlines() if ";[deadlock: waits for " in line]
+    assert len(dl) == 5, folded
+    assert [x for x in dl if x.endswith(f";[deadlock: waits for task {b['task']} to finish] 1")], dl
+    for e in edges:
+        lock = res[e["resource"]]
+        want = f"tokio 1.x;tokio_mt::ring_task (src/main.rs:{ring_parked});"
+        line = [x for x in dl if x.endswith(f"at {lock['addr']:#x} held by task {e['held_by']}] 1")]
+        assert len(line) == 1 and want in line[0], (line, dl, e)
+    assert proc.stdout.count("DEADLOCK (task ") == 5, proc.stdout
     target.stop()
 
 
@@ -137,20 +167,23 @@ def test_watch_says_how_long_the_deadlock_stands(tmp_path, locks):
     assert proc.stdout.count("DEADLOCK: 3 tasks") == 3, proc.stdout
     last = proc.stdout.split("DEADLOCK: 3 tasks")[-1].splitlines()[0]
     assert "unchanged for >= " in last, last
-    assert len(doc["deadlocks"]) == 1 and doc["deadlocks"][0]["unchanged_s"] >= 0.5, doc["deadlocks"]
+    assert len(doc["deadlocks"]) == 2 and all(d["unchanged_s"] >= 0.5 for d in doc["deadlocks"]), \
+        doc["deadlocks"]
     target.stop()
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
-@pytest.mark.parametrize("crate", ["tokio_mt", "tokio_ct"])
+@pytest.mark.parametrize("crate", ["tokio_mt", "tokio_ct", "async_std_app", "smol_app"])
 def test_park_deadlock_of_two(tmp_path, parked, crate, profile):
-    """dead_a holds m1 (g1) and waits for m2 at its last lock(); dead_b the other way."""
+    """dead_a holds m1 (g1) and waits for m2 at its last lock(); dead_b the other way:
+    tokio's Mutex (its batch semaphore) and async-lock's (async-std's, smol's)."""
     target = parked(profile, crate, 2)
-    _, doc, _ = stacks(tmp_path, target.proc.pid)
+    proc, doc, _ = stacks(tmp_path, target.proc.pid)
+    family = "tokio" if crate.startswith("tokio") else "async-lock"
     src = util.fixture_source(crate)
     assert len(doc["deadlocks"]) == 1, doc["deadlocks"]
     edges = doc["deadlocks"][0]["edges"]
-    names = {root(doc, e["task"]): e for e in edges}
+    names = {root(doc, e["task"], crate): e for e in edges}
     assert sorted(names) == [f"{crate}::dead_a", f"{crate}::dead_b"], edges
     for name, guard in (("dead_a", "g1"), ("dead_b", "g2")):
         e = names[f"{crate}::{name}"]
@@ -163,8 +196,33 @@ def test_park_deadlock_of_two(tmp_path, parked, crate, profile):
         h = e["holder"]
         assert h["guard"] == ("g2" if name == "dead_a" else "g1") and h["held"], h
         assert h["line"] == src.markers_of(other_name)[-1].line, h
+        lock = [r for r in doc["resources"] if r["id"] == e["resource"]][0]
+        assert lock["family"] == family and lock["locked"] and lock["kind"] == "exclusive", lock
     # and each holds its own guard (g1 / g2) on the lock the other waits for
     for name, guard in (("dead_a", "g1"), ("dead_b", "g2")):
-        mine = [t for t in doc["tasks"] if t["frames"][0]["future"] == f"{crate}::{name}"][0]
+        mine = [t for t in doc["tasks"] if root(doc, t["id"], crate) == f"{crate}::{name}"][0]
         assert [h["guard"] for h in mine["holds"] if h["held"]] == [guard], mine["holds"]
+    assert proc.stdout.count("DEADLOCK: 2 tasks wait for each other") == 1, proc.stdout
+    target.stop()
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_join_deadlock_on_async_task(tmp_path, locks, profile):
+    """smol_app locks: join_a holds an async-lock Mutex and awaits join_b's Task
+    (async-task's handle), join_b waits for that Mutex."""
+    target = locks(profile, "smol_app")
+    proc, doc, folded = stacks(tmp_path, target.proc.pid)
+    assert len(doc["deadlocks"]) == 1, doc["deadlocks"]
+    edges = doc["deadlocks"][0]["edges"]
+    by_root = {root(doc, e["task"], "smol_app"): e for e in edges}
+    assert sorted(by_root) == ["smol_app::join_a", "smol_app::join_b"], edges
+    a, b = by_root["smol_app::join_a"], by_root["smol_app::join_b"]
+    assert a["joins"] == b["task"] and a["resource"] is None, a
+    assert a["line"] == line_of("join_a", "Task", crate="smol_app"), a
+    lock = [r for r in doc["resources"] if r["id"] == b["resource"]][0]
+    assert lock["addr"] == int(target.truth["joined"], 16) and lock["locked"], lock
+    assert lock["family"] == "async-lock" and lock["type"] == "async_lock::mutex::Mutex<u64>", lock
+    assert b["held_by"] == a["task"] and b["line"] == line_of("join_b", "lock", crate="smol_app"), b
+    assert b["holder"]["guard"] == "g" and b["holder"]["line"] == a["line"], b
+    assert f"waits for task {b['task']} smol_app::join_b to finish (joins it)" in proc.stdout, proc.stdout
     target.stop()

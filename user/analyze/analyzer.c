@@ -175,7 +175,7 @@ static int read_env_states(struct walk *w, int32_t fidx, Dwarf_Die *st)
 			if (in_variant != FUTURE_NO_OFFSET && member_offset(&member, &variant_at)) {
 				s->awaitee_offset = variant_at + in_variant;
 				s->awaitee_size = die_bytesize(&aw);
-				if (guards__find(w, &vtype, variant_at, s))
+				if (guards__defer(w, fidx, f->nr_states - 1, &vtype, variant_at))
 					return -ENOMEM;
 			}
 			s->awaitee_type = NULL; /* filled when the tree is built */
@@ -409,7 +409,8 @@ static int walk_dwarf(struct walk *w)
 		}
 		analyzer__resolve_pending(w);
 		if ((err = awaits__build_cu_trees(w)) || (err = runtimes__end_cu(w)) ||
-		    (err = debuginfo__end_cu(w, &cudie)) || (err = trees__end_cu(w)))
+		    (err = debuginfo__end_cu(w, &cudie)) || (err = trees__end_cu(w)) ||
+		    (err = guards__end_cu(w)))
 			return err;
 		u64_map__clear(&w->type_paths);
 		strpool__free(&w->cu_pool);
@@ -501,7 +502,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		if (!r)
 			r = trees__resolve(&w);
 		if (!r && t->dwarf)
-			r = guards__acquires(&w);
+			r = guards__waits(&w);
 		if (!r)
 			r = analyzer__disassemble_polls(&w);
 		if (!r)
@@ -524,6 +525,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 	task_exits__free(&w);
 	caller_exits__free(&w);
 	trees__free(&w);
+	guards__free(&w);
 	strpool__free(&w.cu_pool);
 	u64_map__free(&w.type_paths);
 	u64_map__free(&w.future_by_path);

@@ -26,34 +26,35 @@ static const struct {
 	const char *crate;
 	const char *name;
 	enum guard_lock lock;
+	enum lock_family family;
 } known[] = {
-    {"tokio", "MutexGuard", GUARD_EXCLUSIVE},
-    {"tokio", "OwnedMutexGuard", GUARD_EXCLUSIVE},
-    {"tokio", "MappedMutexGuard", GUARD_EXCLUSIVE},
-    {"tokio", "RwLockReadGuard", GUARD_SHARED},
-    {"tokio", "RwLockWriteGuard", GUARD_EXCLUSIVE},
-    {"tokio", "RwLockMappedWriteGuard", GUARD_EXCLUSIVE},
-    {"tokio", "OwnedRwLockReadGuard", GUARD_SHARED},
-    {"tokio", "OwnedRwLockWriteGuard", GUARD_EXCLUSIVE},
-    {"tokio", "OwnedRwLockMappedWriteGuard", GUARD_EXCLUSIVE},
-    {"tokio", "SemaphorePermit", GUARD_PERMITS},
-    {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS},
-    {"async_lock", "MutexGuard", GUARD_OTHER},
-    {"async_lock", "MutexGuardArc", GUARD_OTHER},
-    {"async_lock", "RwLockReadGuard", GUARD_OTHER},
-    {"async_lock", "RwLockWriteGuard", GUARD_OTHER},
-    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER},
-    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER},
-    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER},
-    {"async_lock", "SemaphoreGuard", GUARD_OTHER},
-    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER},
-    {"futures_util", "MutexGuard", GUARD_OTHER},
-    {"futures_util", "OwnedMutexGuard", GUARD_OTHER},
-    {"futures_util", "MappedMutexGuard", GUARD_OTHER},
+    {"tokio", "MutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "OwnedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "MappedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "RwLockReadGuard", GUARD_SHARED, LOCK_TOKIO},
+    {"tokio", "RwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "RwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "OwnedRwLockReadGuard", GUARD_SHARED, LOCK_TOKIO},
+    {"tokio", "OwnedRwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "OwnedRwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
+    {"tokio", "SemaphorePermit", GUARD_PERMITS, LOCK_TOKIO},
+    {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS, LOCK_TOKIO},
+    {"async_lock", "MutexGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK},
+    {"async_lock", "MutexGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK},
+    {"async_lock", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE},
+    {"async_lock", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE},
+    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER, LOCK_NONE},
+    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER, LOCK_NONE},
+    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER, LOCK_NONE},
+    {"async_lock", "SemaphoreGuard", GUARD_OTHER, LOCK_NONE},
+    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER, LOCK_NONE},
+    {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE},
+    {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE},
+    {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE},
     /* a thread lock held across an await: blocks a worker thread while parked */
-    {"std", "MutexGuard", GUARD_OTHER},
-    {"std", "RwLockReadGuard", GUARD_OTHER},
-    {"std", "RwLockWriteGuard", GUARD_OTHER},
+    {"std", "MutexGuard", GUARD_OTHER, LOCK_NONE},
+    {"std", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE},
+    {"std", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE},
 };
 
 /* The known[] entry for a type path, or -1. */
@@ -94,10 +95,19 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-static bool is_semaphore(struct walk *w, Dwarf_Die *type)
+/* Is type the key of a lock of this family? */
+static bool is_key(struct walk *w, Dwarf_Die *type, enum lock_family family)
 {
-	return ends_with(walk__type_path(w, dwarf_dieoffset(type)), "batch_semaphore::Semaphore");
+	const char *path = walk__type_path(w, dwarf_dieoffset(type));
+
+	if (family == LOCK_TOKIO)
+		return ends_with(path, "batch_semaphore::Semaphore");
+	return family == LOCK_ASYNC_LOCK && path && starts_with(path, "async_lock::mutex::Mutex<");
 }
+
+/* The key's state word: tokio's `permits: AtomicUsize`, async-lock's `state:
+ * AtomicUsize` (an atomic is its integer). */
+static bool state_word(Dwarf_Die *key, enum lock_family family, uint64_t *off);
 
 /* The offset of the member called name in a struct type. */
 static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_Die *type)
@@ -120,11 +130,12 @@ static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_D
 
 /*
  * Depth first through the members of type t (in declaration order) and the pointers
- * they hold, to the first batch semaphore: the steps there into g, the struct that
- * holds it as a member into g->resource/resource_back. Bounded depth: a guard's lock
- * is a few members and at most an Arc away.
+ * they hold, to the first key of g's family: the steps there into g; the lock is the
+ * struct that holds a tokio semaphore as a member (g->resource, resource_back), or
+ * async-lock's Mutex itself. Bounded depth: a guard's lock is a few members and at
+ * most an Arc away.
  */
-static bool find_sem(struct walk *w, Dwarf_Die *t, int depth, struct held_guard *g,
+static bool find_key(struct walk *w, Dwarf_Die *t, int depth, struct held_guard *g,
 		     const char *holder, Dwarf_Die *sem)
 {
 	Dwarf_Die m, mt, pointee;
@@ -143,31 +154,34 @@ static bool find_sem(struct walk *w, Dwarf_Die *t, int depth, struct held_guard 
 				continue;
 			g->steps[n] = (struct await_step){off, true};
 			g->nr_steps = n + 1;
-			if (is_semaphore(w, &pointee)) {
-				g->resource = NULL; /* a pointer to the semaphore itself */
+			if (is_key(w, &pointee, g->family)) {
+				/* a pointer to tokio's semaphore itself: its lock unnamed */
+				g->resource = g->family == LOCK_ASYNC_LOCK
+						  ? walk__type_path(w, dwarf_dieoffset(&pointee))
+						  : NULL;
+				g->resource_back = 0;
 				*sem = pointee;
 				return true;
 			}
 			if (dwarf_tag(&pointee) == DW_TAG_structure_type &&
-			    find_sem(w, &pointee, depth + 1, g,
+			    find_key(w, &pointee, depth + 1, g,
 				     walk__type_path(w, dwarf_dieoffset(&pointee)), sem))
 				return true;
 		} else if (dwarf_tag(&mt) == DW_TAG_structure_type) {
-			if (is_semaphore(w, &mt)) {
-				if (n > 0 && !g->steps[n - 1].deref) {
-					g->steps[n - 1].offset += off;
-				} else {
-					g->steps[n] = (struct await_step){off, false};
-					g->nr_steps = n + 1;
-				}
-				g->resource = holder;
-				g->resource_back = off;
+			if (is_key(w, &mt, g->family)) {
+				g->steps[n] = (struct await_step){off, false};
+				g->nr_steps = n + 1;
+				g->resource = g->family == LOCK_ASYNC_LOCK
+						  ? walk__type_path(w, dwarf_dieoffset(&mt))
+						  : holder;
+				g->resource_back = g->family == LOCK_ASYNC_LOCK ? 0 : off;
 				*sem = mt;
 				return true;
 			}
 			g->steps[n] = (struct await_step){off, false};
 			g->nr_steps = n + 1;
-			if (find_sem(w, &mt, depth + 1, g, holder, sem))
+			if (find_key(w, &mt, depth + 1, g, walk__type_path(w, dwarf_dieoffset(&mt)),
+				     sem))
 				return true;
 		}
 		g->nr_steps = n;
@@ -175,15 +189,13 @@ static bool find_sem(struct walk *w, Dwarf_Die *t, int depth, struct held_guard 
 	return false;
 }
 
-/* Where a batch semaphore counts its available permits (`permits: AtomicUsize`, the
- * count in its value: an atomic is its integer). */
-static bool permits_of(Dwarf_Die *sem, uint64_t *off)
+static bool state_word(Dwarf_Die *key, enum lock_family family, uint64_t *off)
 {
-	return member_named(sem, "permits", off, NULL);
+	return member_named(key, family == LOCK_TOKIO ? "permits" : "state", off, NULL);
 }
 
-int guards__find(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,
-		 struct future_state *s)
+static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,
+		       struct future_state *s)
 {
 	Dwarf_Die m, t;
 	uint32_t cap = 0;
@@ -204,11 +216,10 @@ int guards__find(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,
 		if ((k = known_index(path)) < 0)
 			continue;
 		found.lock = known[k].lock;
-		if (!strcmp(known[k].crate, "tokio") && find_sem(w, &t, 0, &found, NULL, &sem) &&
-		    permits_of(&sem, &found.permits_offset))
-			found.sem_known = true;
-		else
-			found = (struct held_guard){.lock = GUARD_OTHER};
+		found.family = known[k].family;
+		if (found.family == LOCK_NONE || !find_key(w, &t, 0, &found, NULL, &sem) ||
+		    !state_word(&sem, found.family, &found.state_offset))
+			found = (struct held_guard){.lock = known[k].lock};
 		if (s->nr_held == cap) {
 			cap = cap ? cap * 2 : 2;
 			g = realloc(s->held, cap * sizeof(*g));
@@ -227,24 +238,179 @@ int guards__find(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,
 	return 0;
 }
 
-int guards__acquires(struct walk *w)
+/* A deferred Suspend<k> variant: read once its compile unit is walked. */
+struct guard_rec {
+	int32_t future;
+	uint32_t state;
+	uint64_t variant_die; /* its struct type's DIE */
+	uint64_t variant_at;
+};
+
+struct guard_walk {
+	struct guard_rec *recs;
+	uint32_t nr, cap;
+};
+
+int guards__defer(struct walk *w, int32_t future, uint32_t state, Dwarf_Die *variant_struct,
+		  uint64_t variant_at)
+{
+	struct guard_walk *g = w->guards;
+
+	if (!g && !(g = w->guards = calloc(1, sizeof(*g))))
+		return -ENOMEM;
+	if (g->nr == g->cap) {
+		uint32_t cap = g->cap ? g->cap * 2 : 64;
+		struct guard_rec *r = realloc(g->recs, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		g->recs = r;
+		g->cap = cap;
+	}
+	g->recs[g->nr++] =
+	    (struct guard_rec){future, state, dwarf_dieoffset(variant_struct), variant_at};
+	return 0;
+}
+
+int guards__end_cu(struct walk *w)
+{
+	struct guard_walk *g = w->guards;
+	int e = 0;
+
+	for (uint32_t i = 0; g && i < g->nr && !e; i++) {
+		const struct guard_rec *r = &g->recs[i];
+		struct future *f = &w->m->futures[r->future];
+		Dwarf_Die v;
+
+		if (r->state < f->nr_states && dwarf_offdie(w->dw, r->variant_die, &v))
+			e = find_guards(w, &v, r->variant_at, &f->states[r->state]);
+	}
+	if (g)
+		g->nr = 0;
+	return e;
+}
+
+void guards__free(struct walk *w)
+{
+	if (w->guards)
+		free(w->guards->recs);
+	free(w->guards);
+	w->guards = NULL;
+}
+
+/*
+ * The member `name` of any Suspend<k> variant of an async fn's env (the fn's
+ * arguments are kept at one offset in every variant that keeps them): its offset in
+ * the env and its type.
+ */
+static bool env_member(Dwarf_Die *env, const char *name, uint64_t *off, Dwarf_Die *type)
+{
+	Dwarf_Die part, var, m, st;
+
+	if (dwarf_child(env, &part) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&part) != DW_TAG_variant_part || dwarf_child(&part, &var) != 0)
+			continue;
+		do {
+			uint64_t at, in;
+
+			if (dwarf_tag(&var) != DW_TAG_variant || dwarf_child(&var, &m) != 0)
+				continue;
+			do {
+				const char *n;
+
+				/* the variant's member is named by its discriminant; its
+				 * type by the state ("Suspend0") */
+				if (dwarf_tag(&m) == DW_TAG_member && member_offset(&m, &at) &&
+				    die_type(&m, &st) && (n = dwarf_diename(&st)) &&
+				    starts_with(n, "Suspend") &&
+				    member_named(&st, name, &in, type)) {
+					*off = at + in;
+					return true;
+				}
+			} while (dwarf_siblingof(&m, &m) == 0);
+		} while (dwarf_siblingof(&var, &var) == 0);
+	} while (dwarf_siblingof(&part, &part) == 0);
+	return false;
+}
+
+/* A member that points at a lock's key of the family: its offset, the key's state word. */
+static bool key_pointer(struct walk *w, Dwarf_Die *ptr, enum lock_family family, uint64_t *state,
+			const char **lock)
+{
+	Dwarf_Die key;
+
+	if (dwarf_tag(ptr) != DW_TAG_pointer_type || !die_type(ptr, &key) ||
+	    !is_key(w, &key, family) || !state_word(&key, family, state))
+		return false;
+	*lock = family == LOCK_ASYNC_LOCK ? walk__type_path(w, dwarf_dieoffset(&key)) : NULL;
+	return true;
+}
+
+/* The offset of the first pointer inside a struct, through members held inline
+ * (`JoinHandle { raw: RawTask { ptr: NonNull { pointer } } }`). */
+static bool first_pointer(Dwarf_Die *t, int depth, uint64_t *off)
+{
+	Dwarf_Die m, mt;
+
+	if (depth > 4 || dwarf_child(t, &m) != 0)
+		return false;
+	do {
+		uint64_t at, in;
+
+		if (dwarf_tag(&m) != DW_TAG_member || !member_offset(&m, &at) || !die_type(&m, &mt))
+			continue;
+		if (dwarf_tag(&mt) == DW_TAG_pointer_type) {
+			*off = at;
+			return true;
+		}
+		if (dwarf_tag(&mt) == DW_TAG_structure_type && first_pointer(&mt, depth + 1, &in)) {
+			*off = at + in;
+			return true;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return false;
+}
+
+int guards__waits(struct walk *w)
 {
 	for (uint32_t i = 0; i < w->m->nr_futures; i++) {
 		struct future *f = &w->m->futures[i];
-		Dwarf_Die die, ptr, sem;
+		const char *lock = NULL;
+		Dwarf_Die die, ptr;
 		uint64_t queued;
 
-		if (!f->crate || strcmp(f->crate, "tokio") ||
-		    !ends_with(f->path, "batch_semaphore::Acquire") || !f->die_offset ||
+		if (!f->crate || !f->path || !f->die_offset ||
 		    !dwarf_offdie(w->dw, f->die_offset, &die))
 			continue;
-		if (member_named(&die, "semaphore", &f->acquire_sem, &ptr) &&
-		    dwarf_tag(&ptr) == DW_TAG_pointer_type && die_type(&ptr, &sem) &&
-		    is_semaphore(w, &sem) && permits_of(&sem, &f->acquire_permits) &&
-		    member_named(&die, "queued", &queued, NULL)) {
-			f->acquire_queued = queued;
-			f->acquire = true;
+		if (!strcmp(f->crate, "tokio") && ends_with(f->path, "batch_semaphore::Acquire")) {
+			/* tokio: Acquire { semaphore: &Semaphore, queued: bool, .. } */
+			if (member_named(&die, "semaphore", &f->wait_ptr, &ptr) &&
+			    key_pointer(w, &ptr, LOCK_TOKIO, &f->wait_state, &lock) &&
+			    member_named(&die, "queued", &queued, NULL)) {
+				f->wait_queued = queued;
+				f->wait_family = LOCK_TOKIO;
+			}
+		} else if (!strcmp(f->crate, "async_lock") &&
+			   starts_with(f->path, "async_lock::mutex::") &&
+			   strstr(f->path, "::acquire_slow::{async_fn_env")) {
+			/* async-lock: `async fn acquire_slow(&self)` of Mutex<T>, parked at
+			 * its listener while the lock is taken */
+			if (env_member(&die, "self", &f->wait_ptr, &ptr) &&
+			    key_pointer(w, &ptr, LOCK_ASYNC_LOCK, &f->wait_state, &lock)) {
+				f->wait_queued = FUTURE_NO_OFFSET;
+				f->wait_family = LOCK_ASYNC_LOCK;
+			}
 		}
+		if (f->wait_family && lock)
+			f->wait_lock = strpool__intern(&w->m->strings, lock);
+		/* a task joined: its handle points at the task's header */
+		if ((!strcmp(f->crate, "tokio") &&
+		     starts_with(f->path, "tokio::runtime::task::join::JoinHandle<")) ||
+		    (!strcmp(f->crate, "async_task") &&
+		     starts_with(f->path, "async_task::task::Task<")))
+			f->wait_join = first_pointer(&die, 0, &f->wait_join_ptr);
 	}
 	return 0;
 }

@@ -8,17 +8,18 @@
 #include "analyze/walk.h"
 #include "model/model.h"
 
-/* tokio's batch_semaphore::Acquire futures: where their semaphore and queued flag are
- * (future.acquire); after every future is known. 0. */
-int guards__acquires(struct walk *w);
 /* Is this type path (`tokio::sync::mutex::MutexGuard<u64>`) a known lock guard? */
 bool guards__is_guard(const char *type_path);
 /*
- * The known guards among the members of a Suspend<k> variant struct (the locals kept
- * across that await) into s->held; variant_at is the variant's offset in the future.
- * 0 or -ENOMEM.
+ * The Suspend<k> variant struct of future `future`'s state `state`, at variant_at in
+ * the future: its guards are read at the end of the compile unit (guards__end_cu),
+ * into the state's held[]. 0 or -ENOMEM.
  */
-int guards__find(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,
-		 struct future_state *s);
+int guards__defer(struct walk *w, int32_t future, uint32_t state, Dwarf_Die *variant_struct,
+		  uint64_t variant_at);
+int guards__end_cu(struct walk *w);
+void guards__free(struct walk *w);
+/* The futures that wait for a lock (future.wait_family), once every future is known. */
+int guards__waits(struct walk *w);
 
 #endif

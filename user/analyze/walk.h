@@ -66,11 +66,12 @@ struct pending_poll {
 	int8_t frame_reg; /* DW_AT_frame_base as one register (rsp, rbp), -1 otherwise */
 };
 
-struct rt_walk;	  /* analyze/runtimes.c */
-struct dbg_walk;  /* analyze/debuginfo.c */
-struct task_walk; /* analyze/task_exits.c */
-struct callsites; /* analyze/callsites.h */
-struct tree_walk; /* analyze/trees.c */
+struct rt_walk;	   /* analyze/runtimes.c */
+struct dbg_walk;   /* analyze/debuginfo.c */
+struct task_walk;  /* analyze/task_exits.c */
+struct callsites;  /* analyze/callsites.h */
+struct tree_walk;  /* analyze/trees.c */
+struct guard_walk; /* analyze/guards.c */
 
 struct walk {
 	struct target *t;
@@ -110,6 +111,7 @@ struct walk {
 	struct task_walk *tasks;     /* the runtimes' task-poll dispatchers (task_exits.c) */
 	struct callsites *calls;     /* the call-site index (caller_exits.c) */
 	struct tree_walk *trees;     /* the future trees' type trees (trees.c) */
+	struct guard_walk *guards;   /* variants whose guards are read at the CU's end */
 };
 
 /* DWARF helpers (walk.c) */

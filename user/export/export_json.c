@@ -197,7 +197,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 				jw_string(w, "resource", g->resource);
 			else
 				jw_null(w, "resource");
-			jw_bool(w, "semaphore_known", g->sem_known);
+			jw_string(w, "family", lock_family__name(g->family));
 			jw_object_end(w);
 		}
 		jw_array_end(w);

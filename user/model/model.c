@@ -273,6 +273,16 @@ const char *crate_class__name(enum crate_class c)
 	return "unknown";
 }
 
+const char *lock_family__name(enum lock_family f)
+{
+	switch (f) {
+	case LOCK_TOKIO: return "tokio";
+	case LOCK_ASYNC_LOCK: return "async-lock";
+	case LOCK_NONE: break;
+	}
+	return "none";
+}
+
 const char *debuginfo_level__name(enum debuginfo_level l)
 {
 	switch (l) {

@@ -36,9 +36,20 @@ struct await_step {
 /* What a guard holds (guards.c: by its type's name). */
 enum guard_lock {
 	GUARD_OTHER,	 /* a known guard whose lock's state is not decoded */
-	GUARD_EXCLUSIVE, /* tokio Mutex / RwLock write: the lock has no permit left */
-	GUARD_SHARED,	 /* tokio RwLock read: one of its readers' permits */
-	GUARD_PERMITS,	 /* tokio Semaphore: some of its permits */
+	GUARD_EXCLUSIVE, /* a Mutex, an RwLock's write side: one holder */
+	GUARD_SHARED,	 /* an RwLock's read side */
+	GUARD_PERMITS,	 /* some of a Semaphore's permits */
+};
+
+/* How a lock's state word says it is held (docs/stacks.md, "Resources and deadlocks"). */
+enum lock_family {
+	LOCK_NONE,
+	/* tokio's locks: a batch semaphore (the key) whose `permits` word is the permits
+	 * available shifted left by one; an exclusive lock is held when none is left */
+	LOCK_TOKIO,
+	/* async-lock's Mutex (async-std's, smol's): the Mutex is the key, bit 0 of its
+	 * `state` word says locked */
+	LOCK_ASYNC_LOCK,
 };
 
 #define GUARD_STEPS 8
@@ -46,9 +57,9 @@ enum guard_lock {
 /*
  * A lock guard kept across an await: a member of the Suspend<k> variant (a local
  * whose storage is kept across that await) whose type is a known guard (docs/stacks.md,
- * "Resources and deadlocks"). For tokio's guards, the way from the guard to its
- * lock's batch semaphore (the resource's identity, the same one a waiter's Acquire
- * points at) and where that semaphore counts its permits.
+ * "Resources and deadlocks"). For the lock families decoded, the way from the guard
+ * to its lock's key (the lock's identity, the same one a waiting future points at)
+ * and where the key's state word is.
  */
 struct held_guard {
 	const char *name;     /* the local's name ("g1") */
@@ -56,11 +67,11 @@ struct held_guard {
 	const char *resource; /* the lock's type ("tokio::sync::mutex::Mutex<u64>"); NULL */
 	uint64_t offset;      /* the guard's offset in the future */
 	uint8_t lock;	      /* enum guard_lock */
-	bool sem_known;	      /* steps lead to the batch semaphore */
-	uint8_t nr_steps;     /* from the guard to the semaphore */
+	uint8_t family;	      /* enum lock_family; LOCK_NONE: the way was not found */
+	uint8_t nr_steps;     /* from the guard to the key */
 	struct await_step steps[GUARD_STEPS];
-	uint64_t resource_back;	 /* the semaphore's offset in the lock (resource != NULL) */
-	uint64_t permits_offset; /* the available-permits word in the semaphore */
+	uint64_t resource_back; /* the key's offset in the lock (resource != NULL) */
+	uint64_t state_offset;	/* the state word in the key */
 };
 
 struct future_state {
@@ -134,10 +145,17 @@ struct future {
 	bool inlined_only;	      /* no out-of-line poll, but inlined copies exist */
 	bool is_root;		      /* nobody awaits it: a task entry point */
 	bool block_on_root;	      /* a block_on polls it: its thread's root task */
-	/* tokio's batch_semaphore::Acquire (a task waiting for a lock's permits): where
-	 * its semaphore pointer and its `queued` flag are */
-	bool acquire;
-	uint64_t acquire_sem, acquire_queued, acquire_permits;
+	/* a future that waits for a lock (tokio's batch_semaphore::Acquire, async-lock's
+	 * Mutex::acquire_slow): wait_family != LOCK_NONE; where its pointer to the lock's
+	 * key is, its `queued` flag (tokio; FUTURE_NO_OFFSET: queued while parked), the
+	 * state word in the key, and the lock's type when the future names it */
+	uint8_t wait_family;
+	uint64_t wait_ptr, wait_queued, wait_state;
+	const char *wait_lock;
+	/* a handle that waits for a task to finish (tokio's JoinHandle, async-task's
+	 * Task): where its pointer to the task's header is */
+	bool wait_join;
+	uint64_t wait_join_ptr;
 };
 
 enum exit_kind {
@@ -670,6 +688,8 @@ const char *future_kind__name(enum future_kind k);
 const char *state_kind__name(enum state_kind k);
 const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
+/* "tokio", "async-lock", "none" */
+const char *lock_family__name(enum lock_family f);
 /* "none", "line-tables-only", "limited", "full": Cargo's names for the `debug` values */
 const char *debuginfo_level__name(enum debuginfo_level l);
 const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "dyn" */

@@ -140,6 +140,9 @@ int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **pa
 	s->groups = calloc(s->nr ? s->nr : 1, sizeof(*s->groups));
 	if (!s->groups)
 		return -ENOMEM;
+	for (uint32_t d = 0; d < s->res.nr_deadlocks; d++)
+		for (uint32_t k = 0; k < s->res.deadlocks[d].nr; k++)
+			s->tasks[s->res.cycle_task[s->res.deadlocks[d].first + k]].deadlock = d + 1;
 	for (uint32_t i = 0; i < s->nr; i++) {
 		s->tasks[i].shown =
 		    !s->tasks[i].inner && wanted(m, &s->tasks[i].stack, patterns, nr_patterns);
@@ -155,11 +158,17 @@ int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **pa
 			continue;
 		s->shown++;
 		s->per_runtime[t->root.runtime < TASK_RT_MAX ? t->root.runtime : 0]++;
-		if (!u64_map__get(&by_sig, t->signature, &g) ||
-		    !same_task_shape(&s->tasks[s->groups[g].first], t)) {
+		/* a task in a deadlock is a group of its own: what it waits for and who
+		 * holds it are its own */
+		if (t->deadlock) {
+			g = s->nr_groups++;
+			s->groups[g] = (struct stk_group){.first = i};
+		} else if (!u64_map__get(&by_sig, t->signature, &g) ||
+			   !same_task_shape(&s->tasks[s->groups[g].first], t)) {
 			/* new (or a hash collision: a group of its own, found linearly) */
 			for (g = 0; g < s->nr_groups; g++)
-				if (same_task_shape(&s->tasks[s->groups[g].first], t))
+				if (!s->tasks[s->groups[g].first].deadlock &&
+				    same_task_shape(&s->tasks[s->groups[g].first], t))
 					break;
 			if (g == s->nr_groups) {
 				s->groups[s->nr_groups++] = (struct stk_group){.first = i};
@@ -419,6 +428,9 @@ void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct mode
 		if (t->root.st.no_waker)
 			fprintf(out, "   %sNO WAKER%s (nothing can wake %s)", red, off,
 				s->groups[g].count == 1 ? "it" : "them");
+		if (t->deadlock)
+			fprintf(out, "   %sDEADLOCK%s (task %u, below)", red, off,
+				s->groups[g].first);
 		if (s->watching && s->groups[g].stuck)
 			fprintf(out, "   %u unchanged for >= %.0f s", s->groups[g].stuck,
 				s->groups[g].stuck_s);
@@ -605,8 +617,9 @@ int stk_report__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 			fprintf(out, ";[%s]", label);
 		if (t->root.st.no_waker)
 			fputs(";[no waker]", out);
+		if (t->deadlock)
+			resources__folded(out, s, m, s->groups[g].first);
 		fprintf(out, " %u\n", s->groups[g].count);
 	}
-	resources__folded(out, s, m);
 	return ferror(out) ? -EIO : 0;
 }

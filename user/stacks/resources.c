@@ -23,7 +23,7 @@ struct builder {
 	const struct model *m;
 	stacks_read_fn read;
 	void *ctx;
-	struct u64_map by_sem; /* semaphore -> resource index */
+	struct u64_map by_key; /* a lock's key -> resource index */
 	uint32_t cap_holds, cap_waits, cap_res;
 };
 
@@ -47,33 +47,40 @@ static int grow(void **p, uint32_t *cap, uint32_t nr, size_t size)
 }
 
 /*
- * The resource of the semaphore at sem, added at its first sight with its permits:
- * tokio 1.x's batch semaphore keeps its available permits shifted left by one, bit 0
- * saying closed (tokio/src/sync/batch_semaphore.rs, PERMIT_SHIFT); where that word is
- * comes from the DWARF. RES_NONE when out of memory.
+ * The resource whose key is at key, added at its first sight with its state: tokio
+ * 1.x's batch semaphore keeps its available permits shifted left by one, bit 0 saying
+ * closed (tokio/src/sync/batch_semaphore.rs, PERMIT_SHIFT); async-lock's Mutex sets
+ * bit 0 of its state while locked, the other bits counting starved lock operations
+ * (async-lock/src/mutex.rs). Where those words are comes from the DWARF. RES_NONE
+ * when out of memory.
  */
-static uint32_t resource_at(struct builder *b, uint64_t sem, uint64_t permits_offset)
+static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uint64_t state_offset)
 {
 	struct res_report *r = b->r;
 	struct resource *x;
 	uint64_t i, v;
 
-	if (u64_map__get(&b->by_sem, sem, &i))
+	if (u64_map__get(&b->by_key, key, &i))
 		return (uint32_t)i;
 	if (grow((void **)&r->res, &b->cap_res, r->nr_res, sizeof(*r->res)) ||
-	    u64_map__set(&b->by_sem, sem, r->nr_res))
+	    u64_map__set(&b->by_key, key, r->nr_res))
 		return RES_NONE;
 	x = &r->res[r->nr_res];
-	*x = (struct resource){.sem = sem, .kind = GUARD_OTHER};
-	if (read_u64(b, sem + permits_offset, &v)) {
+	*x = (struct resource){.key = key, .family = family, .kind = GUARD_OTHER};
+	if (read_u64(b, key + state_offset, &v)) {
 		x->read = true;
-		x->available = v >> 1;
+		if (family == LOCK_TOKIO) {
+			x->available = v >> 1;
+			x->locked = x->available == 0;
+		} else {
+			x->locked = v & 1;
+		}
 	}
 	return r->nr_res++;
 }
 
-/* The semaphore a guard at addr leads to (its DWARF steps), 0 when unreadable. */
-static uint64_t guard_sem(const struct builder *b, const struct held_guard *g, uint64_t addr)
+/* The key a guard at addr leads to (its DWARF steps), 0 when unreadable. */
+static uint64_t guard_key(const struct builder *b, const struct held_guard *g, uint64_t addr)
 {
 	uint64_t cur = addr;
 
@@ -108,7 +115,7 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 		for (uint32_t j = 0; st && j < st->nr_held; j++) {
 			const struct held_guard *g = &st->held[j];
 			struct res_hold *h;
-			uint64_t sem;
+			uint64_t key;
 
 			if (grow((void **)&r->holds, &b->cap_holds, r->nr_holds, sizeof(*r->holds)))
 				return -ENOMEM;
@@ -118,51 +125,83 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 					       .guard = g,
 					       .addr = s->frames[k].addr + g->offset,
 					       .resource = RES_NONE};
-			if (!g->sem_known || !(sem = guard_sem(b, g, h->addr))) {
+			if (g->family == LOCK_NONE || !(key = guard_key(b, g, h->addr))) {
 				r->unread++;
 				continue;
 			}
-			if ((h->resource = resource_at(b, sem, g->permits_offset)) == RES_NONE)
+			h->resource = resource_at(b, key, g->family, g->state_offset);
+			if (h->resource == RES_NONE)
 				return -ENOMEM;
 			struct resource *x = &r->res[h->resource];
 			if (g->resource && !x->type) {
 				x->type = g->resource;
-				x->lock = sem - g->resource_back;
+				x->lock = key - g->resource_back;
 			}
 			if (x->kind == GUARD_OTHER || g->lock == GUARD_EXCLUSIVE)
 				x->kind = g->lock;
-			h->held = g->lock == GUARD_EXCLUSIVE && x->read && x->available == 0;
+			h->held = g->lock == GUARD_EXCLUSIVE && x->read && x->locked;
 		}
 	}
 	return 0;
 }
 
-static int add_wait(struct builder *b, uint32_t task, const struct task_stack *s)
+/* The task whose header is at header, or RES_NONE. */
+static uint32_t task_of_header(const struct stk_task *tasks, uint32_t nr, uint64_t header)
 {
-	struct res_report *r = b->r;
-	const struct stack_frame *f;
-	const struct future *fut;
-	uint64_t sem;
-	uint8_t queued = 0;
+	for (uint32_t i = 0; header && i < nr; i++)
+		if (tasks[i].root.header == header && !tasks[i].inner)
+			return i;
+	return RES_NONE;
+}
 
-	if (!s->nr)
+/* The innermost frame that waits for a lock (tokio's Acquire, async-lock's
+ * acquire_slow) or for a task (a JoinHandle), if any: what the task is parked on. */
+static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t nr, uint32_t task)
+{
+	const struct task_stack *s = &tasks[task].stack;
+	struct res_report *r = b->r;
+	const struct stack_frame *f = NULL;
+	const struct future *fut = NULL;
+	struct res_wait *w;
+	uint64_t key;
+	uint8_t queued = 1;
+	uint32_t k;
+
+	for (k = s->nr; k-- > 0;) {
+		f = &s->frames[k];
+		if (f->future >= 0 && (uint32_t)f->future < b->m->nr_futures &&
+		    (b->m->futures[f->future].wait_family != LOCK_NONE ||
+		     b->m->futures[f->future].wait_join)) {
+			fut = &b->m->futures[f->future];
+			break;
+		}
+	}
+	if (!fut ||
+	    !read_u64(b, f->addr + (fut->wait_join ? fut->wait_join_ptr : fut->wait_ptr), &key) ||
+	    !key)
 		return 0;
-	f = &s->frames[s->nr - 1];
-	if (f->future < 0 || (uint32_t)f->future >= b->m->nr_futures)
-		return 0;
-	fut = &b->m->futures[f->future];
-	if (!fut->acquire || !read_u64(b, f->addr + fut->acquire_sem, &sem) || !sem ||
-	    b->read(b->ctx, f->addr + fut->acquire_queued, &queued, 1))
+	if (!fut->wait_join && fut->wait_queued != FUTURE_NO_OFFSET &&
+	    b->read(b->ctx, f->addr + fut->wait_queued, &queued, 1))
 		return 0;
 	if (grow((void **)&r->waits, &b->cap_waits, r->nr_waits, sizeof(*r->waits)))
 		return -ENOMEM;
-	r->waits[r->nr_waits] =
-	    (struct res_wait){.task = task,
-			      .frame = s->nr - 1,
-			      .resource = resource_at(b, sem, fut->acquire_permits),
-			      .queued = queued == 1};
-	if (r->waits[r->nr_waits].resource == RES_NONE)
+	w = &r->waits[r->nr_waits];
+	*w = (struct res_wait){.task = task,
+			       .frame = k,
+			       .resource = RES_NONE,
+			       .joins = RES_NONE,
+			       .queued = queued == 1};
+	if (fut->wait_join) {
+		w->joins = task_of_header(tasks, nr, key);
+		r->nr_waits++;
+		return 0;
+	}
+	if ((w->resource = resource_at(b, key, fut->wait_family, fut->wait_state)) == RES_NONE)
 		return -ENOMEM;
+	if (fut->wait_lock && !r->res[w->resource].type) {
+		r->res[w->resource].type = fut->wait_lock;
+		r->res[w->resource].lock = key;
+	}
 	r->nr_waits++;
 	return 0;
 }
@@ -195,7 +234,7 @@ static void mark_ambiguous(struct res_report *r)
 			r->res[h->resource].holders++;
 	}
 	for (uint32_t i = 0; i < r->nr_waits; i++)
-		if (r->waits[i].queued)
+		if (r->waits[i].queued && r->waits[i].resource != RES_NONE)
 			r->res[r->waits[i].resource].waiters++;
 }
 
@@ -256,7 +295,10 @@ static int find_cycles(struct res_report *r, const struct stk_task *tasks, uint3
 		next[i] = via[i] = RES_NONE;
 	for (uint32_t i = 0; i < r->nr_waits; i++) {
 		const struct res_wait *w = &r->waits[i];
-		uint32_t h = holder_of(r, w->resource);
+		/* a join: the task joined, unless it has finished */
+		uint32_t h = w->resource != RES_NONE ? holder_of(r, w->resource)
+			     : w->joins != RES_NONE && !tasks[w->joins].root.st.complete ? w->joins
+											 : RES_NONE;
 
 		if (!w->queued || h == RES_NONE || can_progress(&tasks[w->task]))
 			continue;
@@ -295,14 +337,14 @@ int resources__build(struct res_report *r, const struct model *m, const struct s
 	int e = 0;
 
 	memset(r, 0, sizeof(*r));
-	u64_map__init(&b.by_sem);
+	u64_map__init(&b.by_key);
 	for (uint32_t i = 0; i < nr && !e; i++) {
 		if (tasks[i].inner)
 			continue;
 		if (!(e = add_holds(&b, i, &tasks[i].stack)))
-			e = add_wait(&b, i, &tasks[i].stack);
+			e = add_wait(&b, tasks, nr, i);
 	}
-	u64_map__free(&b.by_sem);
+	u64_map__free(&b.by_key);
 	if (!e) {
 		mark_ambiguous(r);
 		e = find_cycles(r, tasks, nr);
@@ -379,7 +421,7 @@ static void print_lock(FILE *out, const struct model *m, const struct resource *
 		rust__abbreviate(x->type, type, sizeof(type), 80);
 		fprintf(out, "%s at 0x%" PRIx64, type, x->lock);
 	} else {
-		fprintf(out, "the lock whose semaphore is at 0x%" PRIx64, x->sem);
+		fprintf(out, "the lock whose semaphore is at 0x%" PRIx64, x->key);
 	}
 	(void)m;
 }
@@ -440,8 +482,7 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 	for (uint32_t d = 0; d < r->nr_deadlocks; d++) {
 		const struct res_deadlock *dl = &r->deadlocks[d];
 
-		fprintf(out, "\n%sDEADLOCK%s: %u tasks wait for each other's locks", red, off,
-			dl->nr);
+		fprintf(out, "\n%sDEADLOCK%s: %u tasks wait for each other", red, off, dl->nr);
 		if (s->watching)
 			fprintf(out, "   unchanged for >= %.0f s", standing_s(s, dl));
 		fputs("\n", out);
@@ -449,11 +490,17 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k],
 				 h = r->cycle_task[dl->first + (k + 1) % dl->nr];
 			const struct res_wait *w = wait_of(r, t);
-			const struct res_hold *hh = hold_of(r, h, x);
+			const struct res_hold *hh = x != RES_NONE ? hold_of(r, h, x) : NULL;
 
 			task_name(m, &s->tasks[t], name, sizeof(name));
 			fprintf(out, "  task %u %s at ", t, name);
 			print_at(out, w ? where(m, &s->tasks[t].stack, w->frame) : NULL);
+			if (x == RES_NONE) {
+				task_name(m, &s->tasks[h], name, sizeof(name));
+				fprintf(out, " waits for task %u %s to finish (joins it)\n", h,
+					name);
+				continue;
+			}
 			fputs(" waits for ", out);
 			print_lock(out, m, &r->res[x]);
 			fputs("\n    held by ", out);
@@ -557,7 +604,14 @@ static cJSON *wait_json(const struct stk_snapshot *s, const struct model *m,
 	if (!o)
 		return NULL;
 	cJSON_AddNumberToObject(o, "task", w->task);
-	cJSON_AddNumberToObject(o, "resource", w->resource);
+	if (w->resource != RES_NONE)
+		cJSON_AddNumberToObject(o, "resource", w->resource);
+	else
+		cJSON_AddNullToObject(o, "resource");
+	if (w->joins != RES_NONE)
+		cJSON_AddNumberToObject(o, "joins", w->joins);
+	else
+		cJSON_AddNullToObject(o, "joins");
 	cJSON_AddBoolToObject(o, "queued", w->queued);
 	return where_json(o, where(m, &s->tasks[w->task].stack, w->frame));
 }
@@ -582,11 +636,16 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			cJSON_AddNullToObject(o, "type");
 			cJSON_AddNullToObject(o, "addr");
 		}
-		cJSON_AddNumberToObject(o, "semaphore", (double)x->sem);
+		cJSON_AddNumberToObject(o, "key", (double)x->key);
+		cJSON_AddStringToObject(o, "family", lock_family__name(x->family));
 		cJSON_AddStringToObject(o, "kind", kind_name(x->kind));
 		if (x->read) {
-			cJSON_AddBoolToObject(o, "locked", x->available == 0);
-			cJSON_AddNumberToObject(o, "available_permits", (double)x->available);
+			cJSON_AddBoolToObject(o, "locked", x->locked);
+			if (x->family == LOCK_TOKIO)
+				cJSON_AddNumberToObject(o, "available_permits",
+							(double)x->available);
+			else
+				cJSON_AddNullToObject(o, "available_permits");
 		} else {
 			cJSON_AddNullToObject(o, "locked");
 			cJSON_AddNullToObject(o, "available_permits");
@@ -613,12 +672,15 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k],
 				 h = r->cycle_task[dl->first + (k + 1) % dl->nr];
 			const struct res_wait *w = wait_of(r, t);
-			const struct res_hold *hh = hold_of(r, h, x);
+			const struct res_hold *hh = x != RES_NONE ? hold_of(r, h, x) : NULL;
 			cJSON *e = w ? wait_json(s, m, w) : NULL;
 
 			if (!e)
 				break;
-			cJSON_AddNumberToObject(e, "held_by", h);
+			if (x == RES_NONE)
+				cJSON_AddNullToObject(e, "held_by");
+			else
+				cJSON_AddNumberToObject(e, "held_by", h);
 			if (hh)
 				cJSON_AddItemToObject(e, "holder", hold_json(s, m, hh));
 			cJSON_AddItemToArray(edges, e);
@@ -652,35 +714,37 @@ static void folded_name(FILE *out, const char *s)
 		fputc(*s == ';' || *s == '\n' ? ' ' : *s, out);
 }
 
-void resources__folded(FILE *out, const struct stk_snapshot *s, const struct model *m)
+void resources__folded(FILE *out, const struct stk_snapshot *s, const struct model *m,
+		       uint32_t task)
 {
 	const struct res_report *r = &s->res;
 	char name[256];
 
+	(void)m;
 	for (uint32_t d = 0; d < r->nr_deadlocks; d++) {
 		const struct res_deadlock *dl = &r->deadlocks[d];
 
-		fputs("[deadlock]", out);
 		for (uint32_t k = 0; k < dl->nr; k++) {
-			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k];
-			const struct res_wait *w = wait_of(r, t);
-			const struct stack_frame *f =
-			    w ? where(m, &s->tasks[t].stack, w->frame) : NULL;
+			uint32_t x = r->cycle_res[dl->first + k];
 
-			task_name(m, &s->tasks[t], name, sizeof(name));
-			fputc(';', out);
-			folded_name(out, name);
-			if (f)
-				fprintf(out, " (%s:%u)", path__short(f->file), f->line);
-			fputs(";[waits for ", out);
+			if (r->cycle_task[dl->first + k] != task)
+				continue;
+			fputs(";[deadlock: waits for ", out);
+			if (x == RES_NONE) {
+				fprintf(out, "task %u to finish]",
+					r->cycle_task[dl->first + (k + 1) % dl->nr]);
+				return;
+			}
 			if (r->res[x].type) {
 				rust__abbreviate(r->res[x].type, name, sizeof(name), 80);
 				folded_name(out, name);
-				fprintf(out, " at 0x%" PRIx64 "]", r->res[x].lock);
+				fprintf(out, " at 0x%" PRIx64, r->res[x].lock);
 			} else {
-				fprintf(out, "semaphore 0x%" PRIx64 "]", r->res[x].sem);
+				fprintf(out, "the lock of semaphore 0x%" PRIx64, r->res[x].key);
 			}
+			fprintf(out, " held by task %u]",
+				r->cycle_task[dl->first + (k + 1) % dl->nr]);
+			return;
 		}
-		fputs(" 1\n", out);
 	}
 }

@@ -2,7 +2,8 @@
 /*
  * Resources and deadlocks (resources.c; docs/stacks.md, "Resources and deadlocks"):
  * the locks parked tasks hold (guards kept across their awaits, checked against the
- * lock's state in memory) and wait for (an innermost tokio `Acquire`), the wait-for
+ * lock's state in memory) and wait for (tokio's `Acquire`, async-lock's
+ * `acquire_slow`), the wait-for
  * graph task -> lock -> holding task, and its cycles. Pure: memory through the
  * snapshot's read callback.
  */
@@ -34,25 +35,30 @@ struct res_hold {
 	bool ambiguous; /* an exclusive lock two tasks' guards point at: one is stale */
 };
 
-/* A parked task whose innermost future waits for a lock's permits. */
+/* A parked task waiting for a lock (its innermost future that waits for one), or for
+ * another task to finish (a JoinHandle). */
 struct res_wait {
-	uint32_t task, frame; /* the Acquire's frame */
-	uint32_t resource;
-	bool queued; /* in the lock's wait list (its Acquire says so) */
+	uint32_t task, frame; /* the waiting future's frame */
+	uint32_t resource;    /* the lock; RES_NONE for a join */
+	uint32_t joins;	      /* the task joined (the snapshot's); RES_NONE: not a join */
+	bool queued;	      /* in the lock's wait list (tokio's Acquire says so) */
 };
 
 struct resource {
-	uint64_t sem;	    /* its batch semaphore: the lock's identity */
+	uint64_t key;	    /* its identity: tokio's batch semaphore, async-lock's Mutex */
 	uint64_t lock;	    /* the lock (0: known by its semaphore only) */
-	const char *type;   /* the lock's type; NULL: not known (waiters only) */
+	const char *type;   /* the lock's type; NULL: not known */
+	uint8_t family;	    /* enum lock_family */
 	uint8_t kind;	    /* enum guard_lock of its guards; GUARD_OTHER: waiters only */
-	bool read;	    /* its permits were read */
-	uint64_t available; /* permits available now */
+	bool read;	    /* its state word was read */
+	bool locked;	    /* it says the lock is held (tokio: no permit left) */
+	uint64_t available; /* tokio: permits available now */
 	uint32_t holders, waiters;
 };
 
 /* Edge i of a cycle: cycle_task[i] waits for cycle_res[i], which
- * cycle_task[i + 1] (the first after the last) holds. */
+ * cycle_task[i + 1] (the first after the last) holds, or (cycle_res[i] RES_NONE)
+ * for cycle_task[i + 1] to finish. */
 struct res_deadlock {
 	uint32_t first, nr; /* into cycle_task / cycle_res */
 };
@@ -89,7 +95,9 @@ struct cJSON;
 void resources__json(struct cJSON *root, const struct stk_snapshot *s, const struct model *m);
 void resources__task_json(struct cJSON *task, const struct stk_snapshot *s, const struct model *m,
 			  uint32_t id);
-/* One folded line per deadlock: the cycle's tasks and locks. */
-void resources__folded(FILE *out, const struct stk_snapshot *s, const struct model *m);
+/* A deadlocked task's folded line ends with what it waits for and who holds it:
+ * ";[deadlock: waits for LOCK at ADDR held by task N]". */
+void resources__folded(FILE *out, const struct stk_snapshot *s, const struct model *m,
+		       uint32_t task);
 
 #endif

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Locks and deadlocks without a process (user/stacks/resources.c): hand-made task
+ * stacks over a fake image. A task's outer future keeps a guard (a pointer to a lock
+ * at offset 8) across its Suspend0, and its innermost future waits: tokio's Acquire
+ * (a pointer to the semaphore at 0, `queued` at 8) or a join (a task header at 0).
+ * Checked: a cycle of two is one deadlock whose edges alternate; a lock not locked
+ * makes no holder (a stale guard slot); two tasks' guards on one exclusive lock make
+ * neither a holder; a task running can progress (no edge); a waiter not queued is no
+ * edge; a task waiting for its own guard's lock is counted, not a deadlock; a join
+ * through a task that waits back is a cycle; unreadable pointers are left out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_image.h"
+#include "stacks/report.h"
+#include "stacks/resources.h"
+#include "testlib.h"
+
+enum { F_OUTER, F_ACQUIRE, F_JOIN, NR_F };
+
+static struct future futures[NR_F];
+static struct future_state outer_states[1];
+static struct held_guard guard;
+static struct model m;
+
+/* the semaphores (keys): permits word at +16 (tokio: available << 1) */
+#define SEM1	  (BASE + 0x100)
+#define SEM2	  (BASE + 0x200)
+#define STATE_OFF 16
+
+static void build_model(void)
+{
+	guard = (struct held_guard){.name = "g",
+				    .type = "tokio::sync::mutex::MutexGuard<u64>",
+				    .resource = "tokio::sync::mutex::Mutex<u64>",
+				    .offset = 8,
+				    .lock = GUARD_EXCLUSIVE,
+				    .family = LOCK_TOKIO,
+				    .nr_steps = 1,
+				    .steps = {{0, true}},
+				    .state_offset = STATE_OFF};
+	outer_states[0] = (struct future_state){.discr = 3,
+						.kind = STATE_SUSPEND,
+						.name = "Suspend0",
+						.file = "src/main.rs",
+						.line = 10,
+						.awaitee_offset = 32,
+						.held = &guard,
+						.nr_held = 1};
+	futures[F_OUTER] = (struct future){.path = "t::outer",
+					   .kind = FUTURE_ASYNC_FN,
+					   .crate_class = CRATE_USER,
+					   .has_state = true,
+					   .state_size = 1,
+					   .states = outer_states,
+					   .nr_states = 1};
+	futures[F_ACQUIRE] = (struct future){.path = "tokio::sync::batch_semaphore::Acquire",
+					     .kind = FUTURE_HANDWRITTEN,
+					     .crate_class = CRATE_RUNTIME,
+					     .wait_family = LOCK_TOKIO,
+					     .wait_ptr = 0,
+					     .wait_queued = 8,
+					     .wait_state = STATE_OFF};
+	futures[F_JOIN] = (struct future){.path = "tokio::runtime::task::join::JoinHandle<()>",
+					  .kind = FUTURE_HANDWRITTEN,
+					  .crate_class = CRATE_RUNTIME,
+					  .wait_join = true,
+					  .wait_join_ptr = 0};
+	memset(&m, 0, sizeof(m));
+	m.futures = futures;
+	m.nr_futures = NR_F;
+}
+
+/*
+ * Task i: its outer future at BASE + 0x400 + i * 0x100 (Suspend0, its guard pointing
+ * at `holds`, 0: none), its waiting future 0x40 further (Acquire on `waits`, or with
+ * join a JoinHandle on task `waits`'s header), its header BASE + 0x800 + i * 0x10.
+ */
+static void make_task(struct stk_task *t, uint32_t i, uint64_t holds, uint64_t waits, bool join,
+		      bool queued)
+{
+	uint64_t outer = BASE + 0x400 + i * 0x100, inner = outer + 0x40;
+
+	memset(t, 0, sizeof(*t));
+	t->root = (struct task_root){.runtime = TASK_RT_TOKIO,
+				     .future = F_OUTER,
+				     .addr = outer,
+				     .header = BASE + 0x800 + i * 0x10};
+	t->stack.frames[0] = (struct stack_frame){.future = F_OUTER,
+						  .addr = outer,
+						  .state = FRAME_SUSPENDED,
+						  .discr = 3,
+						  .await_index = 0,
+						  .file = "src/main.rs",
+						  .line = 10 + i};
+	t->stack.frames[1] = (struct stack_frame){.future = join ? F_JOIN : F_ACQUIRE,
+						  .addr = inner,
+						  .state = FRAME_OPAQUE,
+						  .await_index = -1};
+	t->stack.nr = 2;
+	put8(outer, 3);
+	put64(outer + 8, holds);
+	put64(inner, join ? BASE + 0x800 + waits * 0x10 : waits);
+	put8(inner + 8, queued);
+}
+
+static void set_locked(uint64_t sem, bool locked)
+{
+	put64(sem + STATE_OFF, locked ? 0 : 1u << 1);
+}
+
+static void build(struct res_report *r, struct stk_task *t, uint32_t n)
+{
+	CHECK(resources__build(r, &m, t, n, read_image, NULL) == 0);
+}
+
+static void test_cycle_of_two(void)
+{
+	struct stk_task t[2];
+	struct res_report r;
+
+	memset(image, 0, sizeof(image));
+	set_locked(SEM1, true);
+	set_locked(SEM2, true);
+	make_task(&t[0], 0, SEM1, SEM2, false, true);
+	make_task(&t[1], 1, SEM2, SEM1, false, true);
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_res, 2);
+	CHECK_EQ_U64(r.nr_holds, 2);
+	CHECK(r.holds[0].held && r.holds[1].held);
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	CHECK_EQ_U64(r.deadlocks[0].nr, 2);
+	/* task 0 waits for SEM2, which task 1 holds; and back */
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t tk = r.cycle_task[k], next = r.cycle_task[(k + 1) % 2];
+
+		CHECK_EQ_U64(r.res[r.cycle_res[k]].key, tk == 0 ? SEM2 : SEM1);
+		CHECK(next != tk);
+	}
+	CHECK_EQ_U64(r.res[r.holds[0].resource].lock, SEM1); /* resource_back 0 */
+	resources__free(&r);
+
+	/* the same memory with SEM1 free: task 0's guard slot is stale, no cycle */
+	set_locked(SEM1, false);
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	CHECK(!r.holds[0].held && r.holds[1].held);
+	resources__free(&r);
+
+	/* task 1 running: it can release what it holds, no deadlock */
+	set_locked(SEM1, true);
+	t[1].root.st.running = true;
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	t[1].root.st.running = false;
+
+	/* task 0's Acquire not queued: not waiting in the lock's list, no edge */
+	put8(t[0].stack.frames[1].addr + 8, 0);
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+}
+
+static void test_ambiguous_and_self(void)
+{
+	struct stk_task t[3];
+	struct res_report r;
+
+	memset(image, 0, sizeof(image));
+	set_locked(SEM1, true);
+	set_locked(SEM2, true);
+	/* tasks 0 and 1 both point at SEM1 (one slot is stale): neither holds it */
+	make_task(&t[0], 0, SEM1, SEM2, false, true);
+	make_task(&t[1], 1, SEM1, BASE + 0x300, false, true);
+	make_task(&t[2], 2, SEM2, SEM1, false, true);
+	set_locked(BASE + 0x300, true);
+	build(&r, t, 3);
+	CHECK(r.holds[0].ambiguous && r.holds[1].ambiguous && !r.holds[0].held);
+	CHECK(r.holds[2].held);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+
+	/* a task waiting for the lock its own guard slot points at */
+	make_task(&t[0], 0, SEM1, SEM1, false, true);
+	build(&r, t, 1);
+	CHECK_EQ_U64(r.self_waits, 1);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+}
+
+static void test_join_cycle_and_bad_pointers(void)
+{
+	struct stk_task t[2];
+	struct res_report r;
+
+	memset(image, 0, sizeof(image));
+	set_locked(SEM1, true);
+	/* task 0 holds SEM1 and joins task 1; task 1 waits for SEM1 */
+	make_task(&t[0], 0, SEM1, 1, true, true);
+	make_task(&t[1], 1, 0, SEM1, false, true);
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	CHECK_EQ_U64(r.deadlocks[0].nr, 2);
+	for (uint32_t k = 0; k < 2; k++)
+		if (r.cycle_task[k] == 0)
+			CHECK_EQ_U64(r.cycle_res[k], RES_NONE);
+	CHECK_EQ_U64(r.unread, 1); /* task 1's null guard pointer */
+	resources__free(&r);
+
+	/* the joined task finished: nothing to wait for */
+	t[1].root.st.complete = true;
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+
+	/* locks outside the image: their state unread, nothing claimed */
+	make_task(&t[0], 0, 0xdead0000, 0xbeef0000, false, true);
+	build(&r, t, 1);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	CHECK(r.nr_res == 2 && !r.res[0].read && !r.res[1].read && !r.holds[0].held);
+	resources__free(&r);
+}
+
+int main(void)
+{
+	build_model();
+	test_cycle_of_two();
+	test_ambiguous_and_self();
+	test_join_cycle_and_bad_pointers();
+	TEST_MAIN_END();
+}
