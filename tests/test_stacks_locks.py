@@ -226,3 +226,32 @@ def test_join_deadlock_on_async_task(tmp_path, locks, profile):
     assert b["holder"]["guard"] == "g" and b["holder"]["line"] == a["line"], b
     assert f"waits for task {b['task']} smol_app::join_b to finish (joins it)" in proc.stdout, proc.stdout
     target.stop()
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+@pytest.mark.parametrize("crate", ["tokio_mt", "tokio_ct", "async_std_app", "smol_app"])
+def test_park_waits_on_channels(tmp_path, parked, crate, profile):
+    """chan_task waits on its channel's receive; the N many_tasks all on one other
+    thing nobody signals (tokio: a Notify; async-std, smol: a channel), each at its
+    fn's last marked await; neither has a holder or a deadlock."""
+    target = parked(profile, crate, 3)
+    proc, doc, _ = stacks(tmp_path, target.proc.pid)
+    src = util.fixture_source(crate)
+    waits = {}
+    for t in doc["tasks"]:
+        name = root(doc, t["id"], crate)
+        if name in (f"{crate}::chan_task", f"{crate}::many_task"):
+            waits.setdefault(name.split("::")[-1], []).append(t["waits_on"])
+    assert len(waits["chan_task"]) == 1 and len(waits["many_task"]) == 3, waits
+    res = {r["id"]: r for r in doc["resources"]}
+    chan = waits["chan_task"][0]
+    assert chan["what"] == "channel" and chan["line"] == src.markers_of("chan_task")[-1].line, chan
+    many_what = "notify" if crate.startswith("tokio") else "channel"
+    assert all(w["what"] == many_what and w["line"] == src.markers_of("many_leaf")[-1].line
+               for w in waits["many_task"]), waits
+    assert len({w["resource"] for w in waits["many_task"]}) == 1, waits
+    many = res[waits["many_task"][0]["resource"]]
+    assert many["what"] == many_what and len(many["waiters"]) == 3, many
+    assert res[chan["resource"]]["id"] != many["id"] and not res[chan["resource"]]["holders"], res
+    assert "Channels and notifications parked tasks wait on" in proc.stdout, proc.stdout
+    target.stop()

@@ -79,8 +79,8 @@ def test_runtime_task_trees_hold_their_stacks(profile, crate, parked, tmp_path):
             check_chain_in_tree(t)
     # the text shows a tree under each group
     # (the groups: not the deadlock and lock sections that follow them)
-    groups = [g for g in proc.stdout.split("\n\n")[1:]
-              if g.strip() and not g.startswith(("DEADLOCK:", "Locks held or awaited"))]
+    sections = ("DEADLOCK:", "Locks held or awaited", "Channels and notifications")
+    groups = [g for g in proc.stdout.split("\n\n")[1:] if g.strip() and not g.startswith(sections)]
     assert proc.stdout.count("future tree") == len(groups), proc.stdout
     target.stop()
 

@@ -452,6 +452,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 
 	if (t->dwarf) {
 		r = walk_dwarf(&w);
+		w.walked = true;
 	} else {
 		char why[1024];
 		target__explain_missing_dwarf(t, why, sizeof(why));
@@ -502,7 +503,7 @@ int analyzer__analyze(struct target *t, const struct analyzer_opts *o, struct mo
 		if (!r)
 			r = trees__resolve(&w);
 		if (!r && t->dwarf)
-			r = guards__waits(&w);
+			r = waits__find(&w);
 		if (!r)
 			r = analyzer__disassemble_polls(&w);
 		if (!r)

@@ -19,7 +19,13 @@ int guards__defer(struct walk *w, int32_t future, uint32_t state, Dwarf_Die *var
 		  uint64_t variant_at);
 int guards__end_cu(struct walk *w);
 void guards__free(struct walk *w);
-/* The futures that wait for a lock (future.wait_family), once every future is known. */
-int guards__waits(struct walk *w);
+/* The futures parked tasks wait in (future.wait_kind), once every future is known
+ * (waits.c). 0. */
+int waits__find(struct walk *w);
+
+struct key_kind;
+/* A lock family's key (keys.h), NULL for LOCK_NONE; where the key's state word is. */
+const struct key_kind *guards__key(enum lock_family family);
+bool guards__state_word(Dwarf_Die *key, enum lock_family family, uint64_t *off);
 
 #endif

@@ -221,7 +221,8 @@ const char *walk__type_path(struct walk *w, uint64_t off)
 	if (!dwarf_offdie(w->dw, off, &die) || !dwarf_diecu(&die, &cudie, NULL, NULL))
 		return NULL;
 	uint64_t cu = dwarf_dieoffset(&cudie);
-	if (cu == dwarf_dieoffset(&w->cu) || u64_map__get(&w->indexed_cus, cu, NULL))
+	if ((!w->walked && cu == dwarf_dieoffset(&w->cu)) ||
+	    u64_map__get(&w->indexed_cus, cu, NULL))
 		return NULL; /* already indexed: not a named namespace-level type */
 	if (u64_map__set(&w->indexed_cus, cu, 1) || index_foreign_cu(w, &cudie))
 		return NULL;

@@ -112,6 +112,7 @@ struct walk {
 	struct callsites *calls;     /* the call-site index (caller_exits.c) */
 	struct tree_walk *trees;     /* the future trees' type trees (trees.c) */
 	struct guard_walk *guards;   /* variants whose guards are read at the CU's end */
+	bool walked; /* every CU walked: the last one's own table is gone, index it as any */
 };
 
 /* DWARF helpers (walk.c) */

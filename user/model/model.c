@@ -283,6 +283,18 @@ const char *lock_family__name(enum lock_family f)
 	return "none";
 }
 
+const char *wait_kind__name(enum wait_kind k)
+{
+	switch (k) {
+	case WAIT_LOCK: return "lock";
+	case WAIT_JOIN: return "join";
+	case WAIT_CHANNEL: return "channel";
+	case WAIT_NOTIFY: return "notify";
+	case WAIT_NONE: break;
+	}
+	return "none";
+}
+
 const char *debuginfo_level__name(enum debuginfo_level l)
 {
 	switch (l) {

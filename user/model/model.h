@@ -28,6 +28,8 @@ enum state_kind {
 	STATE_OTHER, /* a variant name we do not recognise: reported, not guessed */
 };
 
+/* One step from a value towards what it leads to: from a state's __awaitee towards the
+ * awaited future (await_edge.steps), from a guard to its lock (held_guard.steps). */
 struct await_step {
 	uint64_t offset; /* move this many bytes on */
 	bool deref;	 /* then follow the pointer stored there */
@@ -53,6 +55,15 @@ enum lock_family {
 };
 
 #define GUARD_STEPS 8
+
+/* What a waiting future waits for (future.wait_kind). */
+enum wait_kind {
+	WAIT_NONE,
+	WAIT_LOCK,    /* a lock's permits or its release */
+	WAIT_JOIN,    /* a task to finish (its JoinHandle) */
+	WAIT_CHANNEL, /* a message, or room in a channel */
+	WAIT_NOTIFY,  /* a Notify's notification */
+};
 
 /*
  * A lock guard kept across an await: a member of the Suspend<k> variant (a local
@@ -145,17 +156,16 @@ struct future {
 	bool inlined_only;	      /* no out-of-line poll, but inlined copies exist */
 	bool is_root;		      /* nobody awaits it: a task entry point */
 	bool block_on_root;	      /* a block_on polls it: its thread's root task */
-	/* a future that waits for a lock (tokio's batch_semaphore::Acquire, async-lock's
-	 * Mutex::acquire_slow): wait_family != LOCK_NONE; where its pointer to the lock's
-	 * key is, its `queued` flag (tokio; FUTURE_NO_OFFSET: queued while parked), the
-	 * state word in the key, and the lock's type when the future names it */
+	/* a future a parked task waits in (waits.c): wait_kind != WAIT_NONE, the way from
+	 * the future to what it waits for (a lock's key, a task's header, a channel, a
+	 * Notify), what that is called, and for a lock its family, its state word and
+	 * tokio Acquire's `queued` flag (FUTURE_NO_OFFSET: queued while parked) */
+	uint8_t wait_kind;
 	uint8_t wait_family;
-	uint64_t wait_ptr, wait_queued, wait_state;
-	const char *wait_lock;
-	/* a handle that waits for a task to finish (tokio's JoinHandle, async-task's
-	 * Task): where its pointer to the task's header is */
-	bool wait_join;
-	uint64_t wait_join_ptr;
+	uint8_t wait_nr_steps;
+	struct await_step wait_steps[GUARD_STEPS];
+	uint64_t wait_queued, wait_state;
+	const char *wait_type;
 };
 
 enum exit_kind {
@@ -359,7 +369,6 @@ struct poll_fn {
 	const char *disasm_error; /* NULL when disassembly succeeded */
 };
 
-/* One step from a state's __awaitee towards the awaited future (await_edge.steps). */
 #define MODEL_AWAIT_STEPS 8
 
 struct await_edge {
@@ -690,6 +699,8 @@ const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
 /* "tokio", "async-lock", "none" */
 const char *lock_family__name(enum lock_family f);
+/* "lock", "join", "channel", "notify", "none" */
+const char *wait_kind__name(enum wait_kind k);
 /* "none", "line-tables-only", "limited", "full": Cargo's names for the `debug` values */
 const char *debuginfo_level__name(enum debuginfo_level l);
 const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "dyn" */

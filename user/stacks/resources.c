@@ -23,7 +23,8 @@ struct builder {
 	const struct model *m;
 	stacks_read_fn read;
 	void *ctx;
-	struct u64_map by_key; /* a lock's key -> resource index */
+	struct u64_map by_key;	 /* a lock's key -> resource index */
+	struct u64_map awaitees; /* (future, state) -> 1 + the waiting future it awaits, or 0 */
 	uint32_t cap_holds, cap_waits, cap_res;
 };
 
@@ -67,7 +68,7 @@ static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uin
 		return RES_NONE;
 	x = &r->res[r->nr_res];
 	*x = (struct resource){.key = key, .family = family, .kind = GUARD_OTHER};
-	if (read_u64(b, key + state_offset, &v)) {
+	if (family != LOCK_NONE && read_u64(b, key + state_offset, &v)) {
 		x->read = true;
 		if (family == LOCK_TOKIO) {
 			x->available = v >> 1;
@@ -79,14 +80,15 @@ static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uin
 	return r->nr_res++;
 }
 
-/* The key a guard at addr leads to (its DWARF steps), 0 when unreadable. */
-static uint64_t guard_key(const struct builder *b, const struct held_guard *g, uint64_t addr)
+/* Where the way of steps leads from addr (0 when a pointer on it cannot be read). */
+static uint64_t follow_steps(const struct builder *b, const struct await_step *steps, uint32_t n,
+			     uint64_t addr)
 {
 	uint64_t cur = addr;
 
-	for (uint32_t k = 0; k < g->nr_steps && k < GUARD_STEPS; k++) {
-		cur += g->steps[k].offset;
-		if (g->steps[k].deref && (!read_u64(b, cur, &cur) || !cur))
+	for (uint32_t k = 0; k < n && k < GUARD_STEPS; k++) {
+		cur += steps[k].offset;
+		if (steps[k].deref && (!read_u64(b, cur, &cur) || !cur))
 			return 0;
 	}
 	return cur;
@@ -125,7 +127,8 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 					       .guard = g,
 					       .addr = s->frames[k].addr + g->offset,
 					       .resource = RES_NONE};
-			if (g->family == LOCK_NONE || !(key = guard_key(b, g, h->addr))) {
+			if (g->family == LOCK_NONE ||
+			    !(key = follow_steps(b, g->steps, g->nr_steps, h->addr))) {
 				r->unread++;
 				continue;
 			}
@@ -154,8 +157,37 @@ static uint32_t task_of_header(const struct stk_task *tasks, uint32_t nr, uint64
 	return RES_NONE;
 }
 
-/* The innermost frame that waits for a lock (tokio's Acquire, async-lock's
- * acquire_slow) or for a task (a JoinHandle), if any: what the task is parked on. */
+/*
+ * The waiting future frame f awaits at its await, if its __awaitee is one: a wrapper
+ * such as async-channel's Recv is passed over by the stack (its listener is what it
+ * polls), so the state's awaitee type says it. NULL if none (or out of memory: the
+ * wait is not seen).
+ */
+static const struct future *awaitee_wait(struct builder *b, const struct stack_frame *f,
+					 uint64_t *at)
+{
+	const struct future_state *st = state_of(b->m, f);
+	uint64_t key, v;
+
+	if (!st || !st->awaitee_type || st->awaitee_offset == FUTURE_NO_OFFSET)
+		return NULL;
+	key =
+	    (uint64_t)(uint32_t)f->future << 32 | (uint32_t)(st - b->m->futures[f->future].states);
+	if (!u64_map__get(&b->awaitees, key, &v)) {
+		v = 0;
+		for (uint32_t i = 0; i < b->m->nr_futures && !v; i++)
+			if (b->m->futures[i].wait_kind != WAIT_NONE && b->m->futures[i].path &&
+			    !strcmp(b->m->futures[i].path, st->awaitee_type))
+				v = i + 1;
+		if (u64_map__set(&b->awaitees, key, v))
+			return NULL;
+	}
+	*at = f->addr + st->awaitee_offset;
+	return v ? &b->m->futures[v - 1] : NULL;
+}
+
+/* The innermost frame a task waits in (future.wait_kind), if any: a lock, a task it
+ * joins, a channel or a Notify; or the waiting future a frame awaits. */
 static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t nr, uint32_t task)
 {
 	const struct task_stack *s = &tasks[task].stack;
@@ -163,45 +195,54 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t nr
 	const struct stack_frame *f = NULL;
 	const struct future *fut = NULL;
 	struct res_wait *w;
-	uint64_t key;
+	uint64_t key, at = 0;
 	uint8_t queued = 1;
 	uint32_t k;
 
-	for (k = s->nr; k-- > 0;) {
+	for (k = s->nr; k-- > 0 && !fut;) {
 		f = &s->frames[k];
-		if (f->future >= 0 && (uint32_t)f->future < b->m->nr_futures &&
-		    (b->m->futures[f->future].wait_family != LOCK_NONE ||
-		     b->m->futures[f->future].wait_join)) {
+		if (f->future < 0 || (uint32_t)f->future >= b->m->nr_futures)
+			continue;
+		if (b->m->futures[f->future].wait_kind != WAIT_NONE) {
 			fut = &b->m->futures[f->future];
-			break;
+			at = f->addr;
+		} else {
+			fut = awaitee_wait(b, f, &at);
 		}
+		if (fut)
+			break;
 	}
-	if (!fut ||
-	    !read_u64(b, f->addr + (fut->wait_join ? fut->wait_join_ptr : fut->wait_ptr), &key) ||
-	    !key)
+	if (!fut || !(key = follow_steps(b, fut->wait_steps, fut->wait_nr_steps, at)))
 		return 0;
-	if (!fut->wait_join && fut->wait_queued != FUTURE_NO_OFFSET &&
-	    b->read(b->ctx, f->addr + fut->wait_queued, &queued, 1))
+	if (fut->wait_kind == WAIT_LOCK && fut->wait_queued != FUTURE_NO_OFFSET &&
+	    b->read(b->ctx, at + fut->wait_queued, &queued, 1))
 		return 0;
 	if (grow((void **)&r->waits, &b->cap_waits, r->nr_waits, sizeof(*r->waits)))
 		return -ENOMEM;
 	w = &r->waits[r->nr_waits];
 	*w = (struct res_wait){.task = task,
 			       .frame = k,
+			       .kind = fut->wait_kind,
 			       .resource = RES_NONE,
 			       .joins = RES_NONE,
 			       .queued = queued == 1};
-	if (fut->wait_join) {
+	if (fut->wait_kind == WAIT_JOIN) {
 		w->joins = task_of_header(tasks, nr, key);
 		r->nr_waits++;
 		return 0;
 	}
-	if ((w->resource = resource_at(b, key, fut->wait_family, fut->wait_state)) == RES_NONE)
+	w->resource = resource_at(
+	    b, key, fut->wait_kind == WAIT_LOCK ? fut->wait_family : LOCK_NONE, fut->wait_state);
+	if (w->resource == RES_NONE)
 		return -ENOMEM;
-	if (fut->wait_lock && !r->res[w->resource].type) {
-		r->res[w->resource].type = fut->wait_lock;
-		r->res[w->resource].lock = key;
+	struct resource *x = &r->res[w->resource];
+	x->wait_kind = fut->wait_kind;
+	if (fut->wait_type && !x->type) {
+		x->type = fut->wait_type;
+		x->lock = key;
 	}
+	if (!x->via)
+		x->via = fut;
 	r->nr_waits++;
 	return 0;
 }
@@ -338,6 +379,7 @@ int resources__build(struct res_report *r, const struct model *m, const struct s
 
 	memset(r, 0, sizeof(*r));
 	u64_map__init(&b.by_key);
+	u64_map__init(&b.awaitees);
 	for (uint32_t i = 0; i < nr && !e; i++) {
 		if (tasks[i].inner)
 			continue;
@@ -345,6 +387,7 @@ int resources__build(struct res_report *r, const struct model *m, const struct s
 			e = add_wait(&b, tasks, nr, i);
 	}
 	u64_map__free(&b.by_key);
+	u64_map__free(&b.awaitees);
 	if (!e) {
 		mark_ambiguous(r);
 		e = find_cycles(r, tasks, nr);
@@ -420,10 +463,74 @@ static void print_lock(FILE *out, const struct model *m, const struct resource *
 	if (x->type) {
 		rust__abbreviate(x->type, type, sizeof(type), 80);
 		fprintf(out, "%s at 0x%" PRIx64, type, x->lock);
-	} else {
-		fprintf(out, "the lock whose semaphore is at 0x%" PRIx64, x->key);
+		return;
+	}
+	/* tokio's semaphore with no guard found to name its lock: what waits on it */
+	fprintf(out, "the semaphore at 0x%" PRIx64, x->key);
+	if (x->via) {
+		char name[512];
+
+		future__display_name(x->via, name, sizeof(name));
+		rust__abbreviate(name, type, sizeof(type), 80);
+		fprintf(out, " (awaited in %s)", type);
 	}
 	(void)m;
+}
+
+/* The other resources with waiters, most waited on first (ties: first seen). */
+static int cmp_waiters(const void *a, const void *b, void *ctx)
+{
+	const struct resource *res = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (res[x].waiters != res[y].waiters)
+		return res[x].waiters > res[y].waiters ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+#define TEXT_MAX_OTHERS	 10
+#define TEXT_MAX_WAITERS 3
+
+static void print_others(FILE *out, const struct stk_snapshot *s, const struct model *m,
+			 const char *bold, const char *off)
+{
+	const struct res_report *r = &s->res;
+	uint32_t *order = malloc((r->nr_res ? r->nr_res : 1) * sizeof(*order)), n = 0;
+	char name[256];
+
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < r->nr_res; i++)
+		if (r->res[i].family == LOCK_NONE && r->res[i].waiters)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), cmp_waiters, r->res);
+	if (n)
+		fprintf(out, "\n%sChannels and notifications parked tasks wait on%s\n", bold, off);
+	for (uint32_t j = 0; j < n && j < TEXT_MAX_OTHERS; j++) {
+		const struct resource *x = &r->res[order[j]];
+		uint32_t listed = 0;
+
+		fputs("  ", out);
+		print_lock(out, m, x);
+		fprintf(out, ": %u waiting", x->waiters);
+		for (uint32_t k = 0; k < r->nr_waits && listed <= TEXT_MAX_WAITERS; k++) {
+			const struct res_wait *w = &r->waits[k];
+
+			if (w->resource != order[j])
+				continue;
+			if (listed++ == TEXT_MAX_WAITERS) {
+				fputs(", ...", out);
+				break;
+			}
+			task_name(m, &s->tasks[w->task], name, sizeof(name));
+			fprintf(out, "%s task %u %s at ", listed == 1 ? ":" : ",", w->task, name);
+			print_at(out, where(m, &s->tasks[w->task].stack, w->frame));
+		}
+		fputs("\n", out);
+	}
+	if (n > TEXT_MAX_OTHERS)
+		fprintf(out, "  ... and %u more (--json lists them all)\n", n - TEXT_MAX_OTHERS);
+	free(order);
 }
 
 /* "task 3 tokio_mt::dead_a (its g1 in tokio_mt::dead_a, kept across main.rs:233)" */
@@ -512,14 +619,14 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 	for (uint32_t i = 0; i < r->nr_res; i++) {
 		const struct resource *x = &r->res[i];
 
-		if (!x->holders && !x->waiters)
+		if (x->family == LOCK_NONE || (!x->holders && !x->waiters))
 			continue;
 		if (!shown++)
 			fprintf(out, "\n%sLocks held or awaited by parked tasks%s\n", bold, off);
 		fputs("  ", out);
 		print_lock(out, m, x);
 		if (x->read)
-			fprintf(out, ": %s, %u waiting\n", x->available ? "not locked" : "locked",
+			fprintf(out, ": %s, %u waiting\n", x->locked ? "locked" : "not locked",
 				x->waiters);
 		else
 			fprintf(out, ": its state unreadable, %u waiting\n", x->waiters);
@@ -547,6 +654,7 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 			"told apart: not called a deadlock)\n",
 			r->self_waits, r->self_waits == 1 ? "" : "s",
 			r->self_waits == 1 ? "s" : "");
+	print_others(out, s, m, bold, off);
 }
 
 static cJSON *where_json(cJSON *o, const struct stack_frame *f)
@@ -604,6 +712,7 @@ static cJSON *wait_json(const struct stk_snapshot *s, const struct model *m,
 	if (!o)
 		return NULL;
 	cJSON_AddNumberToObject(o, "task", w->task);
+	cJSON_AddStringToObject(o, "what", wait_kind__name(w->kind));
 	if (w->resource != RES_NONE)
 		cJSON_AddNumberToObject(o, "resource", w->resource);
 	else
@@ -637,6 +746,8 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			cJSON_AddNullToObject(o, "addr");
 		}
 		cJSON_AddNumberToObject(o, "key", (double)x->key);
+		cJSON_AddStringToObject(
+		    o, "what", x->family != LOCK_NONE ? "lock" : wait_kind__name(x->wait_kind));
 		cJSON_AddStringToObject(o, "family", lock_family__name(x->family));
 		cJSON_AddStringToObject(o, "kind", kind_name(x->kind));
 		if (x->read) {

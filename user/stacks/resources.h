@@ -41,6 +41,7 @@ struct res_wait {
 	uint32_t task, frame; /* the waiting future's frame */
 	uint32_t resource;    /* the lock; RES_NONE for a join */
 	uint32_t joins;	      /* the task joined (the snapshot's); RES_NONE: not a join */
+	uint8_t kind;	      /* enum wait_kind */
 	bool queued;	      /* in the lock's wait list (tokio's Acquire says so) */
 };
 
@@ -54,6 +55,8 @@ struct resource {
 	bool locked;	    /* it says the lock is held (tokio: no permit left) */
 	uint64_t available; /* tokio: permits available now */
 	uint32_t holders, waiters;
+	uint8_t wait_kind;	  /* enum wait_kind of its waiters: a lock, a channel, a Notify */
+	const struct future *via; /* the future its first waiter waits in */
 };
 
 /* Edge i of a cycle: cycle_task[i] waits for cycle_res[i], which

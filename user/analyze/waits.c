@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The futures a parked task waits in, and the way from each to what it waits for
+ * (future.wait_*; docs/stacks.md, "Resources and deadlocks"): by the waiting future's
+ * crate and type path, the way itself from its DWARF type (keys.c), never assumed.
+ *
+ * - tokio's batch_semaphore::Acquire (every tokio lock, a bounded channel's room, a
+ *   Semaphore): its `semaphore` pointer, and its `queued` flag;
+ * - async-lock's Mutex::acquire_slow (async-std's and smol's Mutex): its `self`;
+ * - a task's handle (tokio's JoinHandle, async-task's Task): the task's header;
+ * - tokio's mpsc/broadcast `recv`, watch `changed` (their `self`), oneshot Receiver,
+ *   Notified, async-channel's Recv/Send: the channel or the Notify.
+ */
+#include <dwarf.h>
+#include <string.h>
+
+#include "analyze/guards.h"
+#include "analyze/keys.h"
+
+enum start {
+	FROM_MEMBER, /* a member of the future (a hand-written one) */
+	FROM_SELF,   /* an async fn's `self`, kept across its awaits */
+	FROM_FIRST,  /* the future's first pointer (a task handle) */
+};
+
+static const struct {
+	const char *crate, *prefix, *contains;
+	enum wait_kind kind;
+	enum start start;
+	const char *member;
+	struct key_kind key;
+} waits[] = {
+    {"tokio",
+     "tokio::sync::batch_semaphore::Acquire",
+     NULL,
+     WAIT_LOCK,
+     FROM_MEMBER,
+     "semaphore",
+     {.suffix = "batch_semaphore::Semaphore", .named_by_holder = true}},
+    {"async_lock",
+     "async_lock::mutex::",
+     "::acquire_slow::{async_fn_env",
+     WAIT_LOCK,
+     FROM_SELF,
+     "self",
+     {.prefix = "async_lock::mutex::Mutex<"}},
+    {"tokio", "tokio::runtime::task::join::JoinHandle<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}},
+    {"async_task", "async_task::task::Task<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}},
+    {"tokio",
+     "tokio::sync::mpsc::",
+     "::recv::{async_fn_env",
+     WAIT_CHANNEL,
+     FROM_SELF,
+     "self",
+     {.prefix = "tokio::sync::mpsc::chan::Chan<"}},
+    {"tokio",
+     "tokio::sync::broadcast::",
+     "::recv::{async_fn_env",
+     WAIT_CHANNEL,
+     FROM_SELF,
+     "self",
+     {.prefix = "tokio::sync::broadcast::Shared<"}},
+    {"tokio",
+     "tokio::sync::watch::",
+     "::changed::{async_fn_env",
+     WAIT_CHANNEL,
+     FROM_SELF,
+     "self",
+     {.prefix = "tokio::sync::watch::Shared<"}},
+    {"tokio",
+     "tokio::sync::oneshot::Receiver<",
+     NULL,
+     WAIT_CHANNEL,
+     FROM_MEMBER,
+     "inner",
+     {.prefix = "tokio::sync::oneshot::Inner<"}},
+    {"tokio",
+     "tokio::sync::notify::Notified",
+     NULL,
+     WAIT_NOTIFY,
+     FROM_MEMBER,
+     "notify",
+     {.exact = "tokio::sync::notify::Notify"}},
+    {"async_channel",
+     "async_channel::Recv<",
+     NULL,
+     WAIT_CHANNEL,
+     FROM_MEMBER,
+     "receiver",
+     {.prefix = "async_channel::Channel<"}},
+    {"async_channel",
+     "async_channel::Send<",
+     NULL,
+     WAIT_CHANNEL,
+     FROM_MEMBER,
+     "sender",
+     {.prefix = "async_channel::Channel<"}},
+};
+
+/* The offset of the first pointer inside a struct, through members held inline
+ * (`JoinHandle { raw: RawTask { ptr: NonNull { pointer } } }`). */
+static bool first_pointer(Dwarf_Die *t, int depth, uint64_t *off)
+{
+	Dwarf_Die m, mt;
+
+	if (depth > 4 || dwarf_child(t, &m) != 0)
+		return false;
+	do {
+		uint64_t at, in;
+
+		if (dwarf_tag(&m) != DW_TAG_member || !member_offset(&m, &at) || !die_type(&m, &mt))
+			continue;
+		if (dwarf_tag(&mt) == DW_TAG_pointer_type) {
+			*off = at;
+			return true;
+		}
+		if (dwarf_tag(&mt) == DW_TAG_structure_type && first_pointer(&mt, depth + 1, &in)) {
+			*off = at + in;
+			return true;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return false;
+}
+
+static int known(const struct future *f)
+{
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+		if (!strcmp(f->crate, waits[i].crate) && starts_with(f->path, waits[i].prefix) &&
+		    (!waits[i].contains || strstr(f->path, waits[i].contains)))
+			return (int)i;
+	return -1;
+}
+
+/* The way from future f (its type die) to what entry k says it waits for. */
+static bool way(struct walk *w, struct future *f, Dwarf_Die *die, int k)
+{
+	struct key_path p = {0};
+	Dwarf_Die mt;
+	uint64_t off;
+
+	switch (waits[k].start) {
+	case FROM_FIRST:
+		if (!first_pointer(die, 0, &off))
+			return false;
+		f->wait_nr_steps = 1;
+		f->wait_steps[0] = (struct await_step){off, true};
+		return true;
+	case FROM_SELF:
+		if (!keys__env_member(die, waits[k].member, &off, &mt))
+			return false;
+		break;
+	case FROM_MEMBER:
+		if (!keys__member(die, waits[k].member, &off, &mt))
+			return false;
+		break;
+	}
+	if (!keys__from_member(w, off, &mt, &waits[k].key, &p))
+		return false;
+	f->wait_nr_steps = p.nr_steps;
+	memcpy(f->wait_steps, p.steps, sizeof(f->wait_steps));
+	f->wait_type = p.name ? strpool__intern(&w->m->strings, p.name) : NULL;
+	if (waits[k].kind != WAIT_LOCK)
+		return true;
+	/* a lock: its family by its key, where the key says it is held */
+	f->wait_family = waits[k].key.named_by_holder ? LOCK_TOKIO : LOCK_ASYNC_LOCK;
+	f->wait_queued = FUTURE_NO_OFFSET;
+	if (f->wait_family == LOCK_TOKIO && !keys__member(die, "queued", &f->wait_queued, NULL))
+		return false;
+	return guards__state_word(&p.key, f->wait_family, &f->wait_state);
+}
+
+int waits__find(struct walk *w)
+{
+	for (uint32_t i = 0; i < w->m->nr_futures; i++) {
+		struct future *f = &w->m->futures[i];
+		Dwarf_Die die;
+		int k;
+
+		if (!f->crate || !f->path || !f->die_offset || (k = known(f)) < 0 ||
+		    !dwarf_offdie(w->dw, f->die_offset, &die))
+			continue;
+		if (way(w, f, &die, k)) {
+			f->wait_kind = waits[k].kind;
+		} else {
+			f->wait_kind = WAIT_NONE;
+			f->wait_family = LOCK_NONE;
+			f->wait_type = NULL;
+		}
+	}
+	return 0;
+}
