@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The views of resources.c's report (resources.h): the deadlocks and locks in the
+ * text, `resources` / `deadlocks` and each task's `holds` / `waits_on` in the JSON,
+ * a deadlocked task's folded line.
+ */
+#include "stacks/resources.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/text.h"
+#include "stacks/report.h"
+
+/* Where a task waits or keeps a guard, for people: the deepest frame of the program's
+ * own at or above frame `upto` that is parked at an await, else the deepest one. */
+static const struct stack_frame *where(const struct model *m, const struct task_stack *s,
+				       uint32_t upto)
+{
+	const struct stack_frame *any = NULL;
+
+	for (uint32_t k = upto + 1; k-- > 0;) {
+		const struct stack_frame *f = &s->frames[k];
+
+		if (k >= s->nr || f->state != FRAME_SUSPENDED || !f->file)
+			continue;
+		if (f->future >= 0 && (uint32_t)f->future < m->nr_futures &&
+		    m->futures[f->future].crate_class == CRATE_USER)
+			return f;
+		if (!any)
+			any = f;
+	}
+	return any;
+}
+
+static void frame_label(const struct model *m, const struct stack_frame *f, char *buf, size_t len)
+{
+	char name[512];
+
+	if (f && f->future >= 0 && (uint32_t)f->future < m->nr_futures)
+		future__display_name(&m->futures[f->future], name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "?");
+	rust__abbreviate(name, buf, len, 80);
+}
+
+static void task_name(const struct model *m, const struct stk_task *t, char *buf, size_t len)
+{
+	frame_label(m, t->stack.nr ? &t->stack.frames[stk_stack__first_shown(m, &t->stack)] : NULL,
+		    buf, len);
+}
+
+static void print_at(FILE *out, const struct stack_frame *f)
+{
+	if (f)
+		fprintf(out, "%s:%u", path__short(f->file), f->line);
+	else
+		fputs("?", out);
+}
+
+static void print_lock(FILE *out, const struct model *m, const struct resource *x)
+{
+	char type[256];
+
+	if (x->type) {
+		rust__abbreviate(x->type, type, sizeof(type), 80);
+		fprintf(out, "%s at 0x%" PRIx64, type, x->lock);
+		return;
+	}
+	/* tokio's semaphore with no guard found to name its lock: what waits on it */
+	fprintf(out, "the semaphore at 0x%" PRIx64, x->key);
+	if (x->via) {
+		char name[512];
+
+		future__display_name(x->via, name, sizeof(name));
+		rust__abbreviate(name, type, sizeof(type), 80);
+		fprintf(out, " (awaited in %s)", type);
+	}
+	(void)m;
+}
+
+/* The other resources with waiters, most waited on first (ties: first seen). */
+static int cmp_waiters(const void *a, const void *b, void *ctx)
+{
+	const struct resource *res = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (res[x].waiters != res[y].waiters)
+		return res[x].waiters > res[y].waiters ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+#define TEXT_MAX_OTHERS	 10
+#define TEXT_MAX_WAITERS 3
+
+static void print_others(FILE *out, const struct stk_snapshot *s, const struct model *m,
+			 const char *bold, const char *off)
+{
+	const struct res_report *r = &s->res;
+	uint32_t *order = malloc((r->nr_res ? r->nr_res : 1) * sizeof(*order)), n = 0;
+	char name[256];
+
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < r->nr_res; i++)
+		if (r->res[i].family == LOCK_NONE && r->res[i].waiters)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), cmp_waiters, r->res);
+	if (n)
+		fprintf(out, "\n%sChannels and notifications parked tasks wait on%s\n", bold, off);
+	for (uint32_t j = 0; j < n && j < TEXT_MAX_OTHERS; j++) {
+		const struct resource *x = &r->res[order[j]];
+		uint32_t listed = 0;
+
+		fputs("  ", out);
+		print_lock(out, m, x);
+		fprintf(out, ": %u waiting", x->waiters);
+		for (uint32_t k = 0; k < r->nr_waits && listed <= TEXT_MAX_WAITERS; k++) {
+			const struct res_wait *w = &r->waits[k];
+
+			if (w->resource != order[j])
+				continue;
+			if (listed++ == TEXT_MAX_WAITERS) {
+				fputs(", ...", out);
+				break;
+			}
+			task_name(m, &s->tasks[w->task], name, sizeof(name));
+			fprintf(out, "%s task %u %s at ", listed == 1 ? ":" : ",", w->task, name);
+			print_at(out, where(m, &s->tasks[w->task].stack, w->frame));
+		}
+		fputs("\n", out);
+	}
+	if (n > TEXT_MAX_OTHERS)
+		fprintf(out, "  ... and %u more (--json lists them all)\n", n - TEXT_MAX_OTHERS);
+	free(order);
+}
+
+/* "task 3 tokio_mt::dead_a (its g1 in tokio_mt::dead_a, kept across main.rs:233)" */
+static void print_holder(FILE *out, const struct stk_snapshot *s, const struct model *m,
+			 const struct res_hold *h)
+{
+	const struct stk_task *t = &s->tasks[h->task];
+	char name[256], owner[256];
+
+	task_name(m, t, name, sizeof(name));
+	frame_label(m, &t->stack.frames[h->frame], owner, sizeof(owner));
+	fprintf(out, "task %u %s (its %s in %s, kept across ", h->task, name, h->guard->name,
+		owner);
+	print_at(out, &t->stack.frames[h->frame]);
+	fputs(")", out);
+}
+
+static const struct res_hold *hold_of(const struct res_report *r, uint32_t task, uint32_t x)
+{
+	for (uint32_t i = 0; i < r->nr_holds; i++)
+		if (r->holds[i].held && r->holds[i].task == task && r->holds[i].resource == x)
+			return &r->holds[i];
+	return NULL;
+}
+
+static const struct res_wait *wait_of(const struct res_report *r, uint32_t task)
+{
+	for (uint32_t i = 0; i < r->nr_waits; i++)
+		if (r->waits[i].task == task)
+			return &r->waits[i];
+	return NULL;
+}
+
+/* --watch: how long every task of the cycle has stood as it is */
+static double standing_s(const struct stk_snapshot *s, const struct res_deadlock *d)
+{
+	double least = -1;
+
+	for (uint32_t k = 0; k < d->nr; k++) {
+		double u = s->tasks[s->res.cycle_task[d->first + k]].unchanged_s;
+
+		if (least < 0 || u < least)
+			least = u;
+	}
+	return least < 0 ? 0 : least;
+}
+
+void resources__text(FILE *out, const struct stk_snapshot *s, const struct model *m, bool color)
+{
+	const struct res_report *r = &s->res;
+	const char *red = color ? "\033[1;31m" : "", *bold = color ? "\033[1m" : "",
+		   *off = color ? "\033[0m" : "";
+	char name[256];
+	uint32_t shown = 0;
+
+	for (uint32_t d = 0; d < r->nr_deadlocks; d++) {
+		const struct res_deadlock *dl = &r->deadlocks[d];
+
+		fprintf(out, "\n%sDEADLOCK%s: %u tasks wait for each other", red, off, dl->nr);
+		if (s->watching)
+			fprintf(out, "   unchanged for >= %.0f s", standing_s(s, dl));
+		fputs("\n", out);
+		for (uint32_t k = 0; k < dl->nr; k++) {
+			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k],
+				 h = r->cycle_task[dl->first + (k + 1) % dl->nr];
+			const struct res_wait *w = wait_of(r, t);
+			const struct res_hold *hh = x != RES_NONE ? hold_of(r, h, x) : NULL;
+
+			task_name(m, &s->tasks[t], name, sizeof(name));
+			fprintf(out, "  task %u %s at ", t, name);
+			print_at(out, w ? where(m, &s->tasks[t].stack, w->frame) : NULL);
+			if (x == RES_NONE) {
+				task_name(m, &s->tasks[h], name, sizeof(name));
+				fprintf(out, " waits for task %u %s to finish (joins it)\n", h,
+					name);
+				continue;
+			}
+			fputs(" waits for ", out);
+			print_lock(out, m, &r->res[x]);
+			fputs("\n    held by ", out);
+			if (hh)
+				print_holder(out, s, m, hh);
+			fputs("\n", out);
+		}
+	}
+	for (uint32_t i = 0; i < r->nr_res; i++) {
+		const struct resource *x = &r->res[i];
+
+		if (x->family == LOCK_NONE || (!x->holders && !x->waiters))
+			continue;
+		if (!shown++)
+			fprintf(out, "\n%sLocks held or awaited by parked tasks%s\n", bold, off);
+		fputs("  ", out);
+		print_lock(out, m, x);
+		if (x->read)
+			fprintf(out, ": %s, %u waiting\n", x->locked ? "locked" : "not locked",
+				x->waiters);
+		else
+			fprintf(out, ": its state unreadable, %u waiting\n", x->waiters);
+		for (uint32_t k = 0; k < r->nr_holds; k++)
+			if (r->holds[k].held && r->holds[k].resource == i) {
+				fputs("    held by ", out);
+				print_holder(out, s, m, &r->holds[k]);
+				fputs("\n", out);
+			}
+		for (uint32_t k = 0; k < r->nr_waits; k++) {
+			const struct res_wait *w = &r->waits[k];
+
+			if (w->resource != i || !w->queued)
+				continue;
+			task_name(m, &s->tasks[w->task], name, sizeof(name));
+			fprintf(out, "    waited for by task %u %s at ", w->task, name);
+			print_at(out, where(m, &s->tasks[w->task].stack, w->frame));
+			fputs("\n", out);
+		}
+	}
+	if (r->self_waits)
+		fprintf(out,
+			"  %u task%s wait%s for a lock that a guard slot of its own points at: a "
+			"guard reassigned by that very await, or a task locking twice (not "
+			"told apart: not called a deadlock)\n",
+			r->self_waits, r->self_waits == 1 ? "" : "s",
+			r->self_waits == 1 ? "s" : "");
+	print_others(out, s, m, bold, off);
+}
+
+static cJSON *where_json(cJSON *o, const struct stack_frame *f)
+{
+	if (f && f->file) {
+		cJSON_AddStringToObject(o, "file", f->file);
+		cJSON_AddNumberToObject(o, "line", f->line);
+	} else {
+		cJSON_AddNullToObject(o, "file");
+		cJSON_AddNullToObject(o, "line");
+	}
+	return o;
+}
+
+static const char *kind_name(uint8_t k)
+{
+	switch (k) {
+	case GUARD_EXCLUSIVE: return "exclusive";
+	case GUARD_SHARED: return "shared";
+	case GUARD_PERMITS: return "permits";
+	default: return "unknown";
+	}
+}
+
+static cJSON *hold_json(const struct stk_snapshot *s, const struct model *m,
+			const struct res_hold *h)
+{
+	const struct stk_task *t = &s->tasks[h->task];
+	cJSON *o = cJSON_CreateObject();
+	char name[512];
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "task", h->task);
+	if (h->resource != RES_NONE)
+		cJSON_AddNumberToObject(o, "resource", h->resource);
+	else
+		cJSON_AddNullToObject(o, "resource");
+	cJSON_AddStringToObject(o, "guard", h->guard->name);
+	cJSON_AddStringToObject(o, "guard_type", h->guard->type);
+	frame_label(m, &t->stack.frames[h->frame], name, sizeof(name));
+	cJSON_AddStringToObject(o, "frame", name);
+	cJSON_AddNumberToObject(o, "frame_index", h->frame);
+	where_json(o, &t->stack.frames[h->frame]);
+	cJSON_AddBoolToObject(o, "held", h->held);
+	cJSON_AddBoolToObject(o, "ambiguous", h->ambiguous);
+	return o;
+}
+
+static cJSON *wait_json(const struct stk_snapshot *s, const struct model *m,
+			const struct res_wait *w)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "task", w->task);
+	cJSON_AddStringToObject(o, "what", wait_kind__name(w->kind));
+	if (w->resource != RES_NONE)
+		cJSON_AddNumberToObject(o, "resource", w->resource);
+	else
+		cJSON_AddNullToObject(o, "resource");
+	if (w->joins != RES_NONE)
+		cJSON_AddNumberToObject(o, "joins", w->joins);
+	else
+		cJSON_AddNullToObject(o, "joins");
+	cJSON_AddBoolToObject(o, "queued", w->queued);
+	return where_json(o, where(m, &s->tasks[w->task].stack, w->frame));
+}
+
+void resources__json(cJSON *root, const struct stk_snapshot *s, const struct model *m)
+{
+	const struct res_report *r = &s->res;
+	cJSON *res = cJSON_AddArrayToObject(root, "resources"),
+	      *dls = cJSON_AddArrayToObject(root, "deadlocks");
+
+	for (uint32_t i = 0; res && i < r->nr_res; i++) {
+		const struct resource *x = &r->res[i];
+		cJSON *o = cJSON_CreateObject(), *hs, *ws;
+
+		if (!o)
+			break;
+		cJSON_AddNumberToObject(o, "id", i);
+		if (x->type) {
+			cJSON_AddStringToObject(o, "type", x->type);
+			cJSON_AddNumberToObject(o, "addr", (double)x->lock);
+		} else {
+			cJSON_AddNullToObject(o, "type");
+			cJSON_AddNullToObject(o, "addr");
+		}
+		cJSON_AddNumberToObject(o, "key", (double)x->key);
+		cJSON_AddStringToObject(
+		    o, "what", x->family != LOCK_NONE ? "lock" : wait_kind__name(x->wait_kind));
+		cJSON_AddStringToObject(o, "family", lock_family__name(x->family));
+		cJSON_AddStringToObject(o, "kind", kind_name(x->kind));
+		if (x->read) {
+			cJSON_AddBoolToObject(o, "locked", x->locked);
+			if (x->family == LOCK_TOKIO)
+				cJSON_AddNumberToObject(o, "available_permits",
+							(double)x->available);
+			else
+				cJSON_AddNullToObject(o, "available_permits");
+		} else {
+			cJSON_AddNullToObject(o, "locked");
+			cJSON_AddNullToObject(o, "available_permits");
+		}
+		hs = cJSON_AddArrayToObject(o, "holders");
+		for (uint32_t k = 0; hs && k < r->nr_holds; k++)
+			if (r->holds[k].resource == i)
+				cJSON_AddItemToArray(hs, hold_json(s, m, &r->holds[k]));
+		ws = cJSON_AddArrayToObject(o, "waiters");
+		for (uint32_t k = 0; ws && k < r->nr_waits; k++)
+			if (r->waits[k].resource == i)
+				cJSON_AddItemToArray(ws, wait_json(s, m, &r->waits[k]));
+		cJSON_AddItemToArray(res, o);
+	}
+	for (uint32_t d = 0; dls && d < r->nr_deadlocks; d++) {
+		const struct res_deadlock *dl = &r->deadlocks[d];
+		cJSON *o = cJSON_CreateObject(), *edges;
+
+		if (!o)
+			break;
+		cJSON_AddNumberToObject(o, "unchanged_s", standing_s(s, dl));
+		edges = cJSON_AddArrayToObject(o, "edges");
+		for (uint32_t k = 0; edges && k < dl->nr; k++) {
+			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k],
+				 h = r->cycle_task[dl->first + (k + 1) % dl->nr];
+			const struct res_wait *w = wait_of(r, t);
+			const struct res_hold *hh = x != RES_NONE ? hold_of(r, h, x) : NULL;
+			cJSON *e = w ? wait_json(s, m, w) : NULL;
+
+			if (!e)
+				break;
+			if (x == RES_NONE)
+				cJSON_AddNullToObject(e, "held_by");
+			else
+				cJSON_AddNumberToObject(e, "held_by", h);
+			if (hh)
+				cJSON_AddItemToObject(e, "holder", hold_json(s, m, hh));
+			cJSON_AddItemToArray(edges, e);
+		}
+		cJSON_AddItemToArray(dls, o);
+	}
+	cJSON_AddNumberToObject(root, "self_waits", r->self_waits);
+	cJSON_AddNumberToObject(root, "guards_unread", r->unread);
+}
+
+void resources__task_json(cJSON *task, const struct stk_snapshot *s, const struct model *m,
+			  uint32_t id)
+{
+	const struct res_report *r = &s->res;
+	const struct res_wait *w = wait_of(r, id);
+	cJSON *holds = cJSON_AddArrayToObject(task, "holds");
+
+	for (uint32_t k = 0; holds && k < r->nr_holds; k++)
+		if (r->holds[k].task == id)
+			cJSON_AddItemToArray(holds, hold_json(s, m, &r->holds[k]));
+	if (w && w->queued)
+		cJSON_AddItemToObject(task, "waits_on", wait_json(s, m, w));
+	else
+		cJSON_AddNullToObject(task, "waits_on");
+}
+
+/* A name in a folded line: no ';' (the separator) and no newline. */
+static void folded_name(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' || *s == '\n' ? ' ' : *s, out);
+}
+
+void resources__folded(FILE *out, const struct stk_snapshot *s, const struct model *m,
+		       uint32_t task)
+{
+	const struct res_report *r = &s->res;
+	char name[256];
+
+	(void)m;
+	for (uint32_t d = 0; d < r->nr_deadlocks; d++) {
+		const struct res_deadlock *dl = &r->deadlocks[d];
+
+		for (uint32_t k = 0; k < dl->nr; k++) {
+			uint32_t x = r->cycle_res[dl->first + k];
+
+			if (r->cycle_task[dl->first + k] != task)
+				continue;
+			fputs(";[deadlock: waits for ", out);
+			if (x == RES_NONE) {
+				fprintf(out, "task %u to finish]",
+					r->cycle_task[dl->first + (k + 1) % dl->nr]);
+				return;
+			}
+			if (r->res[x].type) {
+				rust__abbreviate(r->res[x].type, name, sizeof(name), 80);
+				folded_name(out, name);
+				fprintf(out, " at 0x%" PRIx64, r->res[x].lock);
+			} else {
+				fprintf(out, "the lock of semaphore 0x%" PRIx64, r->res[x].key);
+			}
+			fprintf(out, " held by task %u]",
+				r->cycle_task[dl->first + (k + 1) % dl->nr]);
+			return;
+		}
+	}
+}
