@@ -22,6 +22,7 @@ struct builder {
 	void *ctx;
 	struct u64_map by_key;	 /* a lock's key -> resource index */
 	struct u64_map awaitees; /* (future, state) -> 1 + the waiting future it awaits, or 0 */
+	struct u64_map headers;	 /* a task's header -> its index */
 	uint32_t cap_holds, cap_waits, cap_res;
 };
 
@@ -146,12 +147,11 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 }
 
 /* The task whose header is at header, or RES_NONE. */
-static uint32_t task_of_header(const struct stk_task *tasks, uint32_t nr, uint64_t header)
+static uint32_t task_of_header(const struct builder *b, uint64_t header)
 {
-	for (uint32_t i = 0; header && i < nr; i++)
-		if (tasks[i].root.header == header && !tasks[i].inner)
-			return i;
-	return RES_NONE;
+	uint64_t i;
+
+	return u64_map__get(&b->headers, header, &i) ? (uint32_t)i : RES_NONE;
 }
 
 /*
@@ -185,7 +185,7 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
 
 /* The innermost frame a task waits in (future.wait_kind), if any: a lock, a task it
  * joins, a channel or a Notify; or the waiting future a frame awaits. */
-static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t nr, uint32_t task)
+static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t task)
 {
 	const struct task_stack *s = &tasks[task].stack;
 	struct res_report *r = b->r;
@@ -224,7 +224,7 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t nr
 			       .joins = RES_NONE,
 			       .queued = queued == 1};
 	if (fut->wait_kind == WAIT_JOIN) {
-		w->joins = task_of_header(tasks, nr, key);
+		w->joins = task_of_header(b, key);
 		r->nr_waits++;
 		return 0;
 	}
@@ -250,39 +250,73 @@ static bool can_progress(const struct stk_task *t)
 	return t->root.runtime != TASK_RT_DYN && (t->root.st.running || t->root.st.scheduled);
 }
 
-/* Exclusive locks two tasks' guards point at: neither claim stands. */
-static void mark_ambiguous(struct res_report *r)
+/*
+ * Exclusive locks two tasks' guards point at: neither claim stands (one slot is
+ * stale). Then each lock's holder, its counts, and the holds and waits grouped by
+ * resource (by_res_*: a counting sort, linear in tasks).
+ */
+static int index_resources(struct res_report *r)
 {
+	for (uint32_t i = 0; i < r->nr_res; i++)
+		r->res[i].holder = RES_NONE;
 	for (uint32_t i = 0; i < r->nr_holds; i++) {
-		struct res_hold *h = &r->holds[i];
+		struct resource *x;
 
-		if (!h->held)
+		if (!r->holds[i].held)
 			continue;
-		for (uint32_t j = 0; j < r->nr_holds; j++)
-			if (r->holds[j].held && r->holds[j].resource == h->resource &&
-			    r->holds[j].task != h->task)
-				h->ambiguous = true;
+		x = &r->res[r->holds[i].resource];
+		if (x->holder == RES_NONE)
+			x->holder = r->holds[i].task;
+		else if (x->holder != r->holds[i].task)
+			x->ambiguous = true;
 	}
 	for (uint32_t i = 0; i < r->nr_holds; i++) {
 		struct res_hold *h = &r->holds[i];
 
-		if (h->ambiguous)
+		if (h->resource == RES_NONE)
+			continue;
+		if (h->held && r->res[h->resource].ambiguous) {
+			h->ambiguous = true;
 			h->held = false;
-		if (h->held)
-			r->res[h->resource].holders++;
+		}
+		r->res[h->resource].holders += h->held;
+		r->res[h->resource].nr_refs[0]++;
 	}
+	for (uint32_t i = 0; i < r->nr_res; i++)
+		if (r->res[i].ambiguous)
+			r->res[i].holder = RES_NONE;
 	for (uint32_t i = 0; i < r->nr_waits; i++)
-		if (r->waits[i].queued && r->waits[i].resource != RES_NONE)
-			r->res[r->waits[i].resource].waiters++;
-}
+		if (r->waits[i].resource != RES_NONE) {
+			r->res[r->waits[i].resource].waiters += r->waits[i].queued;
+			r->res[r->waits[i].resource].nr_refs[1]++;
+		}
+	r->by_res_holds = malloc((r->nr_holds ? r->nr_holds : 1) * sizeof(uint32_t));
+	r->by_res_waits = malloc((r->nr_waits ? r->nr_waits : 1) * sizeof(uint32_t));
+	if (!r->by_res_holds || !r->by_res_waits)
+		return -ENOMEM;
+	for (uint32_t i = 0, at[2] = {0, 0}; i < r->nr_res; i++)
+		for (int k = 0; k < 2; k++) {
+			r->res[i].first_ref[k] = at[k];
+			at[k] += r->res[i].nr_refs[k];
+			r->res[i].nr_refs[k] = 0;
+		}
+	for (uint32_t i = 0; i < r->nr_holds; i++) {
+		struct resource *x;
 
-/* The task holding resource x (one verified guard), or RES_NONE. */
-static uint32_t holder_of(const struct res_report *r, uint32_t x)
-{
-	for (uint32_t i = 0; i < r->nr_holds; i++)
-		if (r->holds[i].held && r->holds[i].resource == x)
-			return r->holds[i].task;
-	return RES_NONE;
+		if (r->holds[i].resource == RES_NONE)
+			continue;
+		x = &r->res[r->holds[i].resource];
+		r->by_res_holds[x->first_ref[0] + x->nr_refs[0]++] = i;
+	}
+	for (uint32_t i = 0; i < r->nr_waits; i++) {
+		struct resource *x;
+
+		if (r->waits[i].resource == RES_NONE)
+			continue;
+		x = &r->res[r->waits[i].resource];
+		r->by_res_waits[x->first_ref[1] + x->nr_refs[1]++] = i;
+	}
+	return 0;
 }
 
 /* The cycle through task t of the wait-for graph (next, via) as a deadlock. */
@@ -334,7 +368,7 @@ static int find_cycles(struct res_report *r, const struct stk_task *tasks, uint3
 	for (uint32_t i = 0; i < r->nr_waits; i++) {
 		const struct res_wait *w = &r->waits[i];
 		/* a join: the task joined, unless it has finished */
-		uint32_t h = w->resource != RES_NONE ? holder_of(r, w->resource)
+		uint32_t h = w->resource != RES_NONE ? r->res[w->resource].holder
 			     : w->joins != RES_NONE && !tasks[w->joins].root.st.complete ? w->joins
 											 : RES_NONE;
 
@@ -377,17 +411,22 @@ int resources__build(struct res_report *r, const struct model *m, const struct s
 	memset(r, 0, sizeof(*r));
 	u64_map__init(&b.by_key);
 	u64_map__init(&b.awaitees);
+	u64_map__init(&b.headers);
+	for (uint32_t i = 0; i < nr && !e; i++)
+		if (tasks[i].root.header && !tasks[i].inner)
+			e = u64_map__set(&b.headers, tasks[i].root.header, i);
 	for (uint32_t i = 0; i < nr && !e; i++) {
 		if (tasks[i].inner)
 			continue;
 		if (!(e = add_holds(&b, i, &tasks[i].stack)))
-			e = add_wait(&b, tasks, nr, i);
+			e = add_wait(&b, tasks, i);
 	}
 	u64_map__free(&b.by_key);
 	u64_map__free(&b.awaitees);
+	u64_map__free(&b.headers);
 	if (!e) {
-		mark_ambiguous(r);
-		e = find_cycles(r, tasks, nr);
+		if (!(e = index_resources(r)))
+			e = find_cycles(r, tasks, nr);
 	}
 	if (e)
 		resources__free(r);
@@ -402,5 +441,7 @@ void resources__free(struct res_report *r)
 	free(r->deadlocks);
 	free(r->cycle_task);
 	free(r->cycle_res);
+	free(r->by_res_holds);
+	free(r->by_res_waits);
 	memset(r, 0, sizeof(*r));
 }

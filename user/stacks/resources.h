@@ -57,6 +57,10 @@ struct resource {
 	uint32_t holders, waiters;
 	uint8_t wait_kind;	  /* enum wait_kind of its waiters: a lock, a channel, a Notify */
 	const struct future *via; /* the future its first waiter waits in */
+	uint32_t holder;	  /* the task holding it, RES_NONE: none (or ambiguous) */
+	bool ambiguous;		  /* an exclusive lock two tasks' guards point at */
+	/* its holds [0] and waits [1]: by_res_*[first_ref[k] .. + nr_refs[k]] */
+	uint32_t first_ref[2], nr_refs[2];
 };
 
 /* Edge i of a cycle: cycle_task[i] waits for cycle_res[i], which
@@ -76,6 +80,7 @@ struct res_report {
 	struct res_deadlock *deadlocks;
 	uint32_t nr_deadlocks;
 	uint32_t *cycle_task, *cycle_res;
+	uint32_t *by_res_holds, *by_res_waits; /* indices into holds / waits, by resource */
 	uint32_t self_waits; /* a task waiting for a lock its own guard's slot points at */
 	uint32_t unread;     /* guards whose lock could not be read (or is not decoded) */
 };

@@ -81,6 +81,12 @@ static void print_lock(FILE *out, const struct model *m, const struct resource *
 	(void)m;
 }
 
+/* The k-th hold (which 0) or wait (which 1) of resource x. */
+static uint32_t ref_of(const struct res_report *r, const struct resource *x, int which, uint32_t k)
+{
+	return (which ? r->by_res_waits : r->by_res_holds)[x->first_ref[which] + k];
+}
+
 /* The other resources with waiters, most waited on first (ties: first seen). */
 static int cmp_waiters(const void *a, const void *b, void *ctx)
 {
@@ -92,7 +98,8 @@ static int cmp_waiters(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-#define TEXT_MAX_OTHERS	 10
+#define TEXT_MAX_OTHERS 10
+#define TEXT_MAX_LOCKS 20
 #define TEXT_MAX_WAITERS 3
 
 static void print_others(FILE *out, const struct stk_snapshot *s, const struct model *m,
@@ -117,10 +124,10 @@ static void print_others(FILE *out, const struct stk_snapshot *s, const struct m
 		fputs("  ", out);
 		print_lock(out, m, x);
 		fprintf(out, ": %u waiting", x->waiters);
-		for (uint32_t k = 0; k < r->nr_waits && listed <= TEXT_MAX_WAITERS; k++) {
-			const struct res_wait *w = &r->waits[k];
+		for (uint32_t k = 0; k < x->nr_refs[1] && listed <= TEXT_MAX_WAITERS; k++) {
+			const struct res_wait *w = &r->waits[ref_of(r, x, 1, k)];
 
-			if (w->resource != order[j])
+			if (!w->queued)
 				continue;
 			if (listed++ == TEXT_MAX_WAITERS) {
 				fputs(", ...", out);
@@ -152,21 +159,47 @@ static void print_holder(FILE *out, const struct stk_snapshot *s, const struct m
 	fputs(")", out);
 }
 
+/* The first of task's holds: holds are in task order (resources.c adds them task by
+ * task), so a binary search. */
+static uint32_t first_hold(const struct res_report *r, uint32_t task)
+{
+	uint32_t lo = 0, hi = r->nr_holds;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->holds[mid].task < task)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static const struct res_hold *hold_of(const struct res_report *r, uint32_t task, uint32_t x)
 {
-	for (uint32_t i = 0; i < r->nr_holds; i++)
-		if (r->holds[i].held && r->holds[i].task == task && r->holds[i].resource == x)
+	for (uint32_t i = first_hold(r, task); i < r->nr_holds && r->holds[i].task == task; i++)
+		if (r->holds[i].held && r->holds[i].resource == x)
 			return &r->holds[i];
 	return NULL;
 }
 
+/* A task's wait (at most one; waits are in task order too). */
 static const struct res_wait *wait_of(const struct res_report *r, uint32_t task)
 {
-	for (uint32_t i = 0; i < r->nr_waits; i++)
-		if (r->waits[i].task == task)
-			return &r->waits[i];
-	return NULL;
+	uint32_t lo = 0, hi = r->nr_waits;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->waits[mid].task < task)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nr_waits && r->waits[lo].task == task ? &r->waits[lo] : NULL;
 }
+
 
 /* --watch: how long every task of the cycle has stood as it is */
 static double standing_s(const struct stk_snapshot *s, const struct res_deadlock *d)
@@ -188,7 +221,7 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 	const char *red = color ? "\033[1;31m" : "", *bold = color ? "\033[1m" : "",
 		   *off = color ? "\033[0m" : "";
 	char name[256];
-	uint32_t shown = 0;
+	uint32_t shown = 0, more = 0;
 
 	for (uint32_t d = 0; d < r->nr_deadlocks; d++) {
 		const struct res_deadlock *dl = &r->deadlocks[d];
@@ -225,6 +258,10 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 
 		if (x->family == LOCK_NONE || (!x->holders && !x->waiters))
 			continue;
+		if (shown == TEXT_MAX_LOCKS) {
+			more++;
+			continue;
+		}
 		if (!shown++)
 			fprintf(out, "\n%sLocks held or awaited by parked tasks%s\n", bold, off);
 		fputs("  ", out);
@@ -234,16 +271,19 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 				x->waiters);
 		else
 			fprintf(out, ": its state unreadable, %u waiting\n", x->waiters);
-		for (uint32_t k = 0; k < r->nr_holds; k++)
-			if (r->holds[k].held && r->holds[k].resource == i) {
-				fputs("    held by ", out);
-				print_holder(out, s, m, &r->holds[k]);
-				fputs("\n", out);
-			}
-		for (uint32_t k = 0; k < r->nr_waits; k++) {
-			const struct res_wait *w = &r->waits[k];
+		for (uint32_t k = 0; k < x->nr_refs[0]; k++) {
+			const struct res_hold *h = &r->holds[ref_of(r, x, 0, k)];
 
-			if (w->resource != i || !w->queued)
+			if (!h->held)
+				continue;
+			fputs("    held by ", out);
+			print_holder(out, s, m, h);
+			fputs("\n", out);
+		}
+		for (uint32_t k = 0; k < x->nr_refs[1]; k++) {
+			const struct res_wait *w = &r->waits[ref_of(r, x, 1, k)];
+
+			if (!w->queued)
 				continue;
 			task_name(m, &s->tasks[w->task], name, sizeof(name));
 			fprintf(out, "    waited for by task %u %s at ", w->task, name);
@@ -251,6 +291,8 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 			fputs("\n", out);
 		}
 	}
+	if (more)
+		fprintf(out, "  ... and %u more (--json lists them all)\n", more);
 	if (r->self_waits)
 		fprintf(out,
 			"  %u task%s wait%s for a lock that a guard slot of its own points at: a "
@@ -366,13 +408,11 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			cJSON_AddNullToObject(o, "available_permits");
 		}
 		hs = cJSON_AddArrayToObject(o, "holders");
-		for (uint32_t k = 0; hs && k < r->nr_holds; k++)
-			if (r->holds[k].resource == i)
-				cJSON_AddItemToArray(hs, hold_json(s, m, &r->holds[k]));
+		for (uint32_t k = 0; hs && k < x->nr_refs[0]; k++)
+			cJSON_AddItemToArray(hs, hold_json(s, m, &r->holds[ref_of(r, x, 0, k)]));
 		ws = cJSON_AddArrayToObject(o, "waiters");
-		for (uint32_t k = 0; ws && k < r->nr_waits; k++)
-			if (r->waits[k].resource == i)
-				cJSON_AddItemToArray(ws, wait_json(s, m, &r->waits[k]));
+		for (uint32_t k = 0; ws && k < x->nr_refs[1]; k++)
+			cJSON_AddItemToArray(ws, wait_json(s, m, &r->waits[ref_of(r, x, 1, k)]));
 		cJSON_AddItemToArray(res, o);
 	}
 	for (uint32_t d = 0; dls && d < r->nr_deadlocks; d++) {
@@ -413,9 +453,8 @@ void resources__task_json(cJSON *task, const struct stk_snapshot *s, const struc
 	const struct res_wait *w = wait_of(r, id);
 	cJSON *holds = cJSON_AddArrayToObject(task, "holds");
 
-	for (uint32_t k = 0; holds && k < r->nr_holds; k++)
-		if (r->holds[k].task == id)
-			cJSON_AddItemToArray(holds, hold_json(s, m, &r->holds[k]));
+	for (uint32_t k = first_hold(r, id); holds && k < r->nr_holds && r->holds[k].task == id; k++)
+		cJSON_AddItemToArray(holds, hold_json(s, m, &r->holds[k]));
 	if (w && w->queued)
 		cJSON_AddItemToObject(task, "waits_on", wait_json(s, m, w));
 	else
