@@ -255,3 +255,32 @@ def test_park_waits_on_channels(tmp_path, parked, crate, profile):
     assert res[chan["resource"]]["id"] != many["id"] and not res[chan["resource"]]["holders"], res
     assert "Channels and notifications parked tasks wait on" in proc.stdout, proc.stdout
     target.stop()
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+@pytest.mark.parametrize("crate,guard,family", [("tokio_mt", "tokio::sync::mutex::MutexGuard<u64>", "tokio"),
+                                                ("smol_app", "async_lock::mutex::MutexGuard<u64>", "async-lock")])
+def test_analyzer_guards_per_await(tmp_path, crate, guard, family, profile):
+    """`analyze --json`: the guards each await keeps (states[].holds), against the
+    source: dead_a keeps g1 across its second and third awaits, not its first (where
+    it takes it); dead_b keeps g2 the same way; the way to the lock is known."""
+    out = tmp_path / "m.json"
+    proc = util.run_asyncbpf("analyze", util.fixture_binary(profile, crate), "--json", out, "-q")
+    assert proc.returncode == util.EXIT_OK, util.describe(proc)
+    model = json.loads(out.read_text())
+    src = util.fixture_source(crate)
+    for fn, name in (("dead_a", "g1"), ("dead_b", "g2")):
+        fut = [f for f in model["futures"] if f["name"] == f"{crate}::{fn}"]
+        assert len(fut) == 1, fn
+        lines = [m.line for m in src.markers_of(fn)]
+        held = {s["line"]: [h["name"] for h in s["holds"]] for s in fut[0]["states"] if s["kind"] == "suspend"}
+        assert held == {lines[0]: [], lines[1]: [name], lines[2]: [name]}, (fn, held, lines)
+        for s in fut[0]["states"]:
+            for h in s["holds"]:
+                assert h["type"] == guard and h["lock"] == "exclusive" and h["family"] == family, h
+                assert h["steps"] and h["steps"][0]["deref"], h
+    # the futures a task waits in: the lock's, with its way and state word
+    waits = {f["wait"]["what"] for f in model["futures"] if f["wait"]}
+    assert "lock" in waits and "join" in waits, waits
+    lock = [f for f in model["futures"] if f["wait"] and f["wait"]["what"] == "lock"]
+    assert all(f["wait"]["family"] == family and f["wait"]["state_offset"] is not None for f in lock), lock

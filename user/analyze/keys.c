@@ -148,15 +148,34 @@ static bool find(struct walk *w, Dwarf_Die *t, int depth, const struct key_kind 
 	return false;
 }
 
+/* Steps as few as they can be: offsets summed up to each deref, one last move. */
+static bool compact(struct key_path *p)
+{
+	uint64_t pending = 0;
+	uint8_t n = 0;
+
+	for (uint8_t i = 0; i < p->nr_steps; i++) {
+		pending += p->steps[i].offset;
+		if (p->steps[i].deref) {
+			p->steps[n++] = (struct await_step){pending, true};
+			pending = 0;
+		}
+	}
+	if (pending || !n)
+		p->steps[n++] = (struct await_step){pending, false};
+	p->nr_steps = n;
+	return true;
+}
+
 bool keys__find(struct walk *w, Dwarf_Die *t, const struct key_kind *k, struct key_path *p)
 {
 	p->nr_steps = 0;
-	return find(w, t, 0, k, p);
+	return find(w, t, 0, k, p) && compact(p);
 }
 
 bool keys__from_member(struct walk *w, uint64_t off, Dwarf_Die *mtype, const struct key_kind *k,
 		       struct key_path *p)
 {
 	p->nr_steps = 0;
-	return member(w, off, mtype, 0, NULL, k, p);
+	return member(w, off, mtype, 0, NULL, k, p) && compact(p);
 }

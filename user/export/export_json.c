@@ -197,7 +197,17 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 				jw_string(w, "resource", g->resource);
 			else
 				jw_null(w, "resource");
+			jw_string(w, "lock", guard_lock__name(g->lock));
 			jw_string(w, "family", lock_family__name(g->family));
+			if (g->family != LOCK_NONE) {
+				json__write_steps(w, g->steps, g->nr_steps);
+				jw_u64(w, "resource_back", g->resource_back);
+				jw_u64(w, "state_offset", g->state_offset);
+			} else {
+				jw_null(w, "steps");
+				jw_null(w, "resource_back");
+				jw_null(w, "state_offset");
+			}
 			jw_object_end(w);
 		}
 		jw_array_end(w);
@@ -205,6 +215,27 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 	}
 	jw_array_end(w);
 
+	if (f->wait_kind != WAIT_NONE) {
+		jw_object(w, "wait");
+		jw_string(w, "what", wait_kind__name(f->wait_kind));
+		jw_string(w, "family", lock_family__name(f->wait_family));
+		json__write_steps(w, f->wait_steps, f->wait_nr_steps);
+		if (f->wait_type)
+			jw_string(w, "type", f->wait_type);
+		else
+			jw_null(w, "type");
+		if (f->wait_kind == WAIT_LOCK && f->wait_queued != FUTURE_NO_OFFSET)
+			jw_u64(w, "queued_offset", f->wait_queued);
+		else
+			jw_null(w, "queued_offset");
+		if (f->wait_kind == WAIT_LOCK)
+			jw_u64(w, "state_offset", f->wait_state);
+		else
+			jw_null(w, "state_offset");
+		jw_object_end(w);
+	} else {
+		jw_null(w, "wait");
+	}
 	jw_string(w, "file", f->file);
 	jw_u64(w, "line", f->line);
 	if (f->drop_symbol) {

@@ -283,6 +283,17 @@ const char *lock_family__name(enum lock_family f)
 	return "none";
 }
 
+const char *guard_lock__name(enum guard_lock l)
+{
+	switch (l) {
+	case GUARD_EXCLUSIVE: return "exclusive";
+	case GUARD_SHARED: return "shared";
+	case GUARD_PERMITS: return "permits";
+	case GUARD_OTHER: break;
+	}
+	return "other";
+}
+
 const char *wait_kind__name(enum wait_kind k)
 {
 	switch (k) {

@@ -699,6 +699,8 @@ const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
 /* "tokio", "async-lock", "none" */
 const char *lock_family__name(enum lock_family f);
+/* "exclusive", "shared", "permits", "other" */
+const char *guard_lock__name(enum guard_lock l);
 /* "lock", "join", "channel", "notify", "none" */
 const char *wait_kind__name(enum wait_kind k);
 /* "none", "line-tables-only", "limited", "full": Cargo's names for the `debug` values */

@@ -315,16 +315,6 @@ static cJSON *where_json(cJSON *o, const struct stack_frame *f)
 	return o;
 }
 
-static const char *kind_name(uint8_t k)
-{
-	switch (k) {
-	case GUARD_EXCLUSIVE: return "exclusive";
-	case GUARD_SHARED: return "shared";
-	case GUARD_PERMITS: return "permits";
-	default: return "unknown";
-	}
-}
-
 static cJSON *hold_json(const struct stk_snapshot *s, const struct model *m,
 			const struct res_hold *h)
 {
@@ -395,7 +385,7 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 		cJSON_AddStringToObject(
 		    o, "what", x->family != LOCK_NONE ? "lock" : wait_kind__name(x->wait_kind));
 		cJSON_AddStringToObject(o, "family", lock_family__name(x->family));
-		cJSON_AddStringToObject(o, "kind", kind_name(x->kind));
+		cJSON_AddStringToObject(o, "kind", guard_lock__name(x->kind));
 		if (x->read) {
 			cJSON_AddBoolToObject(o, "locked", x->locked);
 			if (x->family == LOCK_TOKIO)
