@@ -161,6 +161,14 @@ def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
     target.stop()
 
 
+def test_no_pause_says_a_deadlock_wants_confirming(tmp_path, locks):
+    target = locks("release")
+    proc, doc, _ = stacks(tmp_path, target.proc.pid, "--no-pause")
+    assert not doc["paused"] and len(doc["deadlocks"]) == 2, doc["deadlocks"]
+    assert proc.stdout.count("read with --no-pause") == 2, proc.stdout
+    target.stop()
+
+
 def test_watch_says_how_long_the_deadlock_stands(tmp_path, locks):
     target = locks("debug")
     proc, doc, _ = stacks(tmp_path, target.proc.pid, "--watch", "0.3", "--count", "3")

@@ -165,6 +165,9 @@ def test_hyper_connection_tree(profile, tmp_path):
         assert name_of(changed) == "changed", nodes[changed]
         # a future inside this task's tree is not a task of its own
         assert not [x for x in doc["tasks"] if x["frames"][0]["future"].startswith("hyper::common::drain::")]
+        # hyper's server keeps no async lock: no lock held, no deadlock claimed; the
+        # connection's drain watch waits on a watch channel
+        assert doc["deadlocks"] == [] and not [h for t in doc["tasks"] for h in t["holds"] if h["held"]], doc
 
         # the addresses, from /proc/PID/mem and llvm-dwarfdump's member offsets
         by_path = {f["path"]: f for f in model["futures"]}

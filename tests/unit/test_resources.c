@@ -30,6 +30,14 @@ static struct model m;
 #define SEM2	  (BASE + 0x200)
 #define STATE_OFF 16
 
+static struct future_wait acquire_wait = {.kind = WAIT_LOCK,
+					  .family = LOCK_TOKIO,
+					  .nr_steps = 1,
+					  .steps = {{0, true}},
+					  .queued = 8,
+					  .state = STATE_OFF};
+static struct future_wait join_wait = {.kind = WAIT_JOIN, .nr_steps = 1, .steps = {{0, true}}};
+
 static void build_model(void)
 {
 	guard = (struct held_guard){.name = "g",
@@ -59,18 +67,11 @@ static void build_model(void)
 	futures[F_ACQUIRE] = (struct future){.path = "tokio::sync::batch_semaphore::Acquire",
 					     .kind = FUTURE_HANDWRITTEN,
 					     .crate_class = CRATE_RUNTIME,
-					     .wait_kind = WAIT_LOCK,
-					     .wait_family = LOCK_TOKIO,
-					     .wait_nr_steps = 1,
-					     .wait_steps = {{0, true}},
-					     .wait_queued = 8,
-					     .wait_state = STATE_OFF};
+					     .wait = &acquire_wait};
 	futures[F_JOIN] = (struct future){.path = "tokio::runtime::task::join::JoinHandle<()>",
 					  .kind = FUTURE_HANDWRITTEN,
 					  .crate_class = CRATE_RUNTIME,
-					  .wait_kind = WAIT_JOIN,
-					  .wait_nr_steps = 1,
-					  .wait_steps = {{0, true}}};
+					  .wait = &join_wait};
 	memset(&m, 0, sizeof(m));
 	m.futures = futures;
 	m.nr_futures = NR_F;

@@ -85,6 +85,18 @@ static int known_index(const char *path)
 	return -1;
 }
 
+/* Could a type of this DW_AT_name (`MutexGuard<u64>`) be a known guard? */
+static bool maybe_guard(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(known) / sizeof(known[0]); i++) {
+		size_t n = strlen(known[i].name);
+
+		if (!strncmp(name, known[i].name, n) && (name[n] == '<' || !name[n]))
+			return true;
+	}
+	return false;
+}
+
 bool guards__is_guard(const char *path)
 {
 	return known_index(path) >= 0;
@@ -126,6 +138,9 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 
 		if (dwarf_tag(&m) != DW_TAG_member || !name || !strcmp(name, "__awaitee") ||
 		    !die_type(&m, &t) || !member_offset(&m, &off))
+			continue;
+		/* the type's own name first (a full path is a walk of a unit's namespaces) */
+		if (!maybe_guard(dwarf_diename(&t)))
 			continue;
 		path = walk__type_path(w, dwarf_dieoffset(&t));
 		if ((k = known_index(path)) < 0)

@@ -18,9 +18,33 @@ bool keys__ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
+/* The last path segment of a pattern ("Semaphore" of "...::batch_semaphore::Semaphore",
+ * "Mutex<" of "async_lock::mutex::Mutex<"): what the type's own DW_AT_name starts with. */
+static const char *last_segment(const char *pattern)
+{
+	const char *last = pattern;
+
+	for (const char *p = pattern; *p && *p != '<'; p++)
+		if (p[0] == ':' && p[1] == ':')
+			last = p + 2;
+	return last;
+}
+
 bool keys__match(struct walk *w, Dwarf_Die *type, const struct key_kind *k)
 {
-	const char *path = walk__type_path(w, dwarf_dieoffset(type));
+	const char *pattern = k->exact	  ? k->exact
+			      : k->prefix ? k->prefix
+					  : k->suffix,
+		   *name = dwarf_diename(type), *seg, *path;
+
+	/* the type's own name first: a full path is a walk of a unit's namespaces, and
+	 * most types looked at are not the key */
+	if (!pattern || !name)
+		return false;
+	seg = last_segment(pattern);
+	if (strncmp(name, seg, strlen(seg)) != 0 || (k->exact && strcmp(name, seg) != 0))
+		return false;
+	path = walk__type_path(w, dwarf_dieoffset(type));
 
 	if (!path)
 		return false;
@@ -82,14 +106,14 @@ bool keys__env_member(Dwarf_Die *env, const char *name, uint64_t *off, Dwarf_Die
 static bool find(struct walk *w, Dwarf_Die *t, int depth, const struct key_kind *k,
 		 struct key_path *p);
 
-/* One member (at off, of type mt) of a struct called holder (NULL: the start). */
-static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, const char *holder,
+/* One member (at off, of type mt) of struct holder (NULL: the start). */
+static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, Dwarf_Die *holder,
 		   const struct key_kind *k, struct key_path *p)
 {
 	Dwarf_Die pointee;
 	uint8_t n = p->nr_steps;
 
-	if (n >= GUARD_STEPS)
+	if (n >= GUARD_STEPS || ++p->visits > KEYS_BUDGET)
 		return false;
 	if (dwarf_tag(mt) == DW_TAG_pointer_type) {
 		if (!die_type(mt, &pointee))
@@ -114,7 +138,7 @@ static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, const
 		if (keys__match(w, mt, k)) {
 			bool by_holder = k->named_by_holder && holder;
 
-			p->name = by_holder ? holder : walk__type_path(w, dwarf_dieoffset(mt));
+			p->name = walk__type_path(w, dwarf_dieoffset(by_holder ? holder : mt));
 			p->back = by_holder ? off : 0;
 			p->key = *mt;
 			return true;
@@ -133,7 +157,6 @@ static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, const
 static bool find(struct walk *w, Dwarf_Die *t, int depth, const struct key_kind *k,
 		 struct key_path *p)
 {
-	const char *holder = walk__type_path(w, dwarf_dieoffset(t));
 	Dwarf_Die m, mt;
 
 	if (depth > FIND_DEPTH || dwarf_child(t, &m) != 0)
@@ -142,7 +165,7 @@ static bool find(struct walk *w, Dwarf_Die *t, int depth, const struct key_kind 
 		uint64_t off;
 
 		if (dwarf_tag(&m) == DW_TAG_member && member_offset(&m, &off) &&
-		    die_type(&m, &mt) && member(w, off, &mt, depth, holder, k, p))
+		    die_type(&m, &mt) && member(w, off, &mt, depth, t, k, p))
 			return true;
 	} while (dwarf_siblingof(&m, &m) == 0);
 	return false;
@@ -170,6 +193,7 @@ static bool compact(struct key_path *p)
 bool keys__find(struct walk *w, Dwarf_Die *t, const struct key_kind *k, struct key_path *p)
 {
 	p->nr_steps = 0;
+	p->visits = 0;
 	return find(w, t, 0, k, p) && compact(p);
 }
 
@@ -177,5 +201,6 @@ bool keys__from_member(struct walk *w, uint64_t off, Dwarf_Die *mtype, const str
 		       struct key_path *p)
 {
 	p->nr_steps = 0;
+	p->visits = 0;
 	return member(w, off, mtype, 0, NULL, k, p) && compact(p);
 }

@@ -27,7 +27,12 @@ struct key_path {
 	const char *name; /* the type the key is known by (walk's paths); NULL: unnamed */
 	uint64_t back;	  /* the key's offset in that type */
 	Dwarf_Die key;	  /* the key's type */
+	uint32_t visits;  /* members looked at: a search gives up past KEYS_BUDGET */
 };
+
+/* Members one search may look at: the types are hostile input, and a graph of types
+ * that point at each other is exponential in the depth without a bound. */
+#define KEYS_BUDGET 4096
 
 /* Is the key's type this? */
 bool keys__match(struct walk *w, Dwarf_Die *type, const struct key_kind *k);

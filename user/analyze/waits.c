@@ -12,6 +12,8 @@
  *   Notified, async-channel's Recv/Send: the channel or the Notify.
  */
 #include <dwarf.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/guards.h"
@@ -131,8 +133,8 @@ static int known(const struct future *f)
 	return -1;
 }
 
-/* The way from future f (its type die) to what entry k says it waits for. */
-static bool way(struct walk *w, struct future *f, Dwarf_Die *die, int k)
+/* The way from a future (its type die) to what entry k says it waits for, into fw. */
+static bool way(struct walk *w, struct future_wait *f, Dwarf_Die *die, int k)
 {
 	struct key_path p = {0};
 	Dwarf_Die mt;
@@ -142,8 +144,8 @@ static bool way(struct walk *w, struct future *f, Dwarf_Die *die, int k)
 	case FROM_FIRST:
 		if (!first_pointer(die, 0, &off))
 			return false;
-		f->wait_nr_steps = 1;
-		f->wait_steps[0] = (struct await_step){off, true};
+		f->nr_steps = 1;
+		f->steps[0] = (struct await_step){off, true};
 		return true;
 	case FROM_SELF:
 		if (!keys__env_member(die, waits[k].member, &off, &mt))
@@ -156,36 +158,34 @@ static bool way(struct walk *w, struct future *f, Dwarf_Die *die, int k)
 	}
 	if (!keys__from_member(w, off, &mt, &waits[k].key, &p))
 		return false;
-	f->wait_nr_steps = p.nr_steps;
-	memcpy(f->wait_steps, p.steps, sizeof(f->wait_steps));
-	f->wait_type = p.name ? strpool__intern(&w->m->strings, p.name) : NULL;
+	f->nr_steps = p.nr_steps;
+	memcpy(f->steps, p.steps, sizeof(f->steps));
+	f->type = p.name ? strpool__intern(&w->m->strings, p.name) : NULL;
 	if (waits[k].kind != WAIT_LOCK)
 		return true;
 	/* a lock: its family by its key, where the key says it is held */
-	f->wait_family = waits[k].key.named_by_holder ? LOCK_TOKIO : LOCK_ASYNC_LOCK;
-	f->wait_queued = FUTURE_NO_OFFSET;
-	if (f->wait_family == LOCK_TOKIO && !keys__member(die, "queued", &f->wait_queued, NULL))
+	f->family = waits[k].key.named_by_holder ? LOCK_TOKIO : LOCK_ASYNC_LOCK;
+	f->queued = FUTURE_NO_OFFSET;
+	if (f->family == LOCK_TOKIO && !keys__member(die, "queued", &f->queued, NULL))
 		return false;
-	return guards__state_word(&p.key, f->wait_family, &f->wait_state);
+	return guards__state_word(&p.key, f->family, &f->state);
 }
 
 int waits__find(struct walk *w)
 {
 	for (uint32_t i = 0; i < w->m->nr_futures; i++) {
 		struct future *f = &w->m->futures[i];
+		struct future_wait fw = {0};
 		Dwarf_Die die;
 		int k;
 
 		if (!f->crate || !f->path || !f->die_offset || (k = known(f)) < 0 ||
-		    !dwarf_offdie(w->dw, f->die_offset, &die))
+		    !dwarf_offdie(w->dw, f->die_offset, &die) || !way(w, &fw, &die, k))
 			continue;
-		if (way(w, f, &die, k)) {
-			f->wait_kind = waits[k].kind;
-		} else {
-			f->wait_kind = WAIT_NONE;
-			f->wait_family = LOCK_NONE;
-			f->wait_type = NULL;
-		}
+		fw.kind = waits[k].kind;
+		if (!(f->wait = malloc(sizeof(*f->wait))))
+			return -ENOMEM;
+		*f->wait = fw;
 	}
 	return 0;
 }

@@ -215,21 +215,23 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 	}
 	jw_array_end(w);
 
-	if (f->wait_kind != WAIT_NONE) {
+	if (f->wait) {
+		const struct future_wait *fw = f->wait;
+
 		jw_object(w, "wait");
-		jw_string(w, "what", wait_kind__name(f->wait_kind));
-		jw_string(w, "family", lock_family__name(f->wait_family));
-		json__write_steps(w, f->wait_steps, f->wait_nr_steps);
-		if (f->wait_type)
-			jw_string(w, "type", f->wait_type);
+		jw_string(w, "what", wait_kind__name(fw->kind));
+		jw_string(w, "family", lock_family__name(fw->family));
+		json__write_steps(w, fw->steps, fw->nr_steps);
+		if (fw->type)
+			jw_string(w, "type", fw->type);
 		else
 			jw_null(w, "type");
-		if (f->wait_kind == WAIT_LOCK && f->wait_queued != FUTURE_NO_OFFSET)
-			jw_u64(w, "queued_offset", f->wait_queued);
+		if (fw->kind == WAIT_LOCK && fw->queued != FUTURE_NO_OFFSET)
+			jw_u64(w, "queued_offset", fw->queued);
 		else
 			jw_null(w, "queued_offset");
-		if (f->wait_kind == WAIT_LOCK)
-			jw_u64(w, "state_offset", f->wait_state);
+		if (fw->kind == WAIT_LOCK)
+			jw_u64(w, "state_offset", fw->state);
 		else
 			jw_null(w, "state_offset");
 		jw_object_end(w);

@@ -18,6 +18,7 @@ void model__free(struct model *m)
 		for (uint32_t k = 0; m->futures[i].states && k < m->futures[i].nr_states; k++)
 			free(m->futures[i].states[k].held);
 		free(m->futures[i].states);
+		free(m->futures[i].wait);
 	}
 	for (uint32_t i = 0; i < m->nr_polls; i++) {
 		free(m->polls[i].exits);

@@ -35,6 +35,23 @@ struct await_step {
 	bool deref;	 /* then follow the pointer stored there */
 };
 
+#define GUARD_STEPS 8 /* the steps of a way to a lock or what a future waits for */
+
+/*
+ * A future a parked task waits in (analyze/waits.c): the way from the future to what
+ * it waits for (a lock's key, a task's header, a channel, a Notify), what that is
+ * called, and for a lock its family, its state word and tokio Acquire's `queued` flag
+ * (FUTURE_NO_OFFSET: queued while parked).
+ */
+struct future_wait {
+	uint8_t kind;	/* enum wait_kind */
+	uint8_t family; /* enum lock_family (WAIT_LOCK) */
+	uint8_t nr_steps;
+	struct await_step steps[GUARD_STEPS];
+	uint64_t queued, state;
+	const char *type;
+};
+
 /* What a guard holds (guards.c: by its type's name). */
 enum guard_lock {
 	GUARD_OTHER,	 /* a known guard whose lock's state is not decoded */
@@ -53,8 +70,6 @@ enum lock_family {
 	 * `state` word says locked */
 	LOCK_ASYNC_LOCK,
 };
-
-#define GUARD_STEPS 8
 
 /* What a waiting future waits for (future.wait_kind). */
 enum wait_kind {
@@ -156,16 +171,8 @@ struct future {
 	bool inlined_only;	      /* no out-of-line poll, but inlined copies exist */
 	bool is_root;		      /* nobody awaits it: a task entry point */
 	bool block_on_root;	      /* a block_on polls it: its thread's root task */
-	/* a future a parked task waits in (waits.c): wait_kind != WAIT_NONE, the way from
-	 * the future to what it waits for (a lock's key, a task's header, a channel, a
-	 * Notify), what that is called, and for a lock its family, its state word and
-	 * tokio Acquire's `queued` flag (FUTURE_NO_OFFSET: queued while parked) */
-	uint8_t wait_kind;
-	uint8_t wait_family;
-	uint8_t wait_nr_steps;
-	struct await_step wait_steps[GUARD_STEPS];
-	uint64_t wait_queued, wait_state;
-	const char *wait_type;
+	/* a future a parked task waits in (waits.c), NULL for the others */
+	struct future_wait *wait;
 };
 
 enum exit_kind {

@@ -173,7 +173,7 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
 	if (!u64_map__get(&b->awaitees, key, &v)) {
 		v = 0;
 		for (uint32_t i = 0; i < b->m->nr_futures && !v; i++)
-			if (b->m->futures[i].wait_kind != WAIT_NONE && b->m->futures[i].path &&
+			if (b->m->futures[i].wait && b->m->futures[i].path &&
 			    !strcmp(b->m->futures[i].path, st->awaitee_type))
 				v = i + 1;
 		if (u64_map__set(&b->awaitees, key, v))
@@ -183,7 +183,7 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
 	return v ? &b->m->futures[v - 1] : NULL;
 }
 
-/* The innermost frame a task waits in (future.wait_kind), if any: a lock, a task it
+/* The innermost frame a task waits in (future.wait), if any: a lock, a task it
  * joins, a channel or a Notify; or the waiting future a frame awaits. */
 static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t task)
 {
@@ -191,6 +191,7 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 	struct res_report *r = b->r;
 	const struct stack_frame *f = NULL;
 	const struct future *fut = NULL;
+	const struct future_wait *fw;
 	struct res_wait *w;
 	uint64_t key, at = 0;
 	uint8_t queued = 1;
@@ -200,7 +201,7 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		f = &s->frames[k];
 		if (f->future < 0 || (uint32_t)f->future >= b->m->nr_futures)
 			continue;
-		if (b->m->futures[f->future].wait_kind != WAIT_NONE) {
+		if (b->m->futures[f->future].wait) {
 			fut = &b->m->futures[f->future];
 			at = f->addr;
 		} else {
@@ -209,33 +210,33 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		if (fut)
 			break;
 	}
-	if (!fut || !(key = follow_steps(b, fut->wait_steps, fut->wait_nr_steps, at)))
+	if (!fut || !(fw = fut->wait) || !(key = follow_steps(b, fw->steps, fw->nr_steps, at)))
 		return 0;
-	if (fut->wait_kind == WAIT_LOCK && fut->wait_queued != FUTURE_NO_OFFSET &&
-	    b->read(b->ctx, at + fut->wait_queued, &queued, 1))
+	if (fw->kind == WAIT_LOCK && fw->queued != FUTURE_NO_OFFSET &&
+	    b->read(b->ctx, at + fw->queued, &queued, 1))
 		return 0;
 	if (grow((void **)&r->waits, &b->cap_waits, r->nr_waits, sizeof(*r->waits)))
 		return -ENOMEM;
 	w = &r->waits[r->nr_waits];
 	*w = (struct res_wait){.task = task,
 			       .frame = k,
-			       .kind = fut->wait_kind,
+			       .kind = fw->kind,
 			       .resource = RES_NONE,
 			       .joins = RES_NONE,
 			       .queued = queued == 1};
-	if (fut->wait_kind == WAIT_JOIN) {
+	if (fw->kind == WAIT_JOIN) {
 		w->joins = task_of_header(b, key);
 		r->nr_waits++;
 		return 0;
 	}
-	w->resource = resource_at(
-	    b, key, fut->wait_kind == WAIT_LOCK ? fut->wait_family : LOCK_NONE, fut->wait_state);
+	w->resource =
+	    resource_at(b, key, fw->kind == WAIT_LOCK ? fw->family : LOCK_NONE, fw->state);
 	if (w->resource == RES_NONE)
 		return -ENOMEM;
 	struct resource *x = &r->res[w->resource];
-	x->wait_kind = fut->wait_kind;
-	if (fut->wait_type && !x->type) {
-		x->type = fut->wait_type;
+	x->wait_kind = fw->kind;
+	if (fw->type && !x->type) {
+		x->type = fw->type;
 		x->lock = key;
 	}
 	if (!x->via)

@@ -19,7 +19,8 @@
 
 #define RES_NONE UINT32_MAX
 
-/* A guard a parked task keeps across an await. */
+/* A guard a parked task keeps across an await (task first: resources_view.c finds a
+ * task's holds and wait by it). */
 struct res_hold {
 	uint32_t task, frame; /* the snapshot's task, the frame whose local it is */
 	const struct held_guard *guard;

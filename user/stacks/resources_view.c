@@ -98,8 +98,8 @@ static int cmp_waiters(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-#define TEXT_MAX_OTHERS 10
-#define TEXT_MAX_LOCKS 20
+#define TEXT_MAX_OTHERS	 10
+#define TEXT_MAX_LOCKS	 20
 #define TEXT_MAX_WAITERS 3
 
 static void print_others(FILE *out, const struct stk_snapshot *s, const struct model *m,
@@ -159,21 +159,30 @@ static void print_holder(FILE *out, const struct stk_snapshot *s, const struct m
 	fputs(")", out);
 }
 
-/* The first of task's holds: holds are in task order (resources.c adds them task by
- * task), so a binary search. */
-static uint32_t first_hold(const struct res_report *r, uint32_t task)
+/*
+ * The first of n elements of `size` bytes from base whose task is at least `task`:
+ * holds and waits are in task order (resources.c adds them task by task) and both
+ * begin with their task, so one binary search serves both.
+ */
+static uint32_t first_of_task(const void *base, size_t size, uint32_t n, uint32_t task)
 {
-	uint32_t lo = 0, hi = r->nr_holds;
+	uint32_t lo = 0, hi = n;
 
 	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
+		uint32_t mid = lo + (hi - lo) / 2, t;
 
-		if (r->holds[mid].task < task)
+		memcpy(&t, (const char *)base + (size_t)mid * size, sizeof(t));
+		if (t < task)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+static uint32_t first_hold(const struct res_report *r, uint32_t task)
+{
+	return first_of_task(r->holds, sizeof(*r->holds), r->nr_holds, task);
 }
 
 static const struct res_hold *hold_of(const struct res_report *r, uint32_t task, uint32_t x)
@@ -184,22 +193,13 @@ static const struct res_hold *hold_of(const struct res_report *r, uint32_t task,
 	return NULL;
 }
 
-/* A task's wait (at most one; waits are in task order too). */
+/* A task's wait (at most one). */
 static const struct res_wait *wait_of(const struct res_report *r, uint32_t task)
 {
-	uint32_t lo = 0, hi = r->nr_waits;
+	uint32_t i = first_of_task(r->waits, sizeof(*r->waits), r->nr_waits, task);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->waits[mid].task < task)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < r->nr_waits && r->waits[lo].task == task ? &r->waits[lo] : NULL;
+	return i < r->nr_waits && r->waits[i].task == task ? &r->waits[i] : NULL;
 }
-
 
 /* --watch: how long every task of the cycle has stood as it is */
 static double standing_s(const struct stk_snapshot *s, const struct res_deadlock *d)
@@ -230,6 +230,11 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 		if (s->watching)
 			fprintf(out, "   unchanged for >= %.0f s", standing_s(s, dl));
 		fputs("\n", out);
+		if (!s->paused)
+			fputs("  (read with --no-pause: each task's memory at another instant, a "
+			      "cycle "
+			      "may be torn; a snapshot with the pause confirms it)\n",
+			      out);
 		for (uint32_t k = 0; k < dl->nr; k++) {
 			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k],
 				 h = r->cycle_task[dl->first + (k + 1) % dl->nr];
@@ -443,7 +448,8 @@ void resources__task_json(cJSON *task, const struct stk_snapshot *s, const struc
 	const struct res_wait *w = wait_of(r, id);
 	cJSON *holds = cJSON_AddArrayToObject(task, "holds");
 
-	for (uint32_t k = first_hold(r, id); holds && k < r->nr_holds && r->holds[k].task == id; k++)
+	for (uint32_t k = first_hold(r, id); holds && k < r->nr_holds && r->holds[k].task == id;
+	     k++)
 		cJSON_AddItemToArray(holds, hold_json(s, m, &r->holds[k]));
 	if (w && w->queued)
 		cJSON_AddItemToObject(task, "waits_on", wait_json(s, m, w));
