@@ -340,3 +340,18 @@ const char *frame_state__name(uint8_t state)
 	}
 	return "?";
 }
+
+/* The first frame worth showing: past the runtimes' own wrappers (async-executor's
+ * spawn block, ...) when a frame of the program's own follows. */
+uint32_t stacks__first_shown(const struct model *m, const struct task_stack *st)
+{
+	for (uint32_t i = 0; i < st->nr; i++) {
+		int32_t f = st->frames[i].future;
+
+		if (f < 0 || (uint32_t)f >= m->nr_futures ||
+		    (m->futures[f].crate_class != CRATE_RUNTIME &&
+		     m->futures[f].crate_class != CRATE_STD))
+			return i;
+	}
+	return 0;
+}

@@ -94,4 +94,8 @@ uint32_t stacks__tree(const struct model *m, const struct vtable_index *ix, int3
 /* "suspended", "unresumed", ...: for people and JSON. */
 const char *frame_state__name(uint8_t state);
 
+/* The first frame worth showing: past the runtimes' own wrappers (async-executor's
+ * spawn block, ...) when a frame of the program's own follows. */
+uint32_t stacks__first_shown(const struct model *m, const struct task_stack *st);
+
 #endif

@@ -243,20 +243,6 @@ void stk_snapshot__free(struct stk_snapshot *s)
 	s->nr = s->nr_groups = 0;
 }
 
-/* The first frame worth showing: past the runtimes' own wrappers (async-executor's
- * spawn block, ...) when a frame of the program's own follows. */
-uint32_t stk_stack__first_shown(const struct model *m, const struct task_stack *st)
-{
-	for (uint32_t i = 0; i < st->nr; i++) {
-		int32_t f = st->frames[i].future;
-
-		if (f < 0 || (uint32_t)f >= m->nr_futures ||
-		    (m->futures[f].crate_class != CRATE_RUNTIME &&
-		     m->futures[f].crate_class != CRATE_STD))
-			return i;
-	}
-	return 0;
-}
 
 static const char *frame_what(const struct stack_frame *f)
 {
@@ -276,7 +262,7 @@ static const char *frame_what(const struct stack_frame *f)
 static void print_stack(FILE *out, const struct model *m, const struct task_stack *s)
 {
 	char name[512], next[512];
-	uint32_t i = stk_stack__first_shown(m, s);
+	uint32_t i = stacks__first_shown(m, s);
 
 	for (; i < s->nr; i++) {
 		const struct stack_frame *f = &s->frames[i];
@@ -609,7 +595,7 @@ int stk_report__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 		const char *label = task_label(&t->root);
 
 		fputs(runtime_label(t->root.runtime), out);
-		for (uint32_t i = stk_stack__first_shown(m, &t->stack); i < t->stack.nr; i++) {
+		for (uint32_t i = stacks__first_shown(m, &t->stack); i < t->stack.nr; i++) {
 			fputc(';', out);
 			folded_frame(out, m, &t->stack.frames[i]);
 		}

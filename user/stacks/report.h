@@ -74,9 +74,6 @@ void stk_snapshot__compare(struct stk_snapshot *s, const struct stk_snapshot *pr
 void stk_snapshot__free(struct stk_snapshot *s);
 
 /* The grouped text view. color: ANSI emphasis (a terminal). */
-/* The first frame worth showing: past the runtimes' own wrappers. */
-uint32_t stk_stack__first_shown(const struct model *m, const struct task_stack *st);
-
 void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct model *m, bool color);
 /* The JSON document (asyncbpf-stacks/1), NULL on ENOMEM; free with cJSON_free. */
 char *stk_report__json(const struct stk_snapshot *s, const struct model *m);

@@ -48,7 +48,7 @@ static void frame_label(const struct model *m, const struct stack_frame *f, char
 
 static void task_name(const struct model *m, const struct stk_task *t, char *buf, size_t len)
 {
-	frame_label(m, t->stack.nr ? &t->stack.frames[stk_stack__first_shown(m, &t->stack)] : NULL,
+	frame_label(m, t->stack.nr ? &t->stack.frames[stacks__first_shown(m, &t->stack)] : NULL,
 		    buf, len);
 }
 
