@@ -250,7 +250,9 @@ struct task_frame {
 
 /* One future type's node of the tree table (model.trees[i]). */
 struct tree_node_spec {
-	__u8 known, has_discr, discr_size, pad;
+	/* resource: a lock's key (user/trace/task_locks.h): its state word must be read
+	 * from a copy, else the node says unreadable */
+	__u8 known, has_discr, discr_size, resource;
 	__u32 first_slot;
 	__u32 nr_slots;
 	__u32 discr_offset;

@@ -239,6 +239,10 @@ static long walk_step(__u64 i, void *data)
 		}
 		/* its bytes at once, unless it is inline in what was copied */
 		cache_fill_node(tc, n->addr, ns->size);
+		if (ns->resource && (!tc || !cache_has(tc, n->addr + ns->discr_offset))) {
+			n->flags |= TASK_NODE_UNREADABLE;
+			goto next_node;
+		}
 		if (ns->has_discr) {
 			n->discr = read_discr(tc, n->addr + ns->discr_offset, ns->discr_size);
 			if (n->discr > ns->discr_max) {

@@ -30,6 +30,7 @@
 #include "trace/probe_cost.h"
 #include "trace/trace_consumer.h"
 #include "trace/trace_plan.h"
+#include "trace/task_locks.h"
 #include "trace/trace_summary.h"
 #include "trace/top.h"
 #include "trace/tracer.h"
@@ -679,7 +680,12 @@ static void stop_tracer(struct trace_run *r)
 /* Outputs, the summary, the warnings that must be seen last. An exit status. */
 static int report(struct trace_run *r)
 {
-	int status = trace_files__close(&r->files, r->s, &r->sum, &r->totals);
+	int status;
+
+	/* waits and holds still open stood until the probes were detached */
+	if (r->sum.locks)
+		task_locks__finish(r->sum.locks, r->detach_ns);
+	status = trace_files__close(&r->files, r->s, &r->sum, &r->totals);
 
 	if (trace_consumer__write_err(r->consumer))
 		pr_warn("trace: a trace writer lost data: %s\n",

@@ -11,14 +11,14 @@ _Static_assert(TASK_TREE_CONDS == MODEL_TREE_CONDS, "tree conditions: BPF and mo
 _Static_assert(TASK_TREE_STEPS == MODEL_AWAIT_STEPS, "tree steps: BPF and model");
 _Static_assert(TASK_TREE_SLOTS >= MODEL_TREE_SLOTS, "tree slots: BPF and model");
 
-uint32_t task_maps__nr_nodes(const struct model *m)
+uint32_t task_maps__nr_nodes(const struct lock_table *t)
 {
-	return m->nr_futures ? m->nr_futures : 1;
+	return t->m->nr_futures + t->nr_pseudo ? t->m->nr_futures + t->nr_pseudo : 1;
 }
 
-uint32_t task_maps__nr_slots(const struct model *m)
+uint32_t task_maps__nr_slots(const struct lock_table *t)
 {
-	return m->nr_tree_slots ? m->nr_tree_slots : 1;
+	return t->nr_slots ? t->nr_slots : 1;
 }
 
 uint32_t task_maps__nr_dyn(const struct model *m)
@@ -31,12 +31,28 @@ uint32_t task_maps__nr_infos(const struct model *m, uint32_t nr_roots)
 	return m->nr_task_types + nr_roots ? m->nr_task_types + nr_roots : 1;
 }
 
-void task_maps__node(const struct model *m, uint32_t i, struct tree_node_spec *out)
+void task_maps__node(const struct lock_table *lt, uint32_t i, struct tree_node_spec *out)
 {
+	const struct model *m = lt->m;
 	const struct future_tree *t = i < m->nr_trees ? &m->trees[i] : NULL;
 
 	memset(out, 0, sizeof(*out));
-	if (!t || !t->known || t->discr_offset > UINT32_MAX || t->nr_slots > TASK_TREE_SLOTS)
+	if (i >= m->nr_futures && i - m->nr_futures < lt->nr_pseudo) {
+		/* a lock: its state word read as its discriminant, no children */
+		const struct lock_pseudo *p = &lt->pseudo[i - m->nr_futures];
+
+		if (p->state_offset > UINT32_MAX - 8)
+			return;
+		out->known = 1;
+		out->resource = 1;
+		out->has_discr = 1;
+		out->discr_size = 8;
+		out->discr_offset = (__u32)p->state_offset;
+		out->discr_max = UINT64_MAX;
+		out->size = (__u32)p->state_offset + 8;
+		return;
+	}
+	if (!t || !t->known || t->discr_offset > UINT32_MAX || lt->count[i] > TASK_TREE_SLOTS)
 		return;
 	out->known = 1;
 	out->has_discr = t->has_discr && (t->discr_size == 1 || t->discr_size == 2 ||
@@ -44,14 +60,14 @@ void task_maps__node(const struct model *m, uint32_t i, struct tree_node_spec *o
 	out->discr_size = (__u8)t->discr_size;
 	out->discr_offset = (__u32)t->discr_offset;
 	out->discr_max = t->discr_max;
-	out->first_slot = t->first_slot;
-	out->nr_slots = t->nr_slots;
+	out->first_slot = lt->first[i];
+	out->nr_slots = lt->count[i];
 	out->size = m->futures[i].size > UINT32_MAX ? UINT32_MAX : (__u32)m->futures[i].size;
 }
 
-void task_maps__slot(const struct model *m, uint32_t i, struct tree_slot_spec *out)
+void task_maps__slot(const struct lock_table *t, uint32_t i, struct tree_slot_spec *out)
 {
-	const struct tree_slot *s = i < m->nr_tree_slots ? &m->tree_slots[i] : NULL;
+	const struct tree_slot *s = i < t->nr_slots ? &t->slots[i] : NULL;
 
 	memset(out, 0, sizeof(*out));
 	out->child = -1;
@@ -157,19 +173,19 @@ int task_maps__fill_infos(int infos_fd, const struct model *m, const uint32_t *r
 	return 0;
 }
 
-int task_maps__fill_table(int nodes_fd, int slots_fd, const struct model *m)
+int task_maps__fill_table(int nodes_fd, int slots_fd, const struct lock_table *t)
 {
-	for (uint32_t i = 0; i < m->nr_futures; i++) {
+	for (uint32_t i = 0; i < t->m->nr_futures + t->nr_pseudo; i++) {
 		struct tree_node_spec n;
 
-		task_maps__node(m, i, &n);
+		task_maps__node(t, i, &n);
 		if (bpf_map_update_elem(nodes_fd, &i, &n, BPF_ANY))
 			return -errno;
 	}
-	for (uint32_t i = 0; i < m->nr_tree_slots; i++) {
+	for (uint32_t i = 0; i < t->nr_slots; i++) {
 		struct tree_slot_spec s;
 
-		task_maps__slot(m, i, &s);
+		task_maps__slot(t, i, &s);
 		if (bpf_map_update_elem(slots_fd, &i, &s, BPF_ANY))
 			return -errno;
 	}

@@ -18,6 +18,7 @@
 #include "export/poll_text.h"
 #include "export/trace_outputs.h"
 #include "trace/probe_cost.h"
+#include "trace/task_locks.h"
 #include "trace/task_trees.h"
 #include "trace/trace_consumer.h"
 #include "trace/trace_summary.h"
@@ -36,6 +37,7 @@ struct trace_consumer {
 	int write_err;		  /* first writer error (-errno) */
 	struct task_trees *tasks; /* task mode: start trees waiting for their end */
 	struct text_table stacks; /* task mode: await chains spelled, by chain hash */
+	struct lock_table *locks; /* task mode: the lock nodes of the trees (task_locks.h) */
 	uint64_t task_records, task_bad;
 };
 
@@ -472,6 +474,24 @@ static int handle_task_tree(struct trace_consumer *c, const void *data, size_t s
 	}
 	if (!c->tasks && !(c->tasks = task_trees__new(c->m, c->root_types, c->nr_root_types)))
 		return 0;
+	if (!c->locks && (c->locks = calloc(1, sizeof(*c->locks))) &&
+	    lock_table__build(c->locks, c->m)) {
+		free(c->locks);
+		c->locks = NULL;
+	}
+	if (c->locks && c->locks->nr_pseudo) {
+		/* the lock nodes out of the tree before anything else reads it */
+		struct lock_seen seen[TASK_LOCKS_SEEN];
+		uint32_t n = task_locks__strip(c->locks, &t, seen, TASK_LOCKS_SEEN);
+
+		/* a tree not read or of an unknown type says nothing of the task's locks */
+		if (t.phase == TASK_PHASE_END &&
+		    !(t.flags & (TASK_TREE_NOT_READ | TASK_TREE_UNKNOWN_TYPE)) &&
+		    summary_tasks__add_locks(c->out.summary, t.header,
+					     t.nr ? t.nodes[0].future : -1, t.start_ns, t.end_ns,
+					     (t.flags & TASK_TREE_GONE) != 0, seen, n))
+			c->task_bad++;
+	}
 	if (task_trees__add(c->tasks, &t, on_task_poll, c))
 		c->task_bad++;
 	return 0;
@@ -559,5 +579,8 @@ void trace_consumer__free(struct trace_consumer *c)
 	probe_tally__free(c->tally);
 	task_trees__free(c->tasks);
 	text_table__free(&c->stacks);
+	if (c->locks)
+		lock_table__free(c->locks);
+	free(c->locks);
 	free(c);
 }

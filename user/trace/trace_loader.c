@@ -115,8 +115,8 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 					  t->nr_wake_types ? t->nr_wake_types : 1)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.probe_addrs, plan->nr ? plan->nr : 1)) ||
-	    (r = bpf_map__set_max_entries(skel->maps.tree_nodes, task_maps__nr_nodes(t->m))) ||
-	    (r = bpf_map__set_max_entries(skel->maps.tree_slots, task_maps__nr_slots(t->m))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.tree_nodes, task_maps__nr_nodes(&t->locks))) ||
+	    (r = bpf_map__set_max_entries(skel->maps.tree_slots, task_maps__nr_slots(&t->locks))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.dyn_vtables, task_maps__nr_dyn(t->m))) ||
 	    (r = bpf_map__set_max_entries(skel->maps.task_infos,
 					  task_maps__nr_infos(t->m, plan->nr_root_types))) ||
@@ -180,7 +180,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	t->multi = multi;
 	if (plan->task_mode &&
 	    ((r = task_maps__fill_table(bpf_map__fd(skel->maps.tree_nodes),
-					bpf_map__fd(skel->maps.tree_slots), t->m)) ||
+					bpf_map__fd(skel->maps.tree_slots), &t->locks)) ||
 	     (r = task_maps__fill_infos(bpf_map__fd(skel->maps.task_infos), t->m, plan->root_types,
 					plan->nr_root_types)))) {
 		snprintf(err, errlen, "filling the future-tree table failed: %s", strerror(-r));
@@ -211,6 +211,13 @@ int tracer__load(struct tracer *t, const struct trace_plan *plan, const struct m
 	t->nr_polls = m->nr_polls ? m->nr_polls : 1;
 	t->nr_task_stats = task_maps__nr_infos(m, plan->nr_root_types);
 	t->m = m;
+	lock_table__free(&t->locks);
+	if (plan->task_mode && lock_table__build(&t->locks, m)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (!plan->task_mode)
+		t->locks.m = m; /* an empty table: the maps keep one entry */
 	free(t->site_offsets);
 	t->nr_sites = 0;
 	t->site_offsets = malloc((plan->nr ? plan->nr : 1) * sizeof(*t->site_offsets));
@@ -599,6 +606,7 @@ void tracer__free(struct tracer *t)
 		return;
 	free(t->traced);
 	free(t->site_offsets);
+	lock_table__free(&t->locks);
 	tracer__detach(t);
 	trace_bpf__destroy(t->skel);
 	free(t);

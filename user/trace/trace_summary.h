@@ -159,6 +159,7 @@ struct trace_summary {
 	struct instance_table instances;
 	struct task_table tasks;
 	struct task_mode_summary *tm; /* task mode's, NULL until a task poll came */
+	struct task_locks *locks;     /* task mode's locks over time (task_locks.h), or NULL */
 	bool task_mode;		      /* records are task polls' trees (task_trees.h) */
 	uint8_t *task_roots;	      /* by poll fn, NULL: every outermost frame is a task */
 	struct poll_stats *bpf;	      /* per poll fn, after the run (NULL until set) */
@@ -230,6 +231,11 @@ int summary_tasks__json(struct trace_summary *s, struct cJSON *root);
 void summary_tasks__add_block(struct trace_summary *s, const struct trace_block *b);
 /* Task mode: a task woken (by header); its next task poll gives the delay. */
 void summary_tasks__add_wake(struct trace_summary *s, const struct trace_wake *w);
+struct lock_seen;
+/* A task poll's end tree's locks (task_locks__add, the tracker made at the first). */
+int summary_tasks__add_locks(struct trace_summary *s, uint64_t header, int32_t root,
+			     uint64_t start_ns, uint64_t end_ns, bool completed,
+			     const struct lock_seen *seen, uint32_t nr);
 /* A thread off-CPU inside a poll (its poll's record comes later). */
 void trace_summary__add_block(struct trace_summary *s, const struct trace_block *b);
 /* A selected future dropped: cancelled or not, and no longer pending. */

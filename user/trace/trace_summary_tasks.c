@@ -15,6 +15,7 @@
 
 #include "lib/syscalls.h"
 #include "lib/text.h"
+#include "trace/task_locks.h"
 #include "trace/trace_summary.h"
 
 static struct task_mode_summary *tm_of(struct trace_summary *s)
@@ -285,10 +286,23 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 	}
 }
 
+int summary_tasks__add_locks(struct trace_summary *s, uint64_t header, int32_t root,
+			     uint64_t start_ns, uint64_t end_ns, bool completed,
+			     const struct lock_seen *seen, uint32_t nr)
+{
+	if (!s->locks && !nr)
+		return 0;
+	if (!s->locks && !(s->locks = task_locks__new(s->m)))
+		return -ENOMEM;
+	return task_locks__add(s->locks, header, root, start_ns, end_ns, completed, seen, nr);
+}
+
 void summary_tasks__free(struct trace_summary *s)
 {
 	struct task_mode_summary *t = s->tm;
 
+	task_locks__free(s->locks);
+	s->locks = NULL;
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < s->m->nr_futures; i++) {
@@ -556,6 +570,7 @@ void summary_tasks__print_more(struct trace_summary *s, FILE *out)
 		return;
 	print_blocking(s, t, out);
 	print_pending(s, t, out);
+	task_locks__print(s->locks, out);
 	if (t->concurrent_polls)
 		fprintf(out,
 			"%" PRIu64 " task polls overlapped another thread's poll of the same task "
@@ -663,6 +678,8 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 	add_u64(o, "untracked_tasks", t->untracked_tasks);
 	add_u64(o, "untracked_instances", t->untracked_instances);
 	add_u64(o, "wakes_unlinked", t->wakes_unlinked);
+	if (task_locks__json(s->locks, o))
+		return -ENOMEM;
 	if ((arr = cJSON_AddArrayToObject(o, "futures")))
 		for (uint32_t f = 0; f < s->m->nr_futures; f++) {
 			const struct task_future_summary *x = &t->futures[f];

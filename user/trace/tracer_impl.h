@@ -13,6 +13,7 @@
 
 #include "trace.skel.h"
 #include "trace/tracer.h"
+#include "trace/task_locks.h"
 
 struct tracer {
 	struct tracer_opts o;
@@ -25,6 +26,7 @@ struct tracer {
 	struct bpf_link *block_link;	   /* on_switch */
 	char blocking_off[160];		   /* why blocking is not watched; "" when it is */
 	const struct model *m;		   /* the target's (tracer__load's) */
+	struct lock_table locks;	   /* task mode's tree table with its lock slots */
 	uint8_t *traced;		   /* by future: the plan probes its poll's entry */
 	uint32_t nr_wake_types;		   /* task types wake_types can hold */
 	bool wakes_filled;		   /* wake_types holds them (the exe's bias known) */

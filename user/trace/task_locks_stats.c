@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Locks over time in task mode (task_locks.h): from the locks each task's end tree
+ * shows, per lock its waits (a task parked waiting for it: from the end of the task
+ * poll that parked so to the start of the first poll after which it no longer waits)
+ * and its holds across awaits (a guard kept while parked, the lock locked: from the
+ * end of the poll that parked with it to the start of the poll that let it go).
+ * Trees are seen only at task poll ends: a lock taken and released inside one task
+ * poll is not seen, and durations are the parked part.
+ */
+#include "trace/task_locks.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/hashmap.h"
+#include "lib/text.h"
+
+#define NONE	   UINT32_MAX
+#define TASK_HOLDS 4 /* locks one task is followed holding at once; more are counted */
+
+struct lt_open {
+	uint64_t key, since;
+	const struct lock_pseudo *pseudo;
+};
+
+struct lt_task {
+	int32_t root;
+	struct lt_open wait; /* key 0: not waiting */
+	struct lt_open holds[TASK_HOLDS];
+	uint32_t nr_holds;
+};
+
+struct lt_lock {
+	uint64_t key;
+	uint8_t family;
+	const char *type; /* the lock's type, NULL: not known */
+	uint64_t back;	  /* the key's offset in it */
+	uint64_t waits, wait_ns, wait_max_ns, holds, hold_max_ns;
+	uint32_t waiting, holder; /* now: tasks waiting; the task holding it (NONE) */
+	uint32_t conflicts;	  /* a hold claimed while another task's was open */
+	/* the longest hold: by whom, where */
+	int32_t hold_root;
+	const struct lock_pseudo *hold_pseudo;
+};
+
+struct task_locks {
+	const struct model *m;
+	struct u64_map task_of, lock_of; /* header -> task index, key -> lock index */
+	struct lt_task *tasks;
+	struct lt_lock *locks;
+	uint32_t nr_tasks, cap_tasks, nr_locks, cap_locks;
+	uint64_t last_ns, over_holds;
+};
+
+struct task_locks *task_locks__new(const struct model *m)
+{
+	struct task_locks *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->m = m;
+	u64_map__init(&l->task_of);
+	u64_map__init(&l->lock_of);
+	return l;
+}
+
+void task_locks__free(struct task_locks *l)
+{
+	if (!l)
+		return;
+	u64_map__free(&l->task_of);
+	u64_map__free(&l->lock_of);
+	free(l->tasks);
+	free(l->locks);
+	free(l);
+}
+
+static int grow(void **p, uint32_t *cap, uint32_t nr, size_t size)
+{
+	void *q;
+
+	if (nr < *cap)
+		return 0;
+	if (!(q = realloc(*p, (size_t)(*cap ? *cap * 2 : 16) * size)))
+		return -ENOMEM;
+	*p = q;
+	*cap = *cap ? *cap * 2 : 16;
+	return 0;
+}
+
+static struct lt_lock *lock_for(struct task_locks *l, const struct lock_seen *s)
+{
+	struct lt_lock *x;
+	uint64_t i;
+
+	if (u64_map__get(&l->lock_of, s->key, &i))
+		x = &l->locks[i];
+	else if (grow((void **)&l->locks, &l->cap_locks, l->nr_locks, sizeof(*l->locks)) ||
+		 u64_map__set(&l->lock_of, s->key, l->nr_locks))
+		return NULL;
+	else
+		*(x = &l->locks[l->nr_locks++]) = (struct lt_lock){
+		    .key = s->key, .family = s->family, .holder = NONE, .hold_root = -1};
+	/* its name: a guard's lock type, else the waiting future's */
+	if (!x->type && s->pseudo->kind == LOCK_PSEUDO_HELD && s->pseudo->guard->resource) {
+		x->type = s->pseudo->guard->resource;
+		x->back = s->pseudo->guard->resource_back;
+	} else if (!x->type && s->pseudo->kind == LOCK_PSEUDO_WAIT && s->pseudo->future >= 0 &&
+		   l->m->futures[s->pseudo->future].wait &&
+		   l->m->futures[s->pseudo->future].wait->type) {
+		x->type = l->m->futures[s->pseudo->future].wait->type;
+		x->back = 0;
+	}
+	return x;
+}
+
+static void close_wait(struct task_locks *l, struct lt_task *t, uint64_t at)
+{
+	uint64_t i, ns;
+
+	if (!t->wait.key || !u64_map__get(&l->lock_of, t->wait.key, &i))
+		return;
+	ns = at > t->wait.since ? at - t->wait.since : 0;
+	l->locks[i].waits++;
+	l->locks[i].wait_ns += ns;
+	if (ns > l->locks[i].wait_max_ns)
+		l->locks[i].wait_max_ns = ns;
+	if (l->locks[i].waiting)
+		l->locks[i].waiting--;
+	t->wait.key = 0;
+}
+
+static void close_hold(struct task_locks *l, struct lt_task *t, uint32_t h, uint64_t at,
+		       uint32_t task)
+{
+	struct lt_open *o = &t->holds[h];
+	uint64_t i, ns = at > o->since ? at - o->since : 0;
+
+	if (u64_map__get(&l->lock_of, o->key, &i)) {
+		struct lt_lock *x = &l->locks[i];
+
+		x->holds++;
+		if (ns >= x->hold_max_ns) {
+			x->hold_max_ns = ns;
+			x->hold_root = t->root;
+			x->hold_pseudo = o->pseudo;
+		}
+		if (x->holder == task)
+			x->holder = NONE;
+	}
+	t->holds[h] = t->holds[--t->nr_holds];
+}
+
+int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_t start_ns,
+		    uint64_t end_ns, bool completed, const struct lock_seen *seen, uint32_t nr)
+{
+	const struct lock_seen *wait = NULL;
+	struct lt_task *t;
+	uint64_t ti;
+	uint32_t task;
+
+	if (end_ns > l->last_ns)
+		l->last_ns = end_ns;
+	if (!u64_map__get(&l->task_of, header, &ti)) {
+		if (!nr)
+			return 0; /* a task never seen with a lock */
+		if (grow((void **)&l->tasks, &l->cap_tasks, l->nr_tasks, sizeof(*l->tasks)) ||
+		    u64_map__set(&l->task_of, header, l->nr_tasks))
+			return -ENOMEM;
+		ti = l->nr_tasks++;
+		memset(&l->tasks[ti], 0, sizeof(l->tasks[ti]));
+	}
+	task = (uint32_t)ti;
+	t = &l->tasks[task];
+	if (root >= 0)
+		t->root = root;
+	for (uint32_t k = 0; k < nr && !completed; k++)
+		if (seen[k].kind == LOCK_PSEUDO_WAIT && !seen[k].unreadable)
+			wait = &seen[k]; /* the innermost (the tree is breadth first) */
+	/* waits: over when the task no longer waits for that lock */
+	if (t->wait.key && (!wait || wait->key != t->wait.key))
+		close_wait(l, t, start_ns);
+	if (wait && !t->wait.key) {
+		struct lt_lock *x = lock_for(l, wait);
+
+		if (!x)
+			return -ENOMEM;
+		x->waiting++;
+		t->wait = (struct lt_open){wait->key, end_ns, wait->pseudo};
+	}
+	/* holds: released during this poll when no longer held at its end */
+	for (uint32_t h = 0; h < t->nr_holds;) {
+		bool still = false;
+
+		for (uint32_t k = 0; k < nr && !completed && !still; k++)
+			still = seen[k].kind == LOCK_PSEUDO_HELD &&
+				seen[k].key == t->holds[h].key && task_locks__locked(&seen[k]);
+		if (still)
+			h++;
+		else
+			close_hold(l, t, h, start_ns, task);
+	}
+	for (uint32_t k = 0; k < nr && !completed; k++) {
+		const struct lock_seen *s = &seen[k];
+		struct lt_lock *x;
+		bool open = false;
+
+		if (s->kind != LOCK_PSEUDO_HELD || !task_locks__locked(s))
+			continue;
+		for (uint32_t h = 0; h < t->nr_holds && !open; h++)
+			open = t->holds[h].key == s->key;
+		if (open)
+			continue;
+		if (!(x = lock_for(l, s)))
+			return -ENOMEM;
+		if (x->holder != NONE && x->holder != task) {
+			/* another task's guard claims it too: one slot is stale */
+			x->conflicts++;
+			continue;
+		}
+		if (t->nr_holds == TASK_HOLDS) {
+			l->over_holds++;
+			continue;
+		}
+		x->holder = task;
+		t->holds[t->nr_holds++] = (struct lt_open){s->key, end_ns, s->pseudo};
+	}
+	return 0;
+}
+
+void task_locks__finish(struct task_locks *l, uint64_t end_ns)
+{
+	if (end_ns > l->last_ns)
+		l->last_ns = end_ns;
+}
+
+/* How long what is still open has stood, at the end. */
+static void open_times(const struct task_locks *l, uint32_t x, uint64_t *wait_max,
+		       uint64_t *hold_ns, uint32_t *holding)
+{
+	*wait_max = 0;
+	*hold_ns = 0;
+	*holding = 0;
+	for (uint32_t i = 0; i < l->nr_tasks; i++) {
+		const struct lt_task *t = &l->tasks[i];
+
+		if (t->wait.key == l->locks[x].key && l->last_ns > t->wait.since &&
+		    l->last_ns - t->wait.since > *wait_max)
+			*wait_max = l->last_ns - t->wait.since;
+		for (uint32_t h = 0; h < t->nr_holds; h++)
+			if (t->holds[h].key == l->locks[x].key) {
+				(*holding)++;
+				if (l->last_ns > t->holds[h].since)
+					*hold_ns = l->last_ns - t->holds[h].since;
+			}
+	}
+}
+
+static int cmp_locks(const void *a, const void *b)
+{
+	const struct lt_lock *x = a, *y = b;
+
+	if (x->wait_ns != y->wait_ns)
+		return x->wait_ns > y->wait_ns ? -1 : 1;
+	if (x->holds != y->holds)
+		return x->holds > y->holds ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The locks in report order (a sorted copy; NULL when out of memory or none). */
+static struct lt_lock *sorted(const struct task_locks *l, uint32_t **index)
+{
+	struct lt_lock *v = malloc((l->nr_locks ? l->nr_locks : 1) * sizeof(*v));
+
+	*index = malloc((l->nr_locks ? l->nr_locks : 1) * sizeof(**index));
+	if (!v || !*index) {
+		free(v);
+		free(*index);
+		*index = NULL;
+		return NULL;
+	}
+	memcpy(v, l->locks, l->nr_locks * sizeof(*v));
+	qsort(v, l->nr_locks, sizeof(*v), cmp_locks);
+	for (uint32_t i = 0; i < l->nr_locks; i++) {
+		uint64_t k;
+
+		u64_map__get(&l->lock_of, v[i].key, &k);
+		(*index)[i] = (uint32_t)k;
+	}
+	return v;
+}
+
+static void lock_name(const struct lt_lock *x, char *buf, size_t len)
+{
+	char type[256];
+
+	if (x->type) {
+		rust__abbreviate(x->type, type, sizeof(type), 60);
+		snprintf(buf, len, "%s at 0x%" PRIx64, type, x->key - x->back);
+	} else {
+		snprintf(buf, len, "the lock of semaphore 0x%" PRIx64, x->key);
+	}
+}
+
+/* Who held it longest: "tokio_mt::contend_task (its g, kept across src/main.rs:410)" */
+static void holder_name(const struct model *m, const struct lt_lock *x, char *buf, size_t len)
+{
+	char root[256] = "?", name[512];
+	const struct lock_pseudo *p = x->hold_pseudo;
+	const struct future_state *st = NULL;
+
+	if (x->hold_root >= 0 && (uint32_t)x->hold_root < m->nr_futures) {
+		future__display_name(&m->futures[x->hold_root], name, sizeof(name));
+		rust__abbreviate(name, root, sizeof(root), 60);
+	}
+	if (p && p->future >= 0 && p->state < m->futures[p->future].nr_states)
+		st = &m->futures[p->future].states[p->state];
+	if (p && st && st->file)
+		snprintf(buf, len, "%s (its %s, kept across %s:%u)", root, p->guard->name,
+			 path__short(st->file), st->line);
+	else
+		snprintf(buf, len, "%s", root);
+}
+
+void task_locks__print(const struct task_locks *l, FILE *out)
+{
+	uint32_t *index;
+	struct lt_lock *v;
+	char name[320], who[640];
+
+	if (!l || !l->nr_locks || !(v = sorted(l, &index)))
+		return;
+	fprintf(out, "\nLocks (from each task's tree at the end of its polls: waits while "
+		     "parked, holds across awaits)\n");
+	fprintf(out, "  %-58s %7s %11s %11s %7s %11s\n", "LOCK", "WAITS", "WAITED", "MAX WAIT",
+		"HOLDS", "MAX HOLD");
+	for (uint32_t i = 0; i < l->nr_locks; i++) {
+		uint64_t open_wait, open_hold;
+		uint32_t holding;
+
+		open_times(l, index[i], &open_wait, &open_hold, &holding);
+		lock_name(&v[i], name, sizeof(name));
+		fprintf(out, "  %-58s %7" PRIu64 " %9.3f ms %8.3f ms %7" PRIu64 " %8.3f ms\n", name,
+			v[i].waits, (double)v[i].wait_ns / 1e6, (double)v[i].wait_max_ns / 1e6,
+			v[i].holds, (double)v[i].hold_max_ns / 1e6);
+		if (v[i].holds) {
+			holder_name(l->m, &v[i], who, sizeof(who));
+			fprintf(out, "      longest hold: %s\n", who);
+		}
+		if (v[i].waiting || holding)
+			fprintf(out, "      at the end: %u waiting (the longest for %.3f ms), %s\n",
+				v[i].waiting, (double)open_wait / 1e6,
+				holding ? "held" : "not held");
+		if (v[i].conflicts)
+			fprintf(out,
+				"      %u claims by a second task while held: a guard's kept slot "
+				"(not counted as holds)\n",
+				v[i].conflicts);
+	}
+	free(v);
+	free(index);
+}
+
+int task_locks__json(const struct task_locks *l, cJSON *parent)
+{
+	cJSON *arr = cJSON_AddArrayToObject(parent, "locks");
+	uint32_t *index;
+	struct lt_lock *v;
+	char who[640];
+
+	if (!arr)
+		return -ENOMEM;
+	if (!l || !l->nr_locks)
+		return 0;
+	if (!(v = sorted(l, &index)))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < l->nr_locks; i++) {
+		cJSON *o = cJSON_CreateObject(), *h;
+		uint64_t open_wait, open_hold;
+		uint32_t holding;
+
+		if (!o)
+			break;
+		open_times(l, index[i], &open_wait, &open_hold, &holding);
+		cJSON_AddNumberToObject(o, "key", (double)v[i].key);
+		if (v[i].type) {
+			cJSON_AddStringToObject(o, "type", v[i].type);
+			cJSON_AddNumberToObject(o, "addr", (double)(v[i].key - v[i].back));
+		} else {
+			cJSON_AddNullToObject(o, "type");
+			cJSON_AddNullToObject(o, "addr");
+		}
+		cJSON_AddStringToObject(o, "family", lock_family__name(v[i].family));
+		cJSON_AddNumberToObject(o, "waits", (double)v[i].waits);
+		cJSON_AddNumberToObject(o, "wait_ns", (double)v[i].wait_ns);
+		cJSON_AddNumberToObject(o, "wait_max_ns", (double)v[i].wait_max_ns);
+		cJSON_AddNumberToObject(o, "waiting_at_end", v[i].waiting);
+		cJSON_AddNumberToObject(o, "open_wait_ns", (double)open_wait);
+		cJSON_AddNumberToObject(o, "holds", (double)v[i].holds);
+		cJSON_AddNumberToObject(o, "hold_max_ns", (double)v[i].hold_max_ns);
+		cJSON_AddBoolToObject(o, "held_at_end", holding > 0);
+		cJSON_AddNumberToObject(o, "open_hold_ns", (double)open_hold);
+		cJSON_AddNumberToObject(o, "conflicts", v[i].conflicts);
+		if (v[i].holds && (h = cJSON_AddObjectToObject(o, "longest_hold"))) {
+			const struct lock_pseudo *p = v[i].hold_pseudo;
+
+			holder_name(l->m, &v[i], who, sizeof(who));
+			cJSON_AddStringToObject(h, "by", who);
+			cJSON_AddStringToObject(h, "guard", p && p->guard ? p->guard->name : "?");
+			if (p && p->future >= 0 && p->state < l->m->futures[p->future].nr_states) {
+				const struct future_state *st =
+				    &l->m->futures[p->future].states[p->state];
+
+				cJSON_AddStringToObject(h, "file", st->file ? st->file : "");
+				cJSON_AddNumberToObject(h, "line", st->line);
+			}
+		}
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(v);
+	free(index);
+	return 0;
+}
