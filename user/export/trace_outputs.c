@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "lib/hashmap.h"
+#include "lib/vec.h"
 #include "lib/syscalls.h"
 #include "lib/text.h"
 
@@ -143,24 +144,6 @@ static uint64_t duration(const struct trace_poll *p)
 	return trace_poll__busy_ns(p);
 }
 
-static int grow(void **v, uint32_t *cap, uint32_t need, size_t size)
-{
-	uint32_t n;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	nv = realloc(*v, (size_t)n * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = n;
-	return 0;
-}
-
 struct trace_folded *trace_folded__new(const struct model *m)
 {
 	struct trace_folded *f = calloc(1, sizeof(*f));
@@ -193,7 +176,7 @@ static int stack_child(struct trace_folded *f, uint32_t parent, uint32_t frame, 
 		return 0;
 	}
 	if (f->nr_nodes == NONE - 1 ||
-	    grow((void **)&f->nodes, &f->cap_nodes, f->nr_nodes + 1, sizeof(*f->nodes)) ||
+	    vec__reserve((void **)&f->nodes, &f->cap_nodes, f->nr_nodes + 1, sizeof(*f->nodes)) ||
 	    u64_map__set(&f->child_index, key, f->nr_nodes))
 		return -ENOMEM;
 	f->nodes[f->nr_nodes] = (struct stack_node){frame, parent, 0};
@@ -247,8 +230,8 @@ int trace_folded__add(struct trace_folded *f, const struct trace_poll *p)
 	uint64_t index;
 
 	if (!u64_map__get(&f->thread_index, p->tid, &index)) {
-		if (grow((void **)&f->threads, &f->cap_threads, f->nr_threads + 1,
-			 sizeof(*f->threads)) ||
+		if (vec__reserve((void **)&f->threads, &f->cap_threads, f->nr_threads + 1,
+				 sizeof(*f->threads)) ||
 		    u64_map__set(&f->thread_index, p->tid, f->nr_threads))
 			goto drop;
 		index = f->nr_threads++;
@@ -257,7 +240,7 @@ int trace_folded__add(struct trace_folded *f, const struct trace_poll *p)
 	t = &f->threads[index];
 	/* a depth-0 poll always gets in: it ends the list */
 	if ((p->depth && t->n >= TRACE_FOLDED_MAX_PENDING) ||
-	    grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+	    vec__reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
 		goto drop;
 	e = &t->v[t->n];
 	*e = (struct pending){.p = *p, .block = NONE, .parent = NONE, .node = NONE};
@@ -285,8 +268,8 @@ int trace_folded__add_block(struct trace_folded *f, const struct trace_block *b)
 	uint64_t index;
 
 	if (!u64_map__get(&f->thread_index, b->tid, &index)) {
-		if (grow((void **)&f->threads, &f->cap_threads, f->nr_threads + 1,
-			 sizeof(*f->threads)) ||
+		if (vec__reserve((void **)&f->threads, &f->cap_threads, f->nr_threads + 1,
+				 sizeof(*f->threads)) ||
 		    u64_map__set(&f->thread_index, b->tid, f->nr_threads))
 			goto drop;
 		index = f->nr_threads++;
@@ -294,7 +277,7 @@ int trace_folded__add_block(struct trace_folded *f, const struct trace_block *b)
 	}
 	t = &f->threads[index];
 	if (t->n >= TRACE_FOLDED_MAX_PENDING ||
-	    grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+	    vec__reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
 		goto drop;
 	/* a child of the poll it is blamed on, which claims it when its record comes */
 	t->v[t->n++] = (struct pending){.p = {.start_ns = b->start_ns,
@@ -366,7 +349,7 @@ int trace_folded__write(struct trace_folded *f, FILE *out)
 		if (!us)
 			continue;
 		for (uint32_t n = i; n != NONE; n = f->nodes[n].parent) {
-			if (grow((void **)&path, &cap, depth + 1, sizeof(*path))) {
+			if (vec__reserve((void **)&path, &cap, depth + 1, sizeof(*path))) {
 				err = -ENOMEM;
 				break;
 			}
@@ -472,7 +455,8 @@ int trace_dot__add(struct trace_dot *d, const struct trace_poll *p)
 	from = frame_of_poll(d->m, p->parent_poll);
 	key = (uint64_t)from << 32 | to;
 	if (!u64_map__get(&d->edge_index, key, &index)) {
-		if (grow((void **)&d->edges, &d->cap_edges, d->nr_edges + 1, sizeof(*d->edges)) ||
+		if (vec__reserve((void **)&d->edges, &d->cap_edges, d->nr_edges + 1,
+				 sizeof(*d->edges)) ||
 		    u64_map__set(&d->edge_index, key, d->nr_edges))
 			return -ENOMEM;
 		index = d->nr_edges++;

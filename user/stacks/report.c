@@ -243,7 +243,6 @@ void stk_snapshot__free(struct stk_snapshot *s)
 	s->nr = s->nr_groups = 0;
 }
 
-
 static const char *frame_what(const struct stack_frame *f)
 {
 	switch (f->state) {

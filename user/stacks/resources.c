@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lib/hashmap.h"
+#include "lib/vec.h"
 #include "stacks/report.h"
 
 struct builder {
@@ -31,20 +32,6 @@ static bool read_u64(const struct builder *b, uint64_t addr, uint64_t *v)
 	return !b->read(b->ctx, addr, v, sizeof(*v));
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t nr, size_t size)
-{
-	void *q;
-
-	if (nr < *cap)
-		return 0;
-	q = realloc(*p, (size_t)(*cap ? *cap * 2 : 8) * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = *cap ? *cap * 2 : 8;
-	return 0;
-}
-
 /*
  * The resource whose key is at key, added at its first sight with its state: tokio
  * 1.x's batch semaphore keeps its available permits shifted left by one, bit 0 saying
@@ -61,7 +48,7 @@ static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uin
 
 	if (u64_map__get(&b->by_key, key, &i))
 		return (uint32_t)i;
-	if (grow((void **)&r->res, &b->cap_res, r->nr_res, sizeof(*r->res)) ||
+	if (vec__reserve((void **)&r->res, &b->cap_res, r->nr_res + 1, sizeof(*r->res)) ||
 	    u64_map__set(&b->by_key, key, r->nr_res))
 		return RES_NONE;
 	x = &r->res[r->nr_res];
@@ -117,7 +104,8 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 			struct res_hold *h;
 			uint64_t key;
 
-			if (grow((void **)&r->holds, &b->cap_holds, r->nr_holds, sizeof(*r->holds)))
+			if (vec__reserve((void **)&r->holds, &b->cap_holds, r->nr_holds + 1,
+					 sizeof(*r->holds)))
 				return -ENOMEM;
 			h = &r->holds[r->nr_holds++];
 			*h = (struct res_hold){.task = task,
@@ -215,7 +203,7 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 	if (fw->kind == WAIT_LOCK && fw->queued != FUTURE_NO_OFFSET &&
 	    b->read(b->ctx, at + fw->queued, &queued, 1))
 		return 0;
-	if (grow((void **)&r->waits, &b->cap_waits, r->nr_waits, sizeof(*r->waits)))
+	if (vec__reserve((void **)&r->waits, &b->cap_waits, r->nr_waits + 1, sizeof(*r->waits)))
 		return -ENOMEM;
 	w = &r->waits[r->nr_waits];
 	*w = (struct res_wait){.task = task,

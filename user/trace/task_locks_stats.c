@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "lib/hashmap.h"
+#include "lib/vec.h"
 #include "lib/text.h"
 
 #define NONE	   UINT32_MAX
@@ -79,19 +80,6 @@ void task_locks__free(struct task_locks *l)
 	free(l);
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t nr, size_t size)
-{
-	void *q;
-
-	if (nr < *cap)
-		return 0;
-	if (!(q = realloc(*p, (size_t)(*cap ? *cap * 2 : 16) * size)))
-		return -ENOMEM;
-	*p = q;
-	*cap = *cap ? *cap * 2 : 16;
-	return 0;
-}
-
 static struct lt_lock *lock_for(struct task_locks *l, const struct lock_seen *s)
 {
 	struct lt_lock *x;
@@ -99,7 +87,8 @@ static struct lt_lock *lock_for(struct task_locks *l, const struct lock_seen *s)
 
 	if (u64_map__get(&l->lock_of, s->key, &i))
 		x = &l->locks[i];
-	else if (grow((void **)&l->locks, &l->cap_locks, l->nr_locks, sizeof(*l->locks)) ||
+	else if (vec__reserve((void **)&l->locks, &l->cap_locks, l->nr_locks + 1,
+			      sizeof(*l->locks)) ||
 		 u64_map__set(&l->lock_of, s->key, l->nr_locks))
 		return NULL;
 	else
@@ -168,7 +157,8 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 	if (!u64_map__get(&l->task_of, header, &ti)) {
 		if (!nr)
 			return 0; /* a task never seen with a lock */
-		if (grow((void **)&l->tasks, &l->cap_tasks, l->nr_tasks, sizeof(*l->tasks)) ||
+		if (vec__reserve((void **)&l->tasks, &l->cap_tasks, l->nr_tasks + 1,
+				 sizeof(*l->tasks)) ||
 		    u64_map__set(&l->task_of, header, l->nr_tasks))
 			return -ENOMEM;
 		ti = l->nr_tasks++;
