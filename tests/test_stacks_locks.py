@@ -24,7 +24,7 @@ class Locks:
         self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "locks"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
-        tasks = {"tokio_mt": 8, "smol_app": 2}[crate]
+        tasks = {"tokio_mt": 8, "smol_app": 2, "async_std_app": 2}[crate]
         assert self.truth["mode"] == "locks" and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
@@ -215,24 +215,26 @@ def test_park_deadlock_of_two(tmp_path, parked, crate, profile):
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
-def test_join_deadlock_on_async_task(tmp_path, locks, profile):
-    """smol_app locks: join_a holds an async-lock Mutex and awaits join_b's Task
-    (async-task's handle), join_b waits for that Mutex."""
-    target = locks(profile, "smol_app")
+@pytest.mark.parametrize("crate,handle", [("smol_app", "Task"), ("async_std_app", "JoinHandle")])
+def test_join_deadlock_on_async_task(tmp_path, locks, crate, handle, profile):
+    """CRATE locks: join_a holds an async-lock Mutex and awaits join_b's handle
+    (smol: async-task's Task; async-std: its JoinHandle, which holds one), join_b waits
+    for that Mutex."""
+    target = locks(profile, crate)
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
     assert len(doc["deadlocks"]) == 1, doc["deadlocks"]
     edges = doc["deadlocks"][0]["edges"]
-    by_root = {root(doc, e["task"], "smol_app"): e for e in edges}
-    assert sorted(by_root) == ["smol_app::join_a", "smol_app::join_b"], edges
-    a, b = by_root["smol_app::join_a"], by_root["smol_app::join_b"]
+    by_root = {root(doc, e["task"], crate): e for e in edges}
+    assert sorted(by_root) == [f"{crate}::join_a", f"{crate}::join_b"], edges
+    a, b = by_root[f"{crate}::join_a"], by_root[f"{crate}::join_b"]
     assert a["joins"] == b["task"] and a["resource"] is None, a
-    assert a["line"] == line_of("join_a", "Task", crate="smol_app"), a
+    assert a["line"] == line_of("join_a", handle, crate=crate), a
     lock = [r for r in doc["resources"] if r["id"] == b["resource"]][0]
     assert lock["addr"] == int(target.truth["joined"], 16) and lock["locked"], lock
     assert lock["family"] == "async-lock" and lock["type"] == "async_lock::mutex::Mutex<u64>", lock
-    assert b["held_by"] == a["task"] and b["line"] == line_of("join_b", "lock", crate="smol_app"), b
+    assert b["held_by"] == a["task"] and b["line"] == line_of("join_b", "lock", crate=crate), b
     assert b["holder"]["guard"] == "g" and b["holder"]["line"] == a["line"], b
-    assert f"waits for task {b['task']} smol_app::join_b to finish (joins it)" in proc.stdout, proc.stdout
+    assert f"waits for task {b['task']} {crate}::join_b to finish (joins it)" in proc.stdout, proc.stdout
     target.stop()
 
 

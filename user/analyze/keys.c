@@ -150,6 +150,28 @@ static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, Dwarf
 	return false;
 }
 
+/* The members of a variant part's variants, as members of the enum t. */
+static bool variants(struct walk *w, Dwarf_Die *part, int depth, Dwarf_Die *t,
+		     const struct key_kind *k, struct key_path *p)
+{
+	Dwarf_Die var, m, mt;
+
+	if (dwarf_child(part, &var) != 0)
+		return false;
+	do {
+		uint64_t off;
+
+		if (dwarf_tag(&var) != DW_TAG_variant || dwarf_child(&var, &m) != 0)
+			continue;
+		do {
+			if (dwarf_tag(&m) == DW_TAG_member && member_offset(&m, &off) &&
+			    die_type(&m, &mt) && member(w, off, &mt, depth, t, k, p))
+				return true;
+		} while (dwarf_siblingof(&m, &m) == 0);
+	} while (dwarf_siblingof(&var, &var) == 0);
+	return false;
+}
+
 /*
  * Depth first through the members of t in declaration order (a guard's lock comes
  * before its data), bounded: a key is a few members and an Arc away.
@@ -166,6 +188,11 @@ static bool find(struct walk *w, Dwarf_Die *t, int depth, const struct key_kind 
 
 		if (dwarf_tag(&m) == DW_TAG_member && member_offset(&m, &off) &&
 		    die_type(&m, &mt) && member(w, off, &mt, depth, t, k, p))
+			return true;
+		/* an enum's variants (`Option<Task>`'s Some): each variant's member is at
+		 * its offset in the enum; a pointer on the way that reads null (None's
+		 * niche) ends the way at run time */
+		if (dwarf_tag(&m) == DW_TAG_variant_part && variants(w, &m, depth, t, k, p))
 			return true;
 	} while (dwarf_siblingof(&m, &m) == 0);
 	return false;

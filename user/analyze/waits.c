@@ -7,7 +7,8 @@
  * - tokio's batch_semaphore::Acquire (every tokio lock, a bounded channel's room, a
  *   Semaphore): its `semaphore` pointer, and its `queued` flag;
  * - async-lock's Mutex::acquire_slow (async-std's and smol's Mutex): its `self`;
- * - a task's handle (tokio's JoinHandle, async-task's Task): the task's header;
+ * - a task's handle (tokio's JoinHandle, async-task's Task, async-std's JoinHandle
+ *   through the Task it holds): the task's header;
  * - tokio's mpsc/broadcast `recv`, watch `changed` (their `self`), oneshot Receiver,
  *   Notified, async-channel's Recv/Send: the channel or the Notify.
  */
@@ -23,6 +24,7 @@ enum start {
 	FROM_MEMBER, /* a member of the future (a hand-written one) */
 	FROM_SELF,   /* an async fn's `self`, kept across its awaits */
 	FROM_FIRST,  /* the future's first pointer (a task handle) */
+	FROM_TASK,   /* a member holding an async-task `Task` inline: its first pointer */
 };
 
 static const struct {
@@ -48,6 +50,15 @@ static const struct {
      {.prefix = "async_lock::mutex::Mutex<"}},
     {"tokio", "tokio::runtime::task::join::JoinHandle<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}},
     {"async_task", "async_task::task::Task<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}},
+    /* async-std's JoinHandle { handle: Option<async_global_executor::Task<T>>, .. },
+     * which holds async-task's Task */
+    {"async_std",
+     "async_std::task::join_handle::JoinHandle<",
+     NULL,
+     WAIT_JOIN,
+     FROM_TASK,
+     "handle",
+     {.prefix = "async_task::task::Task<"}},
     {"tokio",
      "tokio::sync::mpsc::",
      "::recv::{async_fn_env",
@@ -152,12 +163,26 @@ static bool way(struct walk *w, struct future_wait *f, Dwarf_Die *die, int k)
 			return false;
 		break;
 	case FROM_MEMBER:
+	case FROM_TASK:
 		if (!keys__member(die, waits[k].member, &off, &mt))
 			return false;
 		break;
 	}
 	if (!keys__from_member(w, off, &mt, &waits[k].key, &p))
 		return false;
+	if (waits[k].start == FROM_TASK) {
+		/* the Task found inline: on through its pointer to the task's header */
+		uint64_t in;
+
+		if (!first_pointer(&p.key, 0, &in) || p.nr_steps >= GUARD_STEPS)
+			return false;
+		if (!p.steps[p.nr_steps - 1].deref)
+			p.steps[p.nr_steps - 1].offset += in;
+		else
+			p.steps[p.nr_steps++] = (struct await_step){in, false};
+		p.steps[p.nr_steps - 1].deref = true;
+		p.name = NULL;
+	}
 	f->nr_steps = p.nr_steps;
 	memcpy(f->steps, p.steps, sizeof(f->steps));
 	f->type = p.name ? strpool__intern(&w->m->strings, p.name) : NULL;

@@ -250,7 +250,10 @@ int export_dot__write(const struct model *m, const bool *selected, FILE *out)
 	}
 
 	fputs("digraph asyncbpf {\n", out);
-	fputs("\tgraph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", fontsize=12, label=\"",
+	/* newrank: Graphviz's default ranking fails ("trouble in init_rank") on some
+	 * graphs whose edges cross the crate clusters (async_std_app's, 2026-11-27) */
+	fputs("\tgraph [newrank=true, rankdir=LR, labelloc=t, fontname=\"Helvetica\", fontsize=12, "
+	      "label=\"",
 	      out);
 	dot__write_text(out, m->path ? m->path : "", TOOLTIP_MAX_BYTES);
 	fputs("\"];\n", out);

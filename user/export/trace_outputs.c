@@ -539,7 +539,10 @@ int trace_dot__write(struct trace_dot *d, FILE *out)
 	if (!shown)
 		return -ENOMEM;
 	fputs("digraph asyncbpf_trace {\n", out);
-	fputs("\tgraph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", fontsize=12, label=\"",
+	/* newrank: Graphviz's default ranking fails ("trouble in init_rank") on some
+	 * graphs whose edges cross the crate clusters (async_std_app's, 2026-11-27) */
+	fputs("\tgraph [newrank=true, rankdir=LR, labelloc=t, fontname=\"Helvetica\", fontsize=12, "
+	      "label=\"",
 	      out);
 	dot__write_text(out, m->path ? m->path : "", TOOLTIP_MAX_BYTES);
 	fputs(" (traced)\"];\n", out);

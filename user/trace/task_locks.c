@@ -166,6 +166,8 @@ uint32_t task_locks__strip(const struct lock_table *t, struct task_tree *tree,
 	int32_t renumber[TASK_TREE_MAX_NODES];
 	uint32_t kept = 0, n = 0, nf = t->m->nr_futures;
 
+	for (uint32_t i = 0; i < TASK_TREE_MAX_NODES; i++)
+		renumber[i] = -1; /* a parent past the tree (a torn record) becomes none */
 	for (uint32_t i = 0; i < tree->nr && i < TASK_TREE_MAX_NODES; i++) {
 		const struct task_tree_node *nd = &tree->nodes[i];
 
