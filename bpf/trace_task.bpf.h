@@ -239,8 +239,15 @@ static long walk_step(__u64 i, void *data)
 		}
 		/* its bytes at once, unless it is inline in what was copied */
 		cache_fill_node(tc, n->addr, ns->size);
-		if (ns->resource && (!tc || !cache_has(tc, n->addr + ns->discr_offset))) {
-			n->flags |= TASK_NODE_UNREADABLE;
+		if (ns->resource) {
+			/* a lock's state word: from the copy only (a failed read would be
+			 * 0, "locked" to tokio), all 8 bytes of it; no children, so no
+			 * depth check: it takes no level */
+			if (!tc || !cache_has(tc, n->addr + ns->discr_offset) ||
+			    !cache_has(tc, n->addr + ns->discr_offset + 7))
+				n->flags |= TASK_NODE_UNREADABLE;
+			else
+				n->discr = read_u64(tc, n->addr + ns->discr_offset);
 			goto next_node;
 		}
 		if (ns->has_discr) {

@@ -46,6 +46,7 @@ static void build_model(void)
 				    .offset = 8,
 				    .lock = GUARD_EXCLUSIVE,
 				    .family = LOCK_TOKIO,
+				    .provable = true,
 				    .nr_steps = 1,
 				    .steps = {{0, true}},
 				    .state_offset = STATE_OFF};

@@ -29,34 +29,35 @@ static const struct {
 	const char *name;
 	enum guard_lock lock;
 	enum lock_family family;
+	bool provable; /* held_guard.provable */
 } known[] = {
-    {"tokio", "MutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "OwnedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "MappedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "RwLockReadGuard", GUARD_SHARED, LOCK_TOKIO},
-    {"tokio", "RwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "RwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "OwnedRwLockReadGuard", GUARD_SHARED, LOCK_TOKIO},
-    {"tokio", "OwnedRwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "OwnedRwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO},
-    {"tokio", "SemaphorePermit", GUARD_PERMITS, LOCK_TOKIO},
-    {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS, LOCK_TOKIO},
-    {"async_lock", "MutexGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK},
-    {"async_lock", "MutexGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK},
-    {"async_lock", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE},
-    {"async_lock", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE},
-    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER, LOCK_NONE},
-    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER, LOCK_NONE},
-    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER, LOCK_NONE},
-    {"async_lock", "SemaphoreGuard", GUARD_OTHER, LOCK_NONE},
-    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER, LOCK_NONE},
-    {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE},
-    {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE},
-    {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE},
+    {"tokio", "MutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true},
+    {"tokio", "OwnedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true},
+    {"tokio", "MappedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true},
+    {"tokio", "RwLockReadGuard", GUARD_SHARED, LOCK_TOKIO, false},
+    {"tokio", "RwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
+    {"tokio", "RwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
+    {"tokio", "OwnedRwLockReadGuard", GUARD_SHARED, LOCK_TOKIO, false},
+    {"tokio", "OwnedRwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
+    {"tokio", "OwnedRwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
+    {"tokio", "SemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false},
+    {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false},
+    {"async_lock", "MutexGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true},
+    {"async_lock", "MutexGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true},
+    {"async_lock", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"async_lock", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER, LOCK_NONE, false},
+    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER, LOCK_NONE, false},
+    {"async_lock", "SemaphoreGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER, LOCK_NONE, false},
+    {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE, false},
     /* a thread lock held across an await: blocks a worker thread while parked */
-    {"std", "MutexGuard", GUARD_OTHER, LOCK_NONE},
-    {"std", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE},
-    {"std", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE},
+    {"std", "MutexGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"std", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"std", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false},
 };
 
 /* The known[] entry for a type path, or -1. */
@@ -125,7 +126,7 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 		       struct future_state *s)
 {
 	Dwarf_Die m, t;
-	uint32_t cap = 0;
+	uint32_t cap = s->nr_held; /* (read once per state: held[] is exactly this big) */
 
 	if (dwarf_child(variant_struct, &m) != 0)
 		return 0;
@@ -150,6 +151,7 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 		    keys__find(w, &t, guards__key(known[k].family), &p) &&
 		    guards__state_word(&p.key, known[k].family, &found.state_offset)) {
 			found.family = known[k].family;
+			found.provable = known[k].provable;
 			found.nr_steps = p.nr_steps;
 			memcpy(found.steps, p.steps, sizeof(found.steps));
 			found.resource = p.name;

@@ -112,7 +112,7 @@ static const struct {
 
 /* The offset of the first pointer inside a struct, through members held inline
  * (`JoinHandle { raw: RawTask { ptr: NonNull { pointer } } }`). */
-static bool first_pointer(Dwarf_Die *t, int depth, uint64_t *off)
+static bool first_pointer(Dwarf_Die *t, int depth, uint64_t *off, uint32_t *visits)
 {
 	Dwarf_Die m, mt;
 
@@ -121,13 +121,16 @@ static bool first_pointer(Dwarf_Die *t, int depth, uint64_t *off)
 	do {
 		uint64_t at, in;
 
+		if (++*visits > KEYS_BUDGET)
+			return false; /* hostile types: bounded as keys.c's searches are */
 		if (dwarf_tag(&m) != DW_TAG_member || !member_offset(&m, &at) || !die_type(&m, &mt))
 			continue;
 		if (dwarf_tag(&mt) == DW_TAG_pointer_type) {
 			*off = at;
 			return true;
 		}
-		if (dwarf_tag(&mt) == DW_TAG_structure_type && first_pointer(&mt, depth + 1, &in)) {
+		if (dwarf_tag(&mt) == DW_TAG_structure_type &&
+		    first_pointer(&mt, depth + 1, &in, visits)) {
 			*off = at + in;
 			return true;
 		}
@@ -148,12 +151,13 @@ static int known(const struct future *f)
 static bool way(struct walk *w, struct future_wait *f, Dwarf_Die *die, int k)
 {
 	struct key_path p = {0};
+	uint32_t visits = 0;
 	Dwarf_Die mt;
 	uint64_t off;
 
 	switch (waits[k].start) {
 	case FROM_FIRST:
-		if (!first_pointer(die, 0, &off))
+		if (!first_pointer(die, 0, &off, &visits))
 			return false;
 		f->nr_steps = 1;
 		f->steps[0] = (struct await_step){off, true};
@@ -174,7 +178,7 @@ static bool way(struct walk *w, struct future_wait *f, Dwarf_Die *die, int k)
 		/* the Task found inline: on through its pointer to the task's header */
 		uint64_t in;
 
-		if (!first_pointer(&p.key, 0, &in) || p.nr_steps >= GUARD_STEPS)
+		if (!first_pointer(&p.key, 0, &in, &visits) || p.nr_steps >= GUARD_STEPS)
 			return false;
 		if (!p.steps[p.nr_steps - 1].deref)
 			p.steps[p.nr_steps - 1].offset += in;

@@ -198,6 +198,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 			else
 				jw_null(w, "resource");
 			jw_string(w, "lock", guard_lock__name(g->lock));
+			jw_bool(w, "provable", g->provable);
 			jw_string(w, "family", lock_family__name(g->family));
 			if (g->family != LOCK_NONE) {
 				json__write_steps(w, g->steps, g->nr_steps);

@@ -94,7 +94,11 @@ struct held_guard {
 	uint64_t offset;      /* the guard's offset in the future */
 	uint8_t lock;	      /* enum guard_lock */
 	uint8_t family;	      /* enum lock_family; LOCK_NONE: the way was not found */
-	uint8_t nr_steps;     /* from the guard to the key */
+	/* its lock's state proves it held: a Mutex, whose one permit no waiter takes in
+	 * part (tokio's RwLock: a queued writer takes the permits left, so "none left"
+	 * does not prove a writer holds it) */
+	bool provable;
+	uint8_t nr_steps; /* from the guard to the key */
 	struct await_step steps[GUARD_STEPS];
 	uint64_t resource_back; /* the key's offset in the lock (resource != NULL) */
 	uint64_t state_offset;	/* the state word in the key */

@@ -128,7 +128,7 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 			}
 			if (x->kind == GUARD_OTHER || g->lock == GUARD_EXCLUSIVE)
 				x->kind = g->lock;
-			h->held = g->lock == GUARD_EXCLUSIVE && x->read && x->locked;
+			h->held = g->provable && x->read && x->locked;
 		}
 	}
 	return 0;

@@ -22,7 +22,8 @@ static int add_pseudo(struct lock_table *t, struct lock_pseudo p, uint32_t *cap)
 }
 
 /* The lock slots of future f, into extra (at most cap): the lock it waits for, and
- * for each suspend state the exclusive guards it keeps there (under that state). */
+ * for each suspend state the guards it keeps there whose lock's state proves them
+ * held (held_guard.provable), under that state. */
 static int lock_slots(struct lock_table *t, uint32_t f, struct tree_slot *extra, uint32_t cap,
 		      uint32_t *n, uint32_t *cap_pseudo)
 {
@@ -64,7 +65,7 @@ static int lock_slots(struct lock_table *t, uint32_t f, struct tree_slot *extra,
 			const struct held_guard *h = &st->held[g];
 			struct tree_slot *s;
 
-			if (h->family == LOCK_NONE || h->lock != GUARD_EXCLUSIVE || !h->nr_steps)
+			if (h->family == LOCK_NONE || !h->provable || !h->nr_steps)
 				continue;
 			if (*n == cap || h->nr_steps > MODEL_AWAIT_STEPS) {
 				t->cut++;
@@ -181,14 +182,15 @@ uint32_t task_locks__strip(const struct lock_table *t, struct task_tree *tree,
 		if (n < cap) {
 			const struct lock_pseudo *p = &t->pseudo[nd->future - (int32_t)nf];
 
-			seen[n++] = (struct lock_seen){
-			    .kind = p->kind,
-			    .family = p->family,
-			    .unreadable =
-				(nd->flags & (TASK_NODE_UNREADABLE | TASK_NODE_DEPTH)) != 0,
-			    .key = nd->addr,
-			    .word = nd->discr,
-			    .pseudo = p};
+			seen[n++] =
+			    (struct lock_seen){.kind = p->kind,
+					       .family = p->family,
+					       /* any flag: its word was not read as a lock's (no
+						* layout, not copied): never taken for locked */
+					       .unreadable = nd->flags != 0,
+					       .key = nd->addr,
+					       .word = nd->discr,
+					       .pseudo = p};
 		}
 	}
 	/* a lock node has no children: every other node's parent is kept */

@@ -20,8 +20,9 @@
 #include "lib/vec.h"
 #include "lib/text.h"
 
-#define NONE	   UINT32_MAX
-#define TASK_HOLDS 4 /* locks one task is followed holding at once; more are counted */
+#define NONE		     UINT32_MAX
+#define TASK_HOLDS	     4 /* locks one task is followed holding at once; more are counted */
+#define TASK_LOCKS_MAX_TASKS (1u << 20) /* tasks followed (a header is reused when done) */
 
 struct lt_open {
 	uint64_t key, since;
@@ -54,7 +55,7 @@ struct task_locks {
 	struct lt_task *tasks;
 	struct lt_lock *locks;
 	uint32_t nr_tasks, cap_tasks, nr_locks, cap_locks;
-	uint64_t last_ns, over_holds;
+	uint64_t last_ns, over_holds, over_tasks;
 };
 
 struct task_locks *task_locks__new(const struct model *m)
@@ -157,6 +158,10 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 	if (!u64_map__get(&l->task_of, header, &ti)) {
 		if (!nr)
 			return 0; /* a task never seen with a lock */
+		if (l->nr_tasks >= TASK_LOCKS_MAX_TASKS) {
+			l->over_tasks++;
+			return 0;
+		}
 		if (vec__reserve((void **)&l->tasks, &l->cap_tasks, l->nr_tasks + 1,
 				 sizeof(*l->tasks)) ||
 		    u64_map__set(&l->task_of, header, l->nr_tasks))
@@ -208,7 +213,16 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 		if (!(x = lock_for(l, s)))
 			return -ENOMEM;
 		if (x->holder != NONE && x->holder != task) {
-			/* another task's guard claims it too: one slot is stale */
+			/* another task's guard claims it too: one of the two slots is stale,
+			 * and which is not known: neither hold is counted */
+			struct lt_task *other = &l->tasks[x->holder];
+
+			for (uint32_t h = 0; h < other->nr_holds; h++)
+				if (other->holds[h].key == s->key) {
+					other->holds[h] = other->holds[--other->nr_holds];
+					break;
+				}
+			x->holder = NONE;
 			x->conflicts++;
 			continue;
 		}
@@ -219,6 +233,8 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 		x->holder = task;
 		t->holds[t->nr_holds++] = (struct lt_open){s->key, end_ns, s->pseudo};
 	}
+	if (completed) /* all let go above: its header may be a new task's next */
+		t->root = -1;
 	return 0;
 }
 
@@ -228,26 +244,32 @@ void task_locks__finish(struct task_locks *l, uint64_t end_ns)
 		l->last_ns = end_ns;
 }
 
-/* How long what is still open has stood, at the end. */
-static void open_times(const struct task_locks *l, uint32_t x, uint64_t *wait_max,
-		       uint64_t *hold_ns, uint32_t *holding)
-{
-	*wait_max = 0;
-	*hold_ns = 0;
-	*holding = 0;
-	for (uint32_t i = 0; i < l->nr_tasks; i++) {
-		const struct lt_task *t = &l->tasks[i];
+/* What is still open at the end, per lock (one pass over the tasks): the longest
+ * wait, how long the last holder has held it, whether it is held. NULL: no memory. */
+struct lt_open_at_end {
+	uint64_t wait_max, hold_ns;
+	uint32_t holding;
+};
 
-		if (t->wait.key == l->locks[x].key && l->last_ns > t->wait.since &&
-		    l->last_ns - t->wait.since > *wait_max)
-			*wait_max = l->last_ns - t->wait.since;
+static struct lt_open_at_end *open_at_end(const struct task_locks *l)
+{
+	struct lt_open_at_end *o = calloc(l->nr_locks ? l->nr_locks : 1, sizeof(*o));
+	uint64_t i;
+
+	for (uint32_t k = 0; o && k < l->nr_tasks; k++) {
+		const struct lt_task *t = &l->tasks[k];
+
+		if (t->wait.key && u64_map__get(&l->lock_of, t->wait.key, &i) &&
+		    l->last_ns > t->wait.since && l->last_ns - t->wait.since > o[i].wait_max)
+			o[i].wait_max = l->last_ns - t->wait.since;
 		for (uint32_t h = 0; h < t->nr_holds; h++)
-			if (t->holds[h].key == l->locks[x].key) {
-				(*holding)++;
+			if (u64_map__get(&l->lock_of, t->holds[h].key, &i)) {
+				o[i].holding++;
 				if (l->last_ns > t->holds[h].since)
-					*hold_ns = l->last_ns - t->holds[h].since;
+					o[i].hold_ns = l->last_ns - t->holds[h].since;
 			}
 	}
+	return o;
 }
 
 static int cmp_locks(const void *a, const void *b)
@@ -318,21 +340,26 @@ static void holder_name(const struct model *m, const struct lt_lock *x, char *bu
 
 void task_locks__print(const struct task_locks *l, FILE *out)
 {
+	struct lt_open_at_end *open;
 	uint32_t *index;
 	struct lt_lock *v;
 	char name[320], who[640];
 
 	if (!l || !l->nr_locks || !(v = sorted(l, &index)))
 		return;
+	if (!(open = open_at_end(l))) {
+		free(v);
+		free(index);
+		return;
+	}
 	fprintf(out, "\nLocks (from each task's tree at the end of its polls: waits while "
 		     "parked, holds across awaits)\n");
 	fprintf(out, "  %-58s %7s %11s %11s %7s %11s\n", "LOCK", "WAITS", "WAITED", "MAX WAIT",
 		"HOLDS", "MAX HOLD");
 	for (uint32_t i = 0; i < l->nr_locks; i++) {
-		uint64_t open_wait, open_hold;
-		uint32_t holding;
+		uint64_t open_wait = open[index[i]].wait_max;
+		uint32_t holding = open[index[i]].holding;
 
-		open_times(l, index[i], &open_wait, &open_hold, &holding);
 		lock_name(&v[i], name, sizeof(name));
 		fprintf(out, "  %-58s %7" PRIu64 " %9.3f ms %8.3f ms %7" PRIu64 " %8.3f ms\n", name,
 			v[i].waits, (double)v[i].wait_ns / 1e6, (double)v[i].wait_max_ns / 1e6,
@@ -347,10 +374,16 @@ void task_locks__print(const struct task_locks *l, FILE *out)
 				holding ? "held" : "not held");
 		if (v[i].conflicts)
 			fprintf(out,
-				"      %u claims by a second task while held: a guard's kept slot "
-				"(not counted as holds)\n",
+				"      %u times two tasks' guards claimed it at once: one slot was "
+				"stale, not known which (neither counted as a hold)\n",
 				v[i].conflicts);
 	}
+	if (l->over_tasks || l->over_holds)
+		fprintf(out,
+			"      not followed: %" PRIu64 " tasks past %u, %" PRIu64
+			" holds past %u a task\n",
+			l->over_tasks, TASK_LOCKS_MAX_TASKS, l->over_holds, TASK_HOLDS);
+	free(open);
 	free(v);
 	free(index);
 }
@@ -358,6 +391,7 @@ void task_locks__print(const struct task_locks *l, FILE *out)
 int task_locks__json(const struct task_locks *l, cJSON *parent)
 {
 	cJSON *arr = cJSON_AddArrayToObject(parent, "locks");
+	struct lt_open_at_end *open;
 	uint32_t *index;
 	struct lt_lock *v;
 	char who[640];
@@ -368,14 +402,18 @@ int task_locks__json(const struct task_locks *l, cJSON *parent)
 		return 0;
 	if (!(v = sorted(l, &index)))
 		return -ENOMEM;
+	if (!(open = open_at_end(l))) {
+		free(v);
+		free(index);
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < l->nr_locks; i++) {
 		cJSON *o = cJSON_CreateObject(), *h;
-		uint64_t open_wait, open_hold;
-		uint32_t holding;
+		uint64_t open_wait = open[index[i]].wait_max, open_hold = open[index[i]].hold_ns;
+		uint32_t holding = open[index[i]].holding;
 
 		if (!o)
 			break;
-		open_times(l, index[i], &open_wait, &open_hold, &holding);
 		cJSON_AddNumberToObject(o, "key", (double)v[i].key);
 		if (v[i].type) {
 			cJSON_AddStringToObject(o, "type", v[i].type);
@@ -411,6 +449,7 @@ int task_locks__json(const struct task_locks *l, cJSON *parent)
 		}
 		cJSON_AddItemToArray(arr, o);
 	}
+	free(open);
 	free(v);
 	free(index);
 	return 0;

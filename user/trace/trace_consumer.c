@@ -479,14 +479,20 @@ static int handle_task_tree(struct trace_consumer *c, const void *data, size_t s
 		free(c->locks);
 		c->locks = NULL;
 	}
-	if (c->locks && c->locks->nr_pseudo) {
+	if (!c->locks) {
+		/* no table (out of memory): its lock nodes still go, unread */
+		struct lock_table none = {.m = c->m, .nr_pseudo = UINT32_MAX - c->m->nr_futures};
+
+		task_locks__strip(&none, &t, NULL, 0);
+	} else if (c->locks->nr_pseudo) {
 		/* the lock nodes out of the tree before anything else reads it */
 		struct lock_seen seen[TASK_LOCKS_SEEN];
 		uint32_t n = task_locks__strip(c->locks, &t, seen, TASK_LOCKS_SEEN);
 
-		/* a tree not read or of an unknown type says nothing of the task's locks */
+		/* a tree not read, cut, or of an unknown type says nothing sure of the
+		 * task's locks: what was open stays open */
 		if (t.phase == TASK_PHASE_END &&
-		    !(t.flags & (TASK_TREE_NOT_READ | TASK_TREE_UNKNOWN_TYPE)) &&
+		    !(t.flags & (TASK_TREE_NOT_READ | TASK_TREE_UNKNOWN_TYPE | TASK_TREE_CUT)) &&
 		    summary_tasks__add_locks(c->out.summary, t.header,
 					     t.nr ? t.nodes[0].future : -1, t.start_ns, t.end_ns,
 					     (t.flags & TASK_TREE_GONE) != 0, seen, n))
