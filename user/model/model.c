@@ -284,6 +284,18 @@ const char *lock_family__name(enum lock_family f)
 	return "none";
 }
 
+bool lock_family__locked(uint8_t family, uint64_t word)
+{
+	return family == LOCK_TOKIO	   ? (word >> 1) == 0
+	       : family == LOCK_ASYNC_LOCK ? (word & 1) != 0
+					   : false;
+}
+
+uint64_t lock_family__permits(uint8_t family, uint64_t word)
+{
+	return family == LOCK_TOKIO ? word >> 1 : 0;
+}
+
 const char *guard_lock__name(enum guard_lock l)
 {
 	switch (l) {

@@ -710,6 +710,15 @@ const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
 /* "tokio", "async-lock", "none" */
 const char *lock_family__name(enum lock_family f);
+/*
+ * What a lock's state word says (enum lock_family): tokio's batch semaphore keeps its
+ * available permits shifted left by one, bit 0 saying closed
+ * (tokio/src/sync/batch_semaphore.rs, PERMIT_SHIFT): locked when none is left;
+ * async-lock's Mutex sets bit 0 while locked, the other bits counting starved lock
+ * operations (async-lock/src/mutex.rs). Permits: tokio's only (0 for the others).
+ */
+bool lock_family__locked(uint8_t family, uint64_t word);
+uint64_t lock_family__permits(uint8_t family, uint64_t word);
 /* "exclusive", "shared", "permits", "other" */
 const char *guard_lock__name(enum guard_lock l);
 /* "lock", "join", "channel", "notify", "none" */

@@ -33,11 +33,8 @@ static bool read_u64(const struct builder *b, uint64_t addr, uint64_t *v)
 }
 
 /*
- * The resource whose key is at key, added at its first sight with its state: tokio
- * 1.x's batch semaphore keeps its available permits shifted left by one, bit 0 saying
- * closed (tokio/src/sync/batch_semaphore.rs, PERMIT_SHIFT); async-lock's Mutex sets
- * bit 0 of its state while locked, the other bits counting starved lock operations
- * (async-lock/src/mutex.rs). Where those words are comes from the DWARF. RES_NONE
+ * The resource whose key is at key, added at its first sight with its state word
+ * (where it is comes from the DWARF; what it says, lock_family__locked). RES_NONE
  * when out of memory.
  */
 static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uint64_t state_offset)
@@ -55,12 +52,8 @@ static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uin
 	*x = (struct resource){.key = key, .family = family, .kind = GUARD_OTHER};
 	if (family != LOCK_NONE && read_u64(b, key + state_offset, &v)) {
 		x->read = true;
-		if (family == LOCK_TOKIO) {
-			x->available = v >> 1;
-			x->locked = x->available == 0;
-		} else {
-			x->locked = v & 1;
-		}
+		x->available = lock_family__permits(family, v);
+		x->locked = lock_family__locked(family, v);
 	}
 	return r->nr_res++;
 }

@@ -203,8 +203,5 @@ uint32_t task_locks__strip(const struct lock_table *t, struct task_tree *tree,
 
 bool task_locks__locked(const struct lock_seen *s)
 {
-	if (s->unreadable)
-		return false;
-	/* tokio: permits available << 1 (bit 0: closed), none left; async-lock: bit 0 */
-	return s->family == LOCK_TOKIO ? (s->word >> 1) == 0 : (s->word & 1) != 0;
+	return !s->unreadable && lock_family__locked(s->family, s->word);
 }
