@@ -231,7 +231,10 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 			continue;
 		}
 		x->holder = task;
-		t->holds[t->nr_holds++] = (struct lt_open){s->key, end_ns, s->pseudo};
+		/* from this poll's start: the lock was taken during it (it was not held at
+		 * the last one's end), so the hold began no later than that, and no later
+		 * than any wait another task parked with meanwhile */
+		t->holds[t->nr_holds++] = (struct lt_open){s->key, start_ns, s->pseudo};
 	}
 	if (completed) /* all let go above: its header may be a new task's next */
 		t->root = -1;
