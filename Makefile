@@ -10,7 +10,7 @@ BPFTOOL   ?= $(firstword $(shell command -v bpftool /usr/sbin/bpftool 2>/dev/nul
 PYTHON    ?= /usr/bin/python3
 CC        ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS      := libbpf libdw libelf libcjson capstone zlib libseccomp
+PKGS      := libbpf libdw libelf libcjson capstone zlib libseccomp libmicrohttpd
 
 UNAME_M   := $(shell uname -m)
 ARCH      := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))

@@ -34,7 +34,8 @@
 #    --tasks -p` (wake-ups sampled, the default), `--tasks --no-wakes`, `--tasks
 #    --wake-sample 100`, and the per-future probes (`--deep`: the default selection,
 #    exits in the callers where their own would be single-stepped), and `top -p`
-#    (task mode, its default: statistics in the kernel, a table a second),
+#    (task mode, its default: statistics in the kernel, a table a second), and
+#    `top -p --quiet --prometheus` scraped every second (docs/metrics.md),
 #    interleaved; ratios to untraced, the exits single-stepped by frequency.
 #
 # BENCH_PARTS (default 1,2,3,4,5,6,7) runs some parts only.
@@ -488,7 +489,7 @@ fi
 
 task_report=""
 # wrk_run SERVER MODE RUN: requests/s of wrk against a fresh release SERVER, traced by
-# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep; top) attached before the load
+# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep; top; top-prom) attached before the load
 wrk_run() {
 	local server="$1" mode="$2" run="$3" srv="$root/tests/conformance/bin/release/$1"
 	local so="$work/wrk-$1.srv" ao="$work/wrk-$1-$2.asyncbpf" port spid apid="" rps args=() cmd
@@ -509,6 +510,8 @@ wrk_run() {
 	esac
 	cmd=(trace "${args[@]}" -p "$spid" -o "$work/wrk.pftrace" --summary-json "$work/wrk-summary.json")
 	[ "$mode" = top ] && cmd=(top -p "$spid" --batch -i 1)
+	# top --prometheus, headless, scraped every second as a Prometheus server would
+	[ "$mode" = top-prom ] && cmd=(top -p "$spid" --quiet --prometheus 127.0.0.1:0 -i 1)
 	if [ "$mode" != untraced ]; then
 		: >"$ao" # there before the polling below reads it
 		"$asyncbpf" "${cmd[@]}" >"$ao.out" 2>"$ao" &
@@ -529,7 +532,23 @@ wrk_run() {
 			return
 		fi
 	fi
+	local scraper="" url
+	if [ "$mode" = top-prom ]; then
+		url="$(sed -n 's/.*serving Prometheus metrics on \(http:[^ ]*\).*/\1/p' "$ao")"
+		/usr/bin/python3 -c '
+import sys, time, urllib.request
+while True:
+    with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
+        r.read()
+    time.sleep(1)' "$url" 2>/dev/null &
+		scraper=$!
+		bg_pids+=("$scraper")
+	fi
 	rps="$(wrk -t1 -c16 -d"${BENCH_WRK_SECONDS:-4}"s "http://127.0.0.1:$port/hello" 2>/dev/null | awk '/Requests\/sec/{print $2}')"
+	if [ -n "$scraper" ]; then
+		kill "$scraper" 2>/dev/null || true
+		wait "$scraper" 2>/dev/null || true
+	fi
 	if [ -n "$apid" ]; then
 		kill -INT "$apid"
 		wait "$apid" || die "asyncbpf ${cmd[0]} -p $server exited with $? ($ao)"
@@ -540,7 +559,7 @@ wrk_run() {
 import json, re, sys
 server, mode, run, rps, summ, ao = sys.argv[1:7]
 d = {"part": "wrk", "server": server, "mode": mode, "run": int(run), "rps": float(rps or 0)}
-if mode == "top":  # its own cost, as it stated it at the end
+if mode in ("top", "top-prom"):  # its own cost, as it stated it at the end
     m = re.search(r"total ~[\d.]+ ms of the target.s CPU time: ([\d.]+)%", open(ao).read())
     d.update(cost=float(m.group(1)) if m else None)
 elif mode != "untraced":
@@ -554,9 +573,9 @@ if part 7; then
 	command -v wrk >/dev/null || die "wrk not found: run 'make deps' (scripts/deps.sh)"
 	for server in http_server hyper_server; do
 		[ -x "$root/tests/conformance/bin/release/$server" ] || die "no tests/conformance/bin/release/$server: make conformance"
-		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future, top)" >&2
+		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future, top, top --prometheus)" >&2
 		for ((i = 1; i <= runs; i++)); do
-			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep top); else order=(top deep tasks-allwakes tasks-nowakes tasks untraced); fi
+			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep top top-prom); else order=(top-prom top deep tasks-allwakes tasks-nowakes tasks untraced); fi
 			for mode in "${order[@]}"; do wrk_run "$server" "$mode" "$i"; done
 		done
 	done
@@ -572,7 +591,8 @@ for server in sorted({s["server"] for s in W}):
                                 ("tasks-nowakes", "--tasks --no-wakes", None),
                                 ("tasks-allwakes", "--tasks --wake-sample 100", None),
                                 ("deep", "per-future probes (exits in the callers)", 0.6),
-                                ("top", "top -p (task mode, wake-ups sampled)", 0.75)):
+                                ("top", "top -p (task mode, wake-ups sampled)", 0.75),
+                                ("top-prom", "top -p --quiet --prometheus (scraped 1/s)", 0.75)):
         R = [s for s in W if s["server"] == server and s["mode"] == mode]
         if not R:
             continue

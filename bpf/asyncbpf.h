@@ -506,6 +506,23 @@ struct poll_stats {
 	/* top with sampled wakes: of records, those while the wake probes were attached
 	 * (wakes / window_polls is the wakes per poll of the sample) */
 	__u64 window_polls;
+	__u64 delay_ns; /* sum of the delays counted in delay_hist */
+	__u64 pending;	/* records that returned Pending (task mode: the task's future is
+			 * still there) */
+};
+
+/*
+ * top (stats only): voluntary off-CPU time inside polls by syscall, per row (a poll
+ * fn's statistics index, or a task type's with BLOCK_SYS_TASK set): block_sys's key.
+ */
+#define BLOCK_SYS_TASK	  0x80000000u
+#define BLOCK_SYS_ENTRIES 8192
+struct block_sys_key {
+	__u32 row;
+	__s32 syscall; /* -1: none (a page fault, ...) */
+};
+struct block_sys_value {
+	__u64 count, ns;
 };
 
 /* Global counters (trace_counters, per CPU). */
@@ -530,6 +547,7 @@ enum trace_counter {
 	/* after the hit classes: COUNTER_HIT0 + class keeps exact bounds (HIT0 = 15) */
 	COUNTER_TREE_NOT_READ = COUNTER_HIT0 + HIT_CLASS_COUNT, /* trees whose per-CPU
 								 * buffers another poll used */
+	COUNTER_BLOCK_SYS_FULL, /* top: blocked time not split by syscall (block_sys full) */
 	COUNTER_COUNT,
 };
 
@@ -663,11 +681,13 @@ _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
 	       "struct poll_stats: only __u64 members (user space sums them word by word)");
-_Static_assert(sizeof(struct poll_stats) == 184 + 16 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 200 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 48 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");
 _Static_assert(sizeof(struct unwind_rule) == 16, "struct unwind_rule changed");
+_Static_assert(sizeof(struct block_sys_key) == 8 && sizeof(struct block_sys_value) == 16,
+	       "struct block_sys_* changed");
 _Static_assert(sizeof(struct offcpu_stack) == 8 + 8 * OFFCPU_MAX_FRAMES,
 	       "struct offcpu_stack changed");
 _Static_assert(RESULT_READY == 0 && RESULT_PENDING == 1 && RESULT_PANICKED == 2 &&

@@ -61,6 +61,8 @@ static __always_inline void emit_task_block(struct thread_stack *st, __u64 now, 
 	if (stats_only) {
 		type = t->info;
 		block_stats(bpf_map_lookup_elem(&task_stats, &type), st->off_kind, dt);
+		if (st->off_kind == OFFCPU_BLOCKED)
+			block_sys_add(type | BLOCK_SYS_TASK, st->off_sys, dt);
 		return;
 	}
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
@@ -101,8 +103,11 @@ static __always_inline void emit_block(struct thread_stack *st, __u64 now, __u32
 	poll = f->poll;
 	stats = bpf_map_lookup_elem(&trace_stats, &poll);
 	block_stats(stats, st->off_kind, dt);
-	if (stats_only)
+	if (stats_only) {
+		if (st->off_kind == OFFCPU_BLOCKED)
+			block_sys_add(poll, st->off_sys, dt);
 		return;
+	}
 	r = bpf_ringbuf_reserve(&trace_events, sizeof(*r), 0);
 	if (!r) {
 		if (stats)

@@ -510,6 +510,7 @@ static __always_inline void task_stats_exit(const struct task_frame *t, __u64 no
 			__sync_fetch_and_add(&s->ended, 1);
 		return;
 	}
+	__sync_fetch_and_add(&s->pending, 1);
 	e = bpf_map_update_elem(&live_instances, &k, &one, BPF_NOEXIST);
 	if (!e)
 		__sync_fetch_and_add(&s->started, 1);
@@ -540,9 +541,11 @@ static __always_inline void task_stats_delay(__u64 header, __u32 type, __u64 now
 	if (!woken)
 		return;
 	s = bpf_map_lookup_elem(&task_stats, &type);
-	if (s && now >= *woken)
+	if (s && now >= *woken) {
 		__sync_fetch_and_add(
 		    &s->delay_hist[log2_u64(now - *woken) & (TRACE_HIST_BUCKETS - 1)], 1);
+		__sync_fetch_and_add(&s->delay_ns, now - *woken);
+	}
 	bpf_map_delete_elem(&wake_pending, &key);
 }
 

@@ -31,6 +31,31 @@ struct {
 	__type(value, struct poll_stats);
 } task_stats SEC(".maps");
 
+/* top: blocked time by row and syscall (struct block_sys_key) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, BLOCK_SYS_ENTRIES);
+	__type(key, struct block_sys_key);
+	__type(value, struct block_sys_value);
+} block_sys SEC(".maps");
+
+static __always_inline void block_sys_add(__u32 row, __s32 syscall, __u64 dt)
+{
+	struct block_sys_key k = {.row = row, .syscall = syscall};
+	struct block_sys_value *v = bpf_map_lookup_elem(&block_sys, &k), zero = {};
+
+	if (!v) {
+		bpf_map_update_elem(&block_sys, &k, &zero, BPF_NOEXIST); /* or another CPU did */
+		if (!(v = bpf_map_lookup_elem(&block_sys, &k))) {
+			count(COUNTER_BLOCK_SYS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->ns, dt);
+}
+
 /*
  * top's LIVE: an instance enters live_instances at its first Pending and leaves at its
  * Ready or panic (or its drop: on_drop); a first poll that is also its last never

@@ -9,9 +9,12 @@ PACKAGES=(
 	make gcc pkg-config clang-16 llvm-16 libclang-rt-16-dev bpftool
 	libbpf-dev libelf-dev libdw-dev zlib1g-dev libcjson-dev libcapstone-dev libiberty-dev
 	libseccomp-dev # syscall names (blocking inside polls)
+	libmicrohttpd-dev # top --prometheus's endpoint
 	# tests and tools the tests compare against
 	python3 python3-pytest binutils elfutils protobuf-compiler python3-protobuf graphviz bpftrace
 	linux-perf libxml2-utils time file procps util-linux
+	# top --prometheus read by a real Prometheus server and promtool (tests/test_metrics.py)
+	prometheus
 	# the SVG flame graph's script, run in jsdom (tests/test_profile_writers.py)
 	nodejs node-jsdom
 	# make bench-trace: bpftrace attach/detach timing

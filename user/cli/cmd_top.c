@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/trace_args.h"
+#include "export/prometheus.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
 #include "lib/privilege.h"
@@ -46,10 +47,17 @@ static const char top_usage[] =
     "      --wake-sample PCT  wake probes attached PCT% of each second (task mode\n"
     "                       default 10; 100: every wake)\n"
     "      --no-blocking, --no-wakes, --no-cancel   leave that part out\n"
+    "      --prometheus [ADDR:]PORT  serve the statistics as Prometheus metrics on\n"
+    "                       http://ADDR:PORT/metrics (default address 127.0.0.1; any\n"
+    "                       other only when given; PORT 0: a free one, printed)\n"
+    "      --prometheus-top N  futures with series of their own (default 50), the\n"
+    "                       rest summed as future=\"other\" (docs/metrics.md)\n"
+    "  -q, --quiet          no tables: only the --prometheus endpoint\n"
     "  -v, --verbose        more detail\n"
     "\n"
     "Exit status: 0 ran; 2 usage; 3 no such process or command; 4 not privileged;\n"
-    "6 nothing selected; 7 a kernel feature is missing.\n";
+    "6 nothing selected; 7 a kernel feature is missing; 8 the --prometheus address\n"
+    "could not be listened on.\n";
 
 static int parse(int argc, char **argv, struct trace_args *a)
 {
@@ -67,19 +75,24 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	    {"tasks", no_argument, NULL, 'Q'},
 	    {"deep", no_argument, NULL, 'J'},
 	    {"wake-sample", required_argument, NULL, 'P'},
+	    {"prometheus", required_argument, NULL, 'M'},
+	    {"prometheus-top", required_argument, NULL, 'N'},
+	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	int c, r, nopt = args__split_command(argc, argv, &a->command);
+	long n;
 	char *end;
 
 	a->top = true;
 	a->interval = 1.0;
 	a->max_probes = TRACE_DEFAULT_MAX_PROBES;
 	a->block_threshold = 0.001;
+	a->prom_top = PROM_DEFAULT_TOP;
 	optind = 1;
-	while ((c = getopt_long(nopt, argv, "p:i:d:bn:s:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, "p:i:d:bn:s:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if ((r = parse_pid("top", optarg, &a->pid)))
@@ -128,6 +141,20 @@ static int parse(int argc, char **argv, struct trace_args *a)
 			if ((r = trace_args__wake_sample("top", optarg, &a->wake_sample)))
 				return r;
 			break;
+		case 'M': a->prometheus = optarg; break;
+		case 'N':
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > PROM_MAX_TOP) {
+				pr_warn(
+				    "top: --prometheus-top takes a number of futures from 1 to %d, "
+				    "not '%s'\n",
+				    PROM_MAX_TOP, optarg);
+				return EXIT_USAGE;
+			}
+			a->prom_top = (unsigned)n;
+			break;
+		case 'q': a->quiet = true; break;
 		case 'v':
 			a->verbose = true;
 			log_verbosity = 2;
@@ -149,6 +176,11 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	if (a->tasks && a->deep) {
 		pr_warn("top: --tasks and --deep contradict each other: task mode shows task "
 			"types, --deep every poll of the selected futures\n");
+		return EXIT_USAGE;
+	}
+	if (a->quiet && !a->prometheus) {
+		pr_warn("top: --quiet leaves only the --prometheus endpoint: give --prometheus "
+			"[ADDR:]PORT too\n");
 		return EXIT_USAGE;
 	}
 	if (a->wake_sample > 0 && a->no_wakes) {

@@ -17,6 +17,7 @@
 
 #include "analyze/panic_strategy.h"
 #include "cli/commands.h"
+#include "cli/trace_run.h"
 #include "cli/trace_args.h"
 #include "cli/trace_files.h"
 #include "cli/trace_report.h"
@@ -32,44 +33,8 @@
 #include "trace/trace_plan.h"
 #include "trace/task_locks.h"
 #include "trace/trace_summary.h"
-#include "trace/top.h"
 #include "trace/tracer.h"
 #include "trace/wake_sampler.h"
-
-/* Everything one run holds, freed in one place. */
-struct trace_run {
-	const struct trace_args *a;
-	struct session *s;
-	struct model m;
-	bool model_loaded;
-	struct selection sel;
-	struct trace_plan plan;
-	struct trace_files files;
-	struct trace_summary sum;
-	struct trace_consumer *consumer;
-	struct tracer *t;
-	struct wake_sampler *ws; /* the wake probes, attached part of the time */
-	struct ring_buffer *rb;
-	struct rb_budget budget;
-	struct trace_run_totals totals;
-	uint64_t detach_ns;
-	/* the target's CPU time and context switches when tracing began (-1: unknown) */
-	int64_t cpu_start;
-	uint64_t voluntary_start, involuntary_start;
-	bool switches_start;
-	/* the live status line */
-	uint64_t last_status_ns, last_records, last_hits;
-	bool status_printed;
-	/* top */
-	struct poll_stats *top_prev;
-	uint64_t top_prev_ns;
-	__u64 top_prev_counters[COUNTER_COUNT];
-	int64_t top_prev_cpu;
-	uint64_t top_prev_wake_ns; /* the wake probes' attached time (wake_sampler__on_ns) */
-	long top_snapshots;
-	int top_key;
-	bool top_quit;
-};
 
 /* The exit mode (docs/tracing.md, "Exit modes"). */
 static enum plan_exits choose_exits(const struct trace_args *a, const char *path)
@@ -443,135 +408,13 @@ static void hook_exec_stopped(void *ctx)
 	tracer__fill_wake_types(r->t);
 }
 
-/* top: a keystroke changes the sort key, q quits (a terminal only). */
-static bool top_poll_keys(struct trace_run *r)
-{
-	char c;
-
-	while (!r->a->batch && isatty(STDIN_FILENO) && read(STDIN_FILENO, &c, 1) == 1) {
-		int k = top_key__from_char(c);
-
-		if (c == 'q' || c == 'Q')
-			r->top_quit = true;
-		else if (k >= 0)
-			r->top_key = k;
-	}
-	return r->top_quit || (r->a->count && r->top_snapshots >= r->a->count);
-}
-
 static bool hook_full(void *ctx)
 {
 	struct trace_run *r = ctx;
 
 	if (r->a->top)
-		return top_poll_keys(r);
+		return top_run__keys(r);
 	return trace_files__full(&r->files);
-}
-
-/* top's row names: a poll fn's future, or (task mode) a task type's root future */
-static void top_poll_name(void *ctx, uint32_t index, char *buf, size_t len)
-{
-	summary__poll_name(&((struct trace_run *)ctx)->m, index, buf, len);
-}
-
-static void top_task_name(void *ctx, uint32_t index, char *buf, size_t len)
-{
-	const struct trace_run *r = ctx;
-	const struct model *m = &r->m;
-	int64_t f = index < m->nr_task_types ? m->task_types[index].future
-		    : index - m->nr_task_types < r->plan.nr_root_types
-			? (int64_t)r->plan.root_types[index - m->nr_task_types]
-			: -1;
-
-	if (f >= 0 && (uint64_t)f < m->nr_futures)
-		future__display_name(&m->futures[f], buf, len);
-	else
-		snprintf(buf, len, "(task type %u)", index);
-}
-
-/* The time the sampled wake probes were attached since the last table. */
-static double top_wake_seconds(struct trace_run *r, uint64_t now)
-{
-	uint64_t on = r->ws ? wake_sampler__on_ns(r->ws, now) : 0, d = on - r->top_prev_wake_ns;
-
-	r->top_prev_wake_ns = on;
-	return (double)d / 1e9;
-}
-
-/* top: the table of the last interval, from the statistics maps (no records). */
-static void hook_top(void *ctx, uint64_t now, uint64_t start)
-{
-	struct trace_run *r = ctx;
-	bool tasks = r->plan.task_mode;
-	uint32_t nr = tasks ? tracer__nr_task_stats(r->t) : tracer__nr_polls(r->t);
-	struct poll_stats *cur = calloc(nr, sizeof(*cur));
-	struct top_row *rows = NULL;
-	__u64 counters[COUNTER_COUNT];
-	int n;
-
-	if (!cur || (tasks ? tracer__read_task_stats(r->t, cur, counters)
-			   : tracer__read_stats(r->t, cur, counters))) {
-		free(cur);
-		return;
-	}
-	int64_t cpu = sysfacts__process_cpu_ns((int)session__pid(r->s));
-	struct tracer_cost cost = {.hits_known = true, .per_hit = r->sum.costs};
-	double wake_s = top_wake_seconds(r, now);
-	struct top_interval in = {.dt = (double)(now - r->top_prev_ns) / 1e9,
-				  .wakes = !r->plan.nr_wakes ? TOP_WAKES_OFF
-					   : r->ws	     ? TOP_WAKES_SAMPLED
-							     : TOP_WAKES_ALL,
-				  .tasks = tasks,
-				  .key = (enum top_key)r->top_key};
-	struct top_names names = {
-	    .tasks = tasks, .name = tasks ? top_task_name : top_poll_name, .ctx = r};
-	double share;
-
-	if (!r->top_prev) { /* the first read: the baseline */
-		r->top_prev = cur;
-		r->top_prev_ns = now;
-		memcpy(r->top_prev_counters, counters, sizeof(counters));
-		r->top_prev_cpu = cpu;
-		return;
-	}
-	/* the tracer's own cost over the interval (trace_cost.h) */
-	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
-		cost.hits[k] = counters[COUNTER_HIT0 + k] - r->top_prev_counters[COUNTER_HIT0 + k];
-	cost.trees = counters[COUNTER_TREES] - r->top_prev_counters[COUNTER_TREES];
-	cost.tree_ns = counters[COUNTER_TREE_NS] - r->top_prev_counters[COUNTER_TREE_NS];
-	cost.target_cpu_ns =
-	    cpu >= 0 && r->top_prev_cpu >= 0 && cpu >= r->top_prev_cpu ? cpu - r->top_prev_cpu : -1;
-	share = tracer_cost__share(&cost);
-	n = top__rows(r->top_prev, cur, nr, &in, &rows);
-	if (!r->a->batch)
-		fputs("\033[H\033[2J", stdout);
-	else if (r->top_snapshots)
-		fputs("\n", stdout);
-	printf("asyncbpf top: pid %d, %.0f s, every %.1f s, sorted by %s%s\n",
-	       (int)session__pid(r->s), (double)(now - start) / 1e9, r->a->interval,
-	       top_key__name((enum top_key)r->top_key),
-	       r->a->batch ? "" : " (keys: b p 9 B w d c l, q quits)");
-	if (share >= 0)
-		printf("the tracer's probes: ~%.1f%% of the target's CPU time in this interval%s\n",
-		       share, share >= TRACER_COST_WARN_PERCENT ? " (WARNING: large)" : "");
-	if (r->ws)
-		printf("wakes sampled: probes attached %.2f s of these %.2f s (--wake-sample): "
-		       "WAKES/S from the wakes per poll of that sample, DELAY99 of its wakes\n",
-		       wake_s, in.dt);
-	if (counters[COUNTER_LIVE_FULL])
-		printf("LIVE is a lower bound: %u instances at once is the most tracked (%" PRIu64
-		       " not tracked)\n",
-		       TOP_MAX_LIVE_INSTANCES, (uint64_t)counters[COUNTER_LIVE_FULL]);
-	if (n >= 0)
-		top__print(stdout, &names, rows, n, r->a->batch ? 0 : 30);
-	fflush(stdout);
-	r->top_snapshots++;
-	free(rows);
-	free(r->top_prev);
-	r->top_prev = cur;
-	r->top_prev_ns = now;
-	memcpy(r->top_prev_counters, counters, sizeof(counters));
-	r->top_prev_cpu = cpu;
 }
 
 /* The live status line (a terminal only): rates over the last second, drops loudly. */
@@ -699,6 +542,7 @@ static int report(struct trace_run *r)
 
 static void trace_run__free(struct trace_run *r)
 {
+	top_prom__stop(r->prom);
 	free(r->top_prev);
 	ring_buffer__free(r->rb);
 	wake_sampler__free(r->ws);
@@ -734,14 +578,15 @@ int trace__run(const struct trace_args *a)
 	r.top_key = a->sort;
 	if (a->top) {
 		log__alias("trace", "top"); /* the tracer's messages speak as top */
-		hooks.tick = hook_top;
+		hooks.tick = top_run__tick;
 		hooks.tick_always = true;
 		hooks.tick_ns = (uint64_t)(a->interval * 1e9);
 	}
 	enum session_stop why;
 	int status;
 
-	if ((status = session__open(&so, &r.s)) || (status = plan_probes(&r)) ||
+	if ((a->prometheus && (status = top_prom__start(a->prometheus, a->prom_top, &r.prom))) ||
+	    (status = session__open(&so, &r.s)) || (status = plan_probes(&r)) ||
 	    (status = session__spawn(r.s)) ||
 	    (!a->top && (status = trace_files__open(&r.files, r.s, a, &r.m))) ||
 	    (status = start_tracer(&r)))
@@ -754,7 +599,7 @@ int trace__run(const struct trace_args *a)
 		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 	}
 	if (a->top)
-		hook_top(&r, sysfacts__now_ns(), sysfacts__now_ns()); /* the baseline */
+		top_run__tick(&r, sysfacts__now_ns(), sysfacts__now_ns()); /* the baseline */
 	why = session__run(r.s, r.rb, &r.budget, &hooks);
 	if (keys)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);

@@ -37,6 +37,9 @@ struct trace_args {
 	double interval;
 	int sort;		/* enum top_key */
 	long count;		/* --count: snapshots (batch), 0: until stopped */
+	const char *prometheus; /* --prometheus ADDR:PORT: serve /metrics (docs/metrics.md) */
+	unsigned prom_top;	/* --prometheus-top N: futures with series of their own */
+	bool quiet;		/* --quiet: no tables (with --prometheus) */
 	double block_threshold; /* seconds: BLOCKING warnings past it */
 	double duration;
 	uint64_t ringbuf_size;

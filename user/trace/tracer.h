@@ -110,6 +110,12 @@ uint32_t tracer__nr_polls(const struct tracer *t);
  */
 int tracer__read_task_stats(const struct tracer *t, struct poll_stats *stats, __u64 *counters);
 uint32_t tracer__nr_task_stats(const struct tracer *t);
+/* top: the blocked time by row and syscall (bpf/asyncbpf.h, struct block_sys_key),
+ * each entry to fn; 0 or -errno. */
+int tracer__read_block_sys(const struct tracer *t,
+			   void (*fn)(void *ctx, const struct block_sys_key *k,
+				      const struct block_sys_value *v),
+			   void *ctx);
 uint64_t tracer__probes_attached(const struct tracer *t);
 uint64_t tracer__probes_failed(const struct tracer *t);
 /* The poll probe program and the spec map (bench/floor.c times the steps apart). */

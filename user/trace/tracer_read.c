@@ -192,3 +192,23 @@ int tracer__read_task_stats(const struct tracer *t, struct poll_stats *stats, __
 
 	return r ? r : tracer__read_counters(t, counters);
 }
+
+int tracer__read_block_sys(const struct tracer *t,
+			   void (*fn)(void *ctx, const struct block_sys_key *k,
+				      const struct block_sys_value *v),
+			   void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.block_sys);
+	struct block_sys_key k, next;
+	struct block_sys_value v;
+	const void *prev = NULL;
+
+	/* bounded: a key deleted under the walk restarts it at worst, and nothing deletes */
+	for (unsigned n = 0; n < BLOCK_SYS_ENTRIES && !bpf_map_get_next_key(fd, prev, &next); n++) {
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(fd, &k, &v))
+			fn(ctx, &k, &v);
+	}
+	return 0;
+}

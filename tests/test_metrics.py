@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: GPL-2.0
+"""asyncbpf top --prometheus (docs/metrics.md) against a real Prometheus server
+(Debian's `prometheus`, started here on a free port, scraping every second) and
+`promtool check metrics`. Ground truth: `tokio_mt park N` spawns N many_task tasks,
+each polled once and parked for good, and prints its own count (many_task: N) once
+all have parked; it then waits for EOF on stdin, so the counters stand still while
+Prometheus scrapes them. The endpoint must not let clients stall the tracer: 1,000
+connections, slow writers and a huge request while top prints its tables."""
+import json
+import os
+import re
+import resource
+import select
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+import util
+
+URL = re.compile(r"serving Prometheus metrics on (http://\S+)")
+
+
+@pytest.fixture(scope="module")
+def features():
+    return util.require_trace_features()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_until(stream, pattern, timeout, seen):
+    """Lines of a pipe until one matches pattern (a compiled regex): the match."""
+    deadline = time.time() + timeout
+    buf = b""
+    while time.time() < deadline:
+        r, _, _ = select.select([stream], [], [], 0.2)
+        if not r:
+            continue
+        chunk = os.read(stream.fileno(), 65536)
+        if not chunk:
+            break
+        buf += chunk
+        seen.append(chunk.decode("utf-8", "replace"))
+        for line in buf.decode("utf-8", "replace").splitlines():
+            m = pattern.search(line)
+            if m:
+                return m
+    raise AssertionError(f"no line matching {pattern.pattern!r} in {timeout} s:\n{''.join(seen)[-4000:]}")
+
+
+def start_top(args, command):
+    proc = subprocess.Popen([str(util.ASYNCBPF), "top", *args, "--", *command], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=util.san_env())
+    err = []
+    url = read_until(proc.stderr, URL, 60, err).group(1)
+    return proc, url, err
+
+
+def stop_top(proc, err):
+    proc.stdin.close()  # the fixture exits at EOF; top with it
+    proc.stdin = None
+    out, rest = proc.communicate(timeout=60)
+    err.append(rest.decode("utf-8", "replace"))
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), "".join(err))
+    util.assert_no_sanitizer_report(done)
+    assert done.returncode == 0, util.describe(done)
+    return done
+
+
+def prom_query(base, query):
+    with urllib.request.urlopen(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query}), timeout=5) as r:
+        body = json.load(r)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_prometheus_server_reads_the_fixtures_counts(features, tmp_path, profile):
+    util.need_tool("prometheus")
+    util.need_tool("promtool")
+    n = 40
+    proc, url, err = start_top(["--prometheus", "127.0.0.1:0", "--quiet", "-i", "0.5"],
+                               [str(util.fixture_binary(profile, "tokio_mt")), "park", str(n)])
+    prom = None
+    try:
+        truth = json.loads(read_until(proc.stdout, re.compile(r"^(\{.*\"mode\":\"park\".*\})$"), 60, []).group(1))
+        assert truth["many_task"] == n, truth
+        target = urllib.parse.urlparse(url)
+        port = free_port()
+        (tmp_path / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: asyncbpf\n"
+            f"    metrics_path: {target.path}\n"
+            f"    static_configs:\n      - targets: ['{target.netloc}']\n")
+        prom = subprocess.Popen(["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
+                                 f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        base = f"http://127.0.0.1:{port}"
+        query = 'asyncbpf_future_polls_total{job="asyncbpf",future=~"tokio_mt::many_task.*"}'
+        got, deadline = [], time.time() + 60
+        while time.time() < deadline:
+            try:
+                got = prom_query(base, query)
+                if got and float(got[0]["value"][1]) == n:
+                    break
+            except OSError:
+                pass  # Prometheus is still starting
+            time.sleep(0.5)
+        assert len(got) == 1 and float(got[0]["value"][1]) == n, (got, "".join(err))
+        labels = got[0]["metric"]
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        assert [labels["pid"]] == children, (labels, children)  # the fixture: top's one child
+        assert labels["exe"] == os.path.realpath(util.fixture_binary(profile, "tokio_mt")), labels
+        for metric in ("asyncbpf_future_started_total", "asyncbpf_future_live", "asyncbpf_future_pending_total"):
+            r = prom_query(base, f'{metric}{{future=~"tokio_mt::many_task.*"}}')
+            assert len(r) == 1 and float(r[0]["value"][1]) == n, (metric, r)
+        r = prom_query(base, 'asyncbpf_future_ready_total{future=~"tokio_mt::many_task.*"}')
+        assert len(r) == 1 and float(r[0]["value"][1]) == 0, r
+        r = prom_query(base, 'asyncbpf_future_poll_duration_seconds_count{future=~"tokio_mt::many_task.*"}')
+        assert len(r) == 1 and float(r[0]["value"][1]) == n, r
+        r = prom_query(base, 'up{job="asyncbpf"}')
+        assert len(r) == 1 and r[0]["value"][1] == "1", r
+        # the page itself passes promtool's checks
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4"), resp.headers
+            page = resp.read().decode()
+        check = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True,
+                               timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+    finally:
+        if prom:
+            prom.terminate()
+            prom.wait(timeout=30)
+        done = stop_top(proc, err)
+    assert done.stdout.strip().count("\n") == 0, "--quiet printed tables:\n" + done.stdout
+
+
+def wait_ok(url, timeout=30):
+    """The endpoint's status once it answers 200 (503 until the probes are attached)."""
+    deadline, status = time.time() + timeout, None
+    while time.time() < deadline and status != 200:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                status = resp.status
+        except OSError:
+            time.sleep(0.2)
+    return status
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def test_hostile_clients_cannot_stall_the_tracer(features):
+    util.need_tool("promtool")
+    """While eight slow writers hold connections, a 1 MiB header and a GET with a body
+    are refused and 1,000 more connections pile up, top keeps printing a table every
+    interval and its memory stays put; once they are gone a scrape succeeds, and
+    unknown paths and methods get their status codes. (The slow writers send a line
+    every 0.2 s: never idle for the 10 s timeout, they hold their connections.)"""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    interval = 0.25
+    proc, url, err = start_top(["--prometheus", "0", "--batch", "-i", str(interval), "--deep", "--prometheus-top", "2"],
+                               [str(util.fixture_binary("debug", "tokio_mt")), "pingpong", "100000000"])
+    target = urllib.parse.urlparse(url)
+    host, port = target.hostname, target.port
+    assert host == "127.0.0.1", url  # the default address is loopback
+    socks = []
+    try:
+        assert wait_ok(url) == 200
+        time.sleep(1.0)
+        before = rss_kb(proc.pid)
+        tables_before = len(os.read(proc.stdout.fileno(), 1 << 24).decode().split("asyncbpf top: ")) - 1
+        start = time.time()
+        slow = []  # first, so that they hold connections: writers that never finish
+        for _ in range(8):
+            s = socket.create_connection((host, port), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            slow.append(s)
+        # a 1 MiB header: 431 or closed, never read whole
+        big = socket.create_connection((host, port), timeout=5)
+        try:
+            big.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+        except OSError:
+            pass  # closed on us
+        try:
+            answer = big.recv(64)
+        except OSError:
+            answer = b""
+        assert answer == b"" or b" 431 " in answer or b" 413 " in answer, answer
+        # a GET with a body: 400
+        body = socket.create_connection((host, port), timeout=5)
+        body.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        try:
+            answer = body.recv(64)
+        except OSError:
+            answer = b""
+        assert answer.startswith(b"HTTP/1.1 400 "), answer
+        for _ in range(1000):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex((host, port))
+            socks.append(s)
+        out = ""
+        while time.time() - start < 4.0:
+            for s in slow:
+                try:
+                    s.send(b"X-Slow: 1\r\n")
+                except OSError:
+                    pass
+            r, _, _ = select.select([proc.stdout], [], [], 0.2)
+            if r:
+                out += os.read(proc.stdout.fileno(), 1 << 20).decode("utf-8", "replace")
+        elapsed = time.time() - start
+        tables = out.count("asyncbpf top: ")
+        assert proc.poll() is None, "".join(err)
+        # a table every interval: a stalled tracer would print none
+        assert tables >= int(elapsed / interval) - 3, (tables, elapsed, tables_before)
+        after = rss_kb(proc.pid)
+        assert after - before < 32 * 1024, (before, after)
+        big.close()
+        body.close()
+        for s in socks + slow:
+            s.close()
+        socks = []
+        # the endpoint serves again once they are gone, a page promtool accepts
+        assert wait_ok(url, 20) == 200
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            page = resp.read().decode()
+        assert 'future="other"' in page, page[:2000]
+        check = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True,
+                               timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+        for path, method, want in (("/nothing", "GET", 404), (target.path, "POST", 405)):
+            req = urllib.request.Request(f"http://{host}:{port}{path}", method=method, data=b"" if method == "POST" else None)
+            try:
+                urllib.request.urlopen(req, timeout=5)
+                code = 200
+            except urllib.error.HTTPError as e:
+                code = e.code
+            assert code == want, (path, method, code)
+    finally:
+        for s in socks:
+            s.close()
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: top detaches and exits
+        try:
+            proc.wait(timeout=60)
+        finally:
+            for pid in children:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_bad_address_and_busy_port(features):
+    """A spec that is not [ADDR:]PORT is a usage error; a port taken is exit 8 and
+    nothing is attached (the endpoint is opened first)."""
+    binary = util.fixture_binary("debug", "tokio_mt")
+    for spec in ("nope", "1.2.3.4:99999", "::1:80", ":"):
+        proc = util.run_asyncbpf("top", "--prometheus", spec, "-q", "--", binary, timeout=60)
+        assert proc.returncode == util.EXIT_USAGE and "--prometheus" in proc.stderr, util.describe(proc)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        proc = util.run_asyncbpf("top", "--prometheus", f"127.0.0.1:{s.getsockname()[1]}", "-q", "--", binary,
+                                 timeout=60)
+    assert proc.returncode == util.EXIT_OUTPUT and "cannot listen" in proc.stderr, util.describe(proc)
+    assert "attached" not in proc.stderr, util.describe(proc)
+    proc = util.run_asyncbpf("top", "-q", "--", binary, timeout=60)
+    assert proc.returncode == util.EXIT_USAGE and "--quiet" in proc.stderr, util.describe(proc)

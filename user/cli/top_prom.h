@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * top --prometheus (docs/metrics.md): the endpoint, and each interval's statistics
+ * turned into its page (export/prometheus.h) with what only the tracer knows: blocked
+ * time by syscall, the probes' hits and cost, what was lost.
+ */
+#ifndef ASYNCBPF_CLI_TOP_PROM_H
+#define ASYNCBPF_CLI_TOP_PROM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asyncbpf.h"
+#include "trace/probe_cost.h"
+#include "trace/tracer.h"
+
+struct top_prom;
+
+/* Listen on spec (http_page.h) before anything is attached; prints the URL. 0, or an
+ * exit code (EXIT_USAGE for a bad spec, EXIT_OUTPUT when it cannot listen). */
+int top_prom__start(const char *spec, uint32_t top_n, struct top_prom **out);
+void top_prom__stop(struct top_prom *tp);
+
+struct top_prom_in {
+	bool tasks;
+	uint32_t nr;
+	const struct poll_stats *stats; /* cumulative since attach */
+	const __u64 *counters;		/* COUNTER_COUNT, cumulative */
+	void (*name)(void *ctx, uint32_t row, char *buf, size_t len);
+	void *ctx;
+	const struct tracer *t; /* blocked time by syscall */
+	const struct probe_costs *per_hit;
+	int wakes; /* 0 none, 1 all, 2 sampled */
+	double wake_seconds;
+	int pid;
+	const char *exe;
+	int64_t target_cpu_ns; /* since attach, < 0 unknown */
+	double seconds;
+};
+
+/* Render and publish one page; a failure keeps the last page and is logged once. */
+void top_prom__publish(struct top_prom *tp, const struct top_prom_in *in);
+
+#endif
