@@ -13,7 +13,8 @@
 # of Trivial::poll, default N = 2e9, ~2 s); it reports its own elapsed time.
 # Each round runs, in turn: the workload alone; under `asyncbpf profile -F 99`;
 # under `asyncbpf profile -F 999` (both with the default --stack-size, what users
-# get); under `perf record -F 99 --call-graph dwarf -p PID` followed by `perf script`
+# get); under `asyncbpf profile -F 99 --every 1 --pprof-dir` (continuous profiling:
+# a pprof file a second); under `perf record -F 99 --call-graph dwarf -p PID` followed by `perf script`
 # (the perf equivalent of what asyncbpf does: sample, copy 8 KiB of stack, unwind
 # with libdw, symbolize); with BENCH_VS, another asyncbpf build at 99 Hz (before and
 # after side by side); the workload alone again. BENCH_ROUNDS rounds (default 10).
@@ -119,6 +120,19 @@ def asyncbpf(hz, build=None):
                 target_cpu=float(st["target_cpu_s"]), bpf_ns=int(st["bpf_run_ns"]), bpf_cnt=int(st["bpf_run_cnt"]))
 
 
+def every():
+    """-F 99 --every 1 --pprof-dir: continuous profiling, a pprof file a second."""
+    d = os.path.join(WORK, "every")
+    p, cpu = timed([A, "profile", "-v", "-F", "99", "--every", "1", "--pprof-dir", d, "--", FIX, "loop", POLLS])
+    if p.returncode != 0:
+        sys.exit(f"bench: asyncbpf profile --every failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    st = dict(re.findall(r"(\w+)=([\d.]+)", [l for l in p.stderr.splitlines() if "profile: stats" in l][-1]))
+    files = int(re.search(r"--every: (\d+) profiles written", p.stderr).group(1))
+    return dict(elapsed=elapsed_of(p.stdout), cpu=float(st["self_cpu_s"]), phase_cpu=float(st["cpu_s"]),
+                samples=int(st["samples"]), target_cpu=float(st["target_cpu_s"]), bpf_ns=int(st["bpf_run_ns"]),
+                files=files)
+
+
 def perf():
     data = os.path.join(WORK, "perf.data")
     tt = os.path.join(WORK, "time-target")
@@ -142,8 +156,8 @@ def perf():
 
 
 VS = os.environ["VS"]
-runs = {"base": [], 99: [], 999: [], "perf": [], "vs": [], "base2": []}
-ratio = {99: [], 999: [], "perf": [], **({"vs": []} if VS else {})}
+runs = {"base": [], 99: [], 999: [], "every": [], "perf": [], "vs": [], "base2": []}
+ratio = {99: [], 999: [], "every": [], "perf": [], **({"vs": []} if VS else {})}
 cpu_ratio = {k: [] for k in ratio}
 say(f"asyncbpf profile benchmark: {A}, {FIX} loop {POLLS}, {ROUNDS} rounds, {os.cpu_count()} CPUs, "
     f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, load average {os.getloadavg()[0]:.1f}"
@@ -154,6 +168,7 @@ for r in range(ROUNDS):
     runs["base"].append(baseline())
     runs[99].append(asyncbpf(99))
     runs[999].append(asyncbpf(999))
+    runs["every"].append(every())
     runs["perf"].append(perf())
     if VS:
         runs["vs"].append(asyncbpf(99, VS))
@@ -210,6 +225,11 @@ for hz in (99, 999):
         f"after sampling (cold caches: each distinct walk once, DWARF loaded then); {warm:,.0f} samples/s replaying "
         f"the run's samples with warm caches (one core)"
         + (f" (target >= 20,000: {verdict(warm >= 20000)})" if hz == 999 else ""))
+ev = runs["every"]
+say(f"asyncbpf -F 99 --every 1 (a pprof file a second, {med(x['files'] for x in ev):.0f} files a run): target wall "
+    f"{(med(ratio['every']) - 1) * 100:+.2f}%, target CPU {(med(cpu_ratio['every']) - 1) * 100:+.2f}%; asyncbpf while "
+    f"sampling {med(x['phase_cpu'] for x in ev):.3f} s CPU against {med(x['phase_cpu'] for x in runs[99]):.3f} s "
+    f"without --every ({med(x['phase_cpu'] / x['elapsed'] for x in ev) * 100:.2f}% of the target's run time)")
 pr = runs["perf"]
 psamples = med(x["samples"] for x in pr)
 pcpu = med(x["cpu"] for x in pr)

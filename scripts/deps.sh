@@ -15,6 +15,8 @@ PACKAGES=(
 	linux-perf libxml2-utils time file procps util-linux
 	# top --prometheus read by a real Prometheus server and promtool (tests/test_metrics.py)
 	prometheus
+	# profile --every's pprof files read by go tool pprof (tests/test_profile_every.py)
+	golang-go
 	# the SVG flame graph's script, run in jsdom (tests/test_profile_writers.py)
 	nodejs node-jsdom
 	# make bench-trace: bpftrace attach/detach timing

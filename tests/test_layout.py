@@ -72,7 +72,7 @@ def test_down_is_fine(tmp_path):
 
 def test_no_test_file_imports_another():
     """Shared pytest helpers live in tests/util.py (and the independent readers,
-    perfetto_reader.py, abi_oracle.py, conformance_lib.py); a test_*.py never
+    perfetto_reader.py, abi_oracle.py, conformance_lib.py, profile_lib.py); a test_*.py never
     imports another test_*.py."""
     import re
 

@@ -19,10 +19,10 @@ import time
 import pytest
 
 import util
+from profile_lib import HOT_CHAIN, hot_chain_from_source, hot_command, offcpu_counts, source_of
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="asyncbpf profile loads BPF programs: run the suite as root")
 
-HOT_CHAIN = ("hot_task", "middle_hot", "hot_leaf")  # outermost first; hot_leaf spins
 MIN_SHARE = 0.80
 # the runtimes whose fixtures have a hot mode (tests/fixtures/*/src/main.rs)
 HOT_CRATES = ["handwritten", "tokio_ct", "async_std_app", "smol_app"]
@@ -40,24 +40,6 @@ def sampling():
         if report[name]["status"] != "ok":
             pytest.skip(f"{name} unavailable, asyncbpf profile cannot sample: {report[name]['detail']}")
     return report
-
-
-def source_of(crate):
-    return (util.FIXTURES / crate / "src" / "main.rs").read_text(encoding="utf-8")
-
-
-def hot_chain_from_source(crate):
-    """The fixture's own word: every fn of the chain is an async fn, each awaits the
-    next (AWAIT markers), and hot_leaf is the one that spins (it has the loop)."""
-    src = source_of(crate)
-    for fn in HOT_CHAIN:
-        assert re.search(rf"\basync fn {fn}\b", src), f"{crate}: no async fn {fn} in its source"
-    for caller, callee in zip(HOT_CHAIN, HOT_CHAIN[1:]):
-        assert f"// AWAIT {caller}->{callee}" in src, f"{crate}: {caller} does not await {callee}"
-    leaf = src[src.index("async fn hot_leaf"):]
-    leaf = leaf[: leaf.index("\n}\n")]
-    assert "while " in leaf or "loop " in leaf, f"{crate}: hot_leaf does not spin"
-    return HOT_CHAIN
 
 
 def parse_folded(path):
@@ -114,12 +96,6 @@ def check_hot_profile(stacks, crate, chain, proc):
     assert under >= MIN_SHARE * total, (
         f"{crate}: {under}/{total} = {under / total:.0%} of on-CPU samples under "
         f"[runtime];{';'.join(chain)} (want >= {MIN_SHARE:.0%}):\n{describe_stacks(stacks)}\n{util.describe(proc)}")
-
-
-def hot_command(profile, crate, ms):
-    binary = util.fixture_binary(profile, crate)
-    util.require_file(binary, "the fixture", "run 'make fixtures'")
-    return [str(binary), "hot", str(ms)]
 
 
 @needs_root
@@ -388,15 +364,6 @@ def summary_counts(report):
                   r"partially.*, (\d+) cut short by the (\d+) KiB stack copy", report)
     assert m, report[-3000:]
     return dict(zip(("samples", "dropped", "failed", "partial", "cut_short", "copy_kib"), map(int, m.groups())))
-
-
-def offcpu_counts(report):
-    m = re.search(r"off-CPU: (\d+) blocks: (\d+) summed in the kernel per stack \(([\d.]+) ms blocked\), (\d+) lost "
-                  r"\(([\d.]+) ms; .*\), (\d+) still blocked at the end .*; (\d+) stacks sent to user space to unwind "
-                  r"first, (\d+) unwind rules learned", report)
-    assert m, report[-3000:]
-    keys = ("blocks", "summed", "summed_ms", "lost", "lost_ms", "still", "sent", "rules")
-    return {k: float(v) if "." in v else int(v) for k, v in zip(keys, m.groups())}
 
 
 @needs_root

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/profile_args.h"
+#include "cli/profile_every.h"
 #include "export/profile_export.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
@@ -48,8 +49,10 @@ struct profile_run {
 	struct profiler_offcpu_fds offcpu;
 	struct profile_data d;
 	uint64_t counters[PCOUNTER_COUNT];
-	int64_t cpu_start, cpu_end; /* the target's CPU time around the run */
-	struct rusage ru0, ru1;	    /* ours, for the --bench-replay stats line */
+	int64_t cpu_start, cpu_end;  /* the target's CPU time around the run */
+	struct rusage ru0, ru1;	     /* ours, for the --bench-replay stats line */
+	struct profile_every *every; /* --every: a pprof per interval */
+	uint64_t interval_start_ns;
 };
 
 /* Analyze the target: the model names the polls (without DWARF, from symbols). */
@@ -161,6 +164,50 @@ static uint32_t hook_execs(void *ctx)
 	return profiler__exec_count(r->p);
 }
 
+/* What the outputs show, from the consumer's projection between start_ns and end_ns. */
+static void fill_data(struct profile_run *r, uint64_t start_ns, uint64_t end_ns)
+{
+	const struct profile_counts *n = profile_consumer__counts(r->c);
+
+	r->d = (struct profile_data){
+	    .pid = (uint32_t)session__pid(r->s),
+	    .process_name = session__comm(r->s)[0] ? session__comm(r->s) : NULL,
+	    .event = profiler__event(r->p),
+	    .freq_hz = r->a->freq,
+	    .period_ns = 1000000000ull / r->a->freq,
+	    .start_ns = start_ns,
+	    .end_ns = end_ns,
+	    .dropped = r->counters[PCOUNTER_DROPPED],
+	    .stack_size = (uint32_t)r->a->stack_size,
+	    .cut_short = n->reasons[UNWIND_STACK_SHORT],
+	    .offcpu_lost = r->counters[PCOUNTER_OFFCPU_LOST] +
+			   r->counters[PCOUNTER_OFFCPU_UNENDED] + n->off.unknown,
+	    .offcpu_lost_ns = r->counters[PCOUNTER_OFFCPU_LOST_NS] + n->off.unknown_ns,
+	};
+	profile_consumer__fill(r->c, &r->d);
+}
+
+/* --every: this interval's samples into their pprof file, then a new interval. */
+static void hook_interval(void *ctx, uint64_t now, uint64_t start)
+{
+	struct profile_run *r = ctx;
+	int e;
+
+	(void)start;
+	if (profiler__read_counters(r->p, r->counters))
+		pr_warn("profile: cannot read the BPF counters\n");
+	profile_consumer__finish(r->c);
+	if (r->a->offcpu && (e = profile_consumer__add_offcpu(r->c, r->offcpu.times,
+							      r->offcpu.stacks, r->offcpu.pending)))
+		pr_warn("profile: cannot read the off-CPU sums from the kernel: %s\n",
+			strerror(-e));
+	fill_data(r, r->interval_start_ns, now);
+	profile_every__write(r->every, &r->d); /* a failure is said there; sampling goes on */
+	if (profile_consumer__next_interval(r->c))
+		pr_warn("profile: out of memory: the next interval's profile adds to this one's\n");
+	r->interval_start_ns = now;
+}
+
 /* Detach, drain, and gather what the outputs and the summary show. */
 static void stop_profiler(struct profile_run *r)
 {
@@ -184,22 +231,7 @@ static void stop_profiler(struct profile_run *r)
 		pr_warn("profile: cannot read the off-CPU sums from the kernel: %s\n",
 			strerror(-e));
 	n = profile_consumer__counts(r->c);
-	r->d = (struct profile_data){
-	    .pid = (uint32_t)session__pid(r->s),
-	    .process_name = session__comm(r->s)[0] ? session__comm(r->s) : NULL,
-	    .event = profiler__event(r->p),
-	    .freq_hz = r->a->freq,
-	    .period_ns = 1000000000ull / r->a->freq,
-	    .start_ns = session__start_ns(r->s),
-	    .end_ns = end_ns,
-	    .dropped = r->counters[PCOUNTER_DROPPED],
-	    .stack_size = (uint32_t)r->a->stack_size,
-	    .cut_short = n->reasons[UNWIND_STACK_SHORT],
-	    .offcpu_lost = r->counters[PCOUNTER_OFFCPU_LOST] +
-			   r->counters[PCOUNTER_OFFCPU_UNENDED] + n->off.unknown,
-	    .offcpu_lost_ns = r->counters[PCOUNTER_OFFCPU_LOST_NS] + n->off.unknown_ns,
-	};
-	profile_consumer__fill(r->c, &r->d);
+	fill_data(r, r->every ? r->interval_start_ns : session__start_ns(r->s), end_ns);
 	if (n->error)
 		pr_warn("profile: out of memory: some samples are missing from the outputs\n");
 	if (n->bad_records)
@@ -253,6 +285,26 @@ static int write_outputs(struct profile_run *r)
 	return session__commit_outputs(r->s);
 }
 
+/* --every: the last interval's file, and what was written; EXIT_OUTPUT when any
+ * interval's file could not be. */
+static int write_last_interval(struct profile_run *r)
+{
+	uint64_t written, failed, removed;
+
+	profile_every__write(r->every, &r->d);
+	profile_every__counts(r->every, &written, &failed, &removed);
+	pr_info("profile: --every: %" PRIu64 " profiles written to %s, %" PRIu64
+		" removed past --keep/--keep-size; the summary below is of the last interval\n",
+		written, profile_every__dir(r->every), removed);
+	if (failed) {
+		pr_warn("profile: --every: %" PRIu64 " intervals' profiles could NOT be written "
+			"(said above as they happened)\n",
+			failed);
+		return EXIT_OUTPUT;
+	}
+	return EXIT_OK;
+}
+
 /* One line a benchmark can parse (bench/profile.sh): -v or --bench-replay. */
 static void print_stats_line(const struct profile_run *r)
 {
@@ -293,7 +345,7 @@ static void print_stats_line(const struct profile_run *r)
 static int report(struct profile_run *r)
 {
 	const struct profile_args *a = r->a;
-	int status = write_outputs(r);
+	int status = r->every ? write_last_interval(r) : write_outputs(r);
 
 	profile_summary__print(
 	    session__launched(r->s) ? stderr : stdout, profile_consumer__counts(r->c), &r->d,
@@ -310,6 +362,7 @@ static int report(struct profile_run *r)
 
 static void profile_run__free(struct profile_run *r)
 {
+	profile_every__close(r->every);
 	ring_buffer__free(r->rb);
 	profiler__free(r->p);
 	profile_consumer__free(r->c);
@@ -329,12 +382,21 @@ static int profile(const struct profile_args *a)
 	struct session_hooks hooks = {.exec_count = hook_execs, .ctx = &r};
 	int status;
 
+	if (a->every) { /* a pprof file per interval: the session's tick */
+		hooks.tick = hook_interval;
+		hooks.tick_ns = (uint64_t)(a->every * 1e9);
+		hooks.tick_always = true;
+	}
 	if ((status = session__open(&so, &r.s)) || (status = analyze(&r)) ||
-	    (status = session__spawn(r.s)) || (status = open_outputs(&r)) ||
+	    (status = session__spawn(r.s)) ||
+	    (status = a->every ? profile_every__open(a->pprof_dir, a->keep, a->keep_bytes,
+						     (int)session__pid(r.s), &r.every)
+			       : open_outputs(&r)) ||
 	    (status = start_profiler(&r)))
 		goto out;
 	getrusage(RUSAGE_SELF, &r.ru0);
 	r.cpu_start = sysfacts__process_cpu_ns((int)session__pid(r.s));
+	r.interval_start_ns = sysfacts__now_ns();
 	session__run(r.s, r.rb, &r.budget, &hooks);
 	stop_profiler(&r);
 	status = report(&r);

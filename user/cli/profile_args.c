@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/profile_every.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
 #include "profile/profiler.h"
@@ -40,15 +41,22 @@ const char profile_usage[] =
     "      --folded-offcpu F  with --off-cpu: folded off-CPU stacks, weight = ns blocked\n"
     "      --ringbuf-size N   ring buffer bytes, K/M suffixes (default 16M; --off-cpu:\n"
     "                         another as large for stacks the kernel could not walk)\n"
+    "      --every S          continuous profiling: one pprof file per S seconds\n"
+    "                         (at least 1) into --pprof-dir, named by the time\n"
+    "      --pprof-dir DIR    where --every writes (made when missing)\n"
+    "      --keep N           --every: keep the newest N files (default 1440; 0: all)\n"
+    "      --keep-size SIZE   --every: and at most SIZE bytes of them, K/M/G suffixes\n"
     "  -v, --verbose          libbpf's log, unwinding statistics\n"
     "\n"
     "Exit status: 0 profiled; in launch mode CMD's own status (128+N if killed by\n"
     "signal N); 2 usage; 3 no such process or command; 4 not privileged; 7 sampling\n"
-    "is not available; 8 an output could not be written.\n"
+    "is not available; 8 an output could not be written (with --every: an\n"
+    "interval's file, or --pprof-dir).\n"
     "\n"
     "Examples:\n"
     "  sudo asyncbpf profile -p \"$(pidof server)\" -d 30\n"
-    "  sudo asyncbpf profile -F 999 --folded out.folded -- target/release/server\n";
+    "  sudo asyncbpf profile -F 999 --folded out.folded -- target/release/server\n"
+    "  sudo asyncbpf profile -p \"$(pidof server)\" --every 60 --pprof-dir /var/lib/prof\n";
 
 int profile_args__parse(int argc, char **argv, struct profile_args *a)
 {
@@ -66,6 +74,10 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 	    {"ringbuf-size", required_argument, NULL, 'R'},
 	    {"off-cpu", no_argument, NULL, 'O'},
 	    {"bench-replay", required_argument, NULL, 'B'},
+	    {"every", required_argument, NULL, 'E'},
+	    {"pprof-dir", required_argument, NULL, 'D'},
+	    {"keep", required_argument, NULL, 'K'},
+	    {"keep-size", required_argument, NULL, 'Y'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -73,6 +85,7 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 	int c, r, nopt = args__split_command(argc, argv, &a->command);
 	char *end;
 	unsigned long v;
+	bool keep_given = false;
 
 	a->freq = PROFILE_DEFAULT_FREQ;
 	a->stack_size = PROFILE_STACK_DEFAULT;
@@ -133,6 +146,34 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 			}
 			a->replay_rounds = (uint32_t)v;
 			break;
+		case 'E':
+			if (args__parse_seconds(optarg, &a->every) || a->every < 1) {
+				pr_warn("profile: --every takes seconds, at least 1, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'D': a->pprof_dir = optarg; break;
+		case 'K':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || *optarg == '-' || v > 1000000) {
+				pr_warn(
+				    "profile: --keep takes a number of files (0: all), not '%s'\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			a->keep = (uint32_t)v;
+			keep_given = true;
+			break;
+		case 'Y':
+			if (args__parse_size(optarg, 4096, UINT64_MAX / 2, &a->keep_bytes)) {
+				pr_warn("profile: --keep-size takes bytes, at least 4K, K/M/G "
+					"suffixes, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'v':
 			a->verbose = true;
 			log_verbosity = 2;
@@ -144,6 +185,24 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 	if (optind < nopt) {
 		pr_warn("profile: unexpected argument '%s' (a command goes after '--')\n",
 			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!keep_given)
+		a->keep = PROFILE_EVERY_KEEP;
+	if (!a->every != !a->pprof_dir) {
+		pr_warn("profile: --every S and --pprof-dir DIR go together: one pprof file per "
+			"S seconds into DIR\n");
+		return EXIT_USAGE;
+	}
+	if ((keep_given || a->keep_bytes) && !a->every) {
+		pr_warn("profile: --keep and --keep-size limit what --every writes: give --every "
+			"and --pprof-dir too\n");
+		return EXIT_USAGE;
+	}
+	if (a->every && (a->svg || a->folded || a->folded_offcpu || a->pprof || a->perfetto)) {
+		pr_warn("profile: with --every the profiles are one per interval in --pprof-dir; "
+			"-o, --folded, --pprof and --perfetto cover a whole run: run without "
+			"--every for them\n");
 		return EXIT_USAGE;
 	}
 	if (a->folded_offcpu && !a->offcpu) {

@@ -18,6 +18,11 @@ struct profile_args {
 	uint64_t stack_size, ringbuf_size;
 	bool offcpu, verbose;
 	uint32_t replay_rounds; /* --bench-replay N (bench/profile.sh) */
+	/* --every S --pprof-dir DIR [--keep N] [--keep-size SIZE]: a pprof per interval */
+	double every;
+	const char *pprof_dir;
+	uint32_t keep;
+	uint64_t keep_bytes;
 };
 
 /* EXIT_OK, -1 after --help, or an exit status (usage errors say why). */

@@ -430,7 +430,9 @@ int pprof__write(FILE *out, const struct profile_data *p)
 		int err = pb__flush(&w.buf, out);
 		set_error(&w, err);
 	}
-	if (!w.err && (fflush(out) || ferror(out)))
+	if (!w.err && fflush(out))
+		set_error(&w, errno ? -errno : -EIO); /* ENOSPC says more than EIO */
+	else if (!w.err && ferror(out))
 		set_error(&w, -EIO);
 
 	pb__free(&w.buf);

@@ -146,7 +146,7 @@ int pb__flush(struct pb *b, FILE *out)
 	if (b->oom)
 		err = -ENOMEM;
 	else if (b->len && fwrite(b->data, 1, b->len, out) != b->len)
-		err = -EIO;
+		err = errno ? -errno : -EIO; /* ENOSPC says more than EIO */
 	pb__reset(b);
 	return err;
 }

@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 
 #include "lib/hashmap.h"
+#include "lib/vec.h"
 #include "profile/walks.h"
 
 #define KEY_MASK (~0ull >> 1) /* u64_map keys must not be UINT64_MAX */
@@ -20,6 +21,11 @@ struct offcpu_learner {
 	struct walk_table walks;
 	struct learned_rule rules[UNWIND_MAX_FRAMES];
 	uint64_t pcs[UNWIND_MAX_FRAMES];
+	/* the kernel's sums as last collected, per key: a collection adds what grew
+	 * since (profile --every collects every interval) */
+	struct u64_map last_of; /* key -> last[] index */
+	struct offcpu_time *last;
+	uint32_t nr_last, cap_last;
 };
 
 struct offcpu_learner *offcpu__new(int rules_fd)
@@ -31,6 +37,7 @@ struct offcpu_learner *offcpu__new(int rules_fd)
 	l->rules_fd = rules_fd;
 	u64_map__init(&l->sent);
 	u64_map__init(&l->by_key);
+	u64_map__init(&l->last_of);
 	walk_table__init(&l->walks);
 	return l;
 }
@@ -42,6 +49,8 @@ void offcpu__free(struct offcpu_learner *l)
 	walk_table__free(&l->walks);
 	u64_map__free(&l->sent);
 	u64_map__free(&l->by_key);
+	u64_map__free(&l->last_of);
+	free(l->last);
 	free(l);
 }
 
@@ -140,6 +149,32 @@ static bool add_key(struct offcpu_learner *l, struct unwinder *u, struct project
 	return true;
 }
 
+/* t becomes what grew under key since the last collection; 0, or -ENOMEM. */
+static int grown(struct offcpu_learner *l, uint64_t key, struct offcpu_time *t)
+{
+	uint64_t i;
+
+	if (!u64_map__get(&l->last_of, key, &i)) {
+		if (vec__reserve((void **)&l->last, &l->cap_last, l->nr_last + 1,
+				 sizeof(*l->last)) ||
+		    u64_map__set(&l->last_of, key, l->nr_last))
+			return -ENOMEM;
+		i = l->nr_last++;
+		l->last[i] = (struct offcpu_time){0};
+	}
+	struct offcpu_time now = *t;
+
+	t->count = now.count >= l->last[i].count ? now.count - l->last[i].count : now.count;
+	t->ns = now.ns >= l->last[i].ns ? now.ns - l->last[i].ns : now.ns;
+	l->last[i] = now;
+	return 0;
+}
+
+void offcpu__forget_stacks(struct offcpu_learner *l)
+{
+	walk_table__forget_stacks(&l->walks);
+}
+
 int offcpu__collect(struct offcpu_learner *l, struct unwinder *u, struct projector *p, int times_fd,
 		    int stacks_fd, int pending_fd, struct unwind_result *scratch,
 		    struct offcpu_counts *n)
@@ -158,6 +193,12 @@ int offcpu__collect(struct offcpu_learner *l, struct unwinder *u, struct project
 		prev = &key;
 		if (bpf_map_lookup_elem(times_fd, &key, &t))
 			continue;
+		if (grown(l, key, &t) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (!t.count && !t.ns)
+			continue; /* nothing new under this key since the last collection */
 		n->blocks += t.count;
 		n->ns += t.ns;
 		if (!add_key(l, u, p, stacks_fd, key, &t, st, scratch, n)) {
@@ -165,7 +206,7 @@ int offcpu__collect(struct offcpu_learner *l, struct unwinder *u, struct project
 			n->unknown_ns += t.ns;
 		}
 	}
-	if (errno != ENOENT)
+	if (!r && errno != ENOENT)
 		r = -errno;
 	/* threads still blocked when sampling stopped: their current wait is not summed */
 	for (prev = NULL; !bpf_map_get_next_key(pending_fd, prev, &next_tid); prev = &tid) {

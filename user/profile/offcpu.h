@@ -41,10 +41,14 @@ int offcpu__learn(struct offcpu_learner *l, struct unwinder *u, uint64_t key,
  * At the end, after the last record: every key of the kernel's sums (times_fd) into
  * p, its stack from the walks kept here or from the kernel's (stacks_fd), symbolized
  * with u (NULL: none could be, they are all counted unknown); counts the threads
- * still blocked (pending_fd). scratch: room for one unwind. 0 or -errno.
+ * still blocked (pending_fd). scratch: room for one unwind. 0 or -errno. Called
+ * again (profile --every), it adds what grew under each key since the last call.
  */
 int offcpu__collect(struct offcpu_learner *l, struct unwinder *u, struct projector *p, int times_fd,
 		    int stacks_fd, int pending_fd, struct unwind_result *scratch,
 		    struct offcpu_counts *n);
+
+/* The walks' projected stacks forgotten: the next collect goes to a new projector. */
+void offcpu__forget_stacks(struct offcpu_learner *l);
 
 #endif

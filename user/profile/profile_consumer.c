@@ -31,6 +31,7 @@ struct walked_sample {
 
 struct profile_consumer {
 	pid_t pid;
+	const struct model *m;
 	char err[512];
 	struct unwinder *unwinder;
 	int unwinder_err;
@@ -264,6 +265,7 @@ struct profile_consumer *profile_consumer__new(const struct model *m, pid_t pid,
 	if (!c)
 		return NULL;
 	c->pid = pid;
+	c->m = m;
 	u64_map__init(&c->threads);
 	walk_table__init(&c->walks);
 	c->proj = projector__new(m, true);
@@ -322,6 +324,20 @@ void profile_consumer__fill(struct profile_consumer *c, struct profile_data *d)
 	d->threads = c->names;
 	d->nthreads = c->nr_names;
 	projector__fill(c->proj, d);
+}
+
+int profile_consumer__next_interval(struct profile_consumer *c)
+{
+	struct projector *p = projector__new(c->m, true);
+
+	if (!p)
+		return -ENOMEM;
+	projector__free(c->proj);
+	c->proj = p;
+	walk_table__forget_stacks(&c->walks);
+	if (c->offcpu)
+		offcpu__forget_stacks(c->offcpu);
+	return 0;
 }
 
 void profile_consumer__unwinder_stats(const struct profile_consumer *c, uint64_t *pcs,

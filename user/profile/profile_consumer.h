@@ -68,6 +68,12 @@ int profile_consumer__add_offcpu(struct profile_consumer *c, int times_fd, int s
 void profile_consumer__finish(struct profile_consumer *c);
 /* The projected stacks and the thread names into d (they stay the consumer's). */
 void profile_consumer__fill(struct profile_consumer *c, struct profile_data *d);
+/*
+ * profile --every, after an interval's finish, add_offcpu, fill and write: its
+ * stacks dropped (a new projection; the walks and the unwinder's caches stay), so
+ * that the next fill holds the next interval only. 0 or -ENOMEM.
+ */
+int profile_consumer__next_interval(struct profile_consumer *c);
 /* The unwinder's cache: pcs described and mapping refreshes (0 without one). */
 void profile_consumer__unwinder_stats(const struct profile_consumer *c, uint64_t *pcs,
 				      uint64_t *refreshes);

@@ -61,3 +61,9 @@ int64_t walk_table__add(struct walk_table *t, const uint64_t *pcs, uint32_t n,
 	}
 	return (int64_t)t->nr++;
 }
+
+void walk_table__forget_stacks(struct walk_table *t)
+{
+	for (size_t i = 0; i < t->nr; i++)
+		t->walks[i].stack = -1;
+}

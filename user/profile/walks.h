@@ -31,6 +31,8 @@ struct walk_table {
 
 void walk_table__init(struct walk_table *t);
 void walk_table__free(struct walk_table *t);
+/* Every walk's projected stack forgotten (a new projector: profile --every). */
+void walk_table__forget_stacks(struct walk_table *t);
 /* The index of the walk equal to pcs[0..n) and reason, added if new; -ENOMEM. */
 int64_t walk_table__add(struct walk_table *t, const uint64_t *pcs, uint32_t n,
 			enum unwind_reason reason);
