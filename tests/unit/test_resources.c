@@ -273,9 +273,35 @@ static void test_random_images(void)
 	CHECK(1);
 }
 
+/* The model's helpers both stacks' readers use: a way of steps followed through the
+ * image (a null or unreadable pointer ends it), a state found by its discriminant. */
+static void test_steps_and_states(void)
+{
+	struct await_step way[3] = {{8, true}, {16, true}, {4, false}};
+	uint64_t to = 0, at = 0;
+
+	memset(image, 0, sizeof(image));
+	put64(BASE + 8, BASE + 0x40);
+	put64(BASE + 0x40 + 16, BASE + 0x80);
+	CHECK(await_steps__follow(way, 3, BASE, read_image, NULL, &to, &at));
+	CHECK_EQ_U64(to, BASE + 0x80 + 4);
+	CHECK_EQ_U64(at, BASE + 0x40 + 16);
+	CHECK(await_steps__follow(way, 0, BASE, read_image, NULL, &to, &at) && to == BASE && !at);
+	put64(BASE + 0x40 + 16, 0); /* a null pointer on the way */
+	CHECK(!await_steps__follow(way, 3, BASE, read_image, NULL, &to, &at));
+	put64(BASE + 8, 0x10); /* a pointer out of the image */
+	CHECK(!await_steps__follow(way, 3, BASE, read_image, NULL, &to, &at));
+	for (uint32_t f = 0; f < m.nr_futures; f++)
+		for (uint32_t i = 0; i < m.futures[f].nr_states; i++)
+			CHECK(future__state_of(&m.futures[f], m.futures[f].states[i].discr) ==
+			      &m.futures[f].states[i]);
+	CHECK(m.nr_futures && !future__state_of(&m.futures[0], 0xdead));
+}
+
 int main(void)
 {
 	build_model();
+	test_steps_and_states();
 	test_cycle_of_two();
 	test_ambiguous_and_self();
 	test_join_cycle_and_bad_pointers();

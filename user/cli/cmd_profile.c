@@ -187,13 +187,12 @@ static void fill_data(struct profile_run *r, uint64_t start_ns, uint64_t end_ns)
 	profile_consumer__fill(r->c, &r->d);
 }
 
-/* --every: this interval's samples into their pprof file, then a new interval. */
-static void hook_interval(void *ctx, uint64_t now, uint64_t start)
+/* The counters, the samples walked so far symbolized and projected, the kernel's
+ * off-CPU sums (what grew since the last call): r->d between start_ns and end_ns. */
+static void gather(struct profile_run *r, uint64_t start_ns, uint64_t end_ns)
 {
-	struct profile_run *r = ctx;
 	int e;
 
-	(void)start;
 	if (profiler__read_counters(r->p, r->counters))
 		pr_warn("profile: cannot read the BPF counters\n");
 	profile_consumer__finish(r->c);
@@ -201,7 +200,16 @@ static void hook_interval(void *ctx, uint64_t now, uint64_t start)
 							      r->offcpu.stacks, r->offcpu.pending)))
 		pr_warn("profile: cannot read the off-CPU sums from the kernel: %s\n",
 			strerror(-e));
-	fill_data(r, r->interval_start_ns, now);
+	fill_data(r, start_ns, end_ns);
+}
+
+/* --every: this interval's samples into their pprof file, then a new interval. */
+static void hook_interval(void *ctx, uint64_t now, uint64_t start)
+{
+	struct profile_run *r = ctx;
+
+	(void)start;
+	gather(r, r->interval_start_ns, now);
 	profile_every__write(r->every, &r->d); /* a failure is said there; sampling goes on */
 	if (profile_consumer__next_interval(r->c))
 		pr_warn("profile: out of memory: the next interval's profile adds to this one's\n");
@@ -213,7 +221,6 @@ static void stop_profiler(struct profile_run *r)
 {
 	const struct profile_counts *n;
 	uint64_t end_ns;
-	int e;
 
 	/* a zombie still says: not reaped yet */
 	r->cpu_end = sysfacts__process_cpu_ns((int)session__pid(r->s));
@@ -222,16 +229,9 @@ static void stop_profiler(struct profile_run *r)
 	/* what arrived before the events were gone */
 	rb_budget__drain(r->rb, &r->budget, RB_BUDGET_ROUND);
 	getrusage(RUSAGE_SELF, &r->ru1);
-	if (profiler__read_counters(r->p, r->counters))
-		pr_warn("profile: cannot read the BPF counters\n");
 	/* the samples walked while sampling, symbolized now that sampling has stopped */
-	profile_consumer__finish(r->c);
-	if (r->a->offcpu && (e = profile_consumer__add_offcpu(r->c, r->offcpu.times,
-							      r->offcpu.stacks, r->offcpu.pending)))
-		pr_warn("profile: cannot read the off-CPU sums from the kernel: %s\n",
-			strerror(-e));
+	gather(r, r->every ? r->interval_start_ns : session__start_ns(r->s), end_ns);
 	n = profile_consumer__counts(r->c);
-	fill_data(r, r->every ? r->interval_start_ns : session__start_ns(r->s), end_ns);
 	if (n->error)
 		pr_warn("profile: out of memory: some samples are missing from the outputs\n");
 	if (n->bad_records)

@@ -475,3 +475,30 @@ void future__display_name(const struct future *f, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%s", path);
 }
+
+bool await_steps__follow(const struct await_step *steps, uint32_t n, uint64_t addr,
+			 int (*read)(void *ctx, uint64_t addr, void *buf, size_t len), void *ctx,
+			 uint64_t *to, uint64_t *ptr_at)
+{
+	uint64_t cur = addr, at = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		cur += steps[k].offset;
+		if (steps[k].deref) {
+			at = cur;
+			if (read(ctx, cur, &cur, sizeof(cur)) || !cur)
+				return false;
+		}
+	}
+	*to = cur;
+	*ptr_at = at;
+	return true;
+}
+
+const struct future_state *future__state_of(const struct future *fut, uint64_t discr)
+{
+	for (uint32_t i = 0; fut->states && i < fut->nr_states; i++)
+		if (fut->states[i].discr == discr)
+			return &fut->states[i];
+	return NULL;
+}

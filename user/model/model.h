@@ -718,6 +718,16 @@ const char *lock_family__name(enum lock_family f);
  * operations (async-lock/src/mutex.rs). Permits: tokio's only (0 for the others).
  */
 bool lock_family__locked(uint8_t family, uint64_t word);
+/*
+ * Where n steps (struct await_step) lead from addr, each pointer on the way read with
+ * read (0 on success: stacks' reader of a target's memory); *ptr_at: where the last
+ * pointer followed lies (0: none). False when one cannot be read or is null.
+ */
+/* The state of fut whose discriminant is discr, or NULL (a value it does not have). */
+const struct future_state *future__state_of(const struct future *fut, uint64_t discr);
+bool await_steps__follow(const struct await_step *steps, uint32_t n, uint64_t addr,
+			 int (*read)(void *ctx, uint64_t addr, void *buf, size_t len), void *ctx,
+			 uint64_t *to, uint64_t *ptr_at);
 uint64_t lock_family__permits(uint8_t family, uint64_t word);
 /* "exclusive", "shared", "permits", "other" */
 const char *guard_lock__name(enum guard_lock l);

@@ -129,10 +129,7 @@ static const struct future_state *state_at(const struct model *m, int32_t f, uin
 		*unreadable = true;
 		return NULL;
 	}
-	for (uint32_t i = 0; i < fut->nr_states; i++)
-		if (fut->states[i].discr == *discr)
-			return &fut->states[i];
-	return NULL;
+	return future__state_of(fut, *discr);
 }
 
 /*
@@ -142,17 +139,12 @@ static const struct future_state *state_at(const struct model *m, int32_t f, uin
 static bool follow(const struct await_edge *e, uint64_t base, const struct reader *r, uint64_t *to,
 		   uint64_t *vtable_at)
 {
-	uint64_t cur = base, ptr_at = 0;
+	uint64_t ptr_at;
 
-	for (uint32_t k = 0; k < e->nr_steps && k < MODEL_AWAIT_STEPS; k++) {
-		cur += e->steps[k].offset;
-		if (e->steps[k].deref) {
-			ptr_at = cur;
-			if (!read_u64(r, cur, &cur) || !cur)
-				return false;
-		}
-	}
-	*to = cur;
+	if (!await_steps__follow(e->steps,
+				 e->nr_steps < MODEL_AWAIT_STEPS ? e->nr_steps : MODEL_AWAIT_STEPS,
+				 base, r->read, r->ctx, to, &ptr_at))
+		return false;
 	*vtable_at = ptr_at + 8;
 	return true;
 }

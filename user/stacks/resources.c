@@ -62,14 +62,12 @@ static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uin
 static uint64_t follow_steps(const struct builder *b, const struct await_step *steps, uint32_t n,
 			     uint64_t addr)
 {
-	uint64_t cur = addr;
+	uint64_t to, ptr_at;
 
-	for (uint32_t k = 0; k < n && k < GUARD_STEPS; k++) {
-		cur += steps[k].offset;
-		if (steps[k].deref && (!read_u64(b, cur, &cur) || !cur))
-			return 0;
-	}
-	return cur;
+	return await_steps__follow(steps, n < GUARD_STEPS ? n : GUARD_STEPS, addr, b->read, b->ctx,
+				   &to, &ptr_at)
+		   ? to
+		   : 0;
 }
 
 static const struct future_state *state_of(const struct model *m, const struct stack_frame *f)
@@ -79,10 +77,7 @@ static const struct future_state *state_of(const struct model *m, const struct s
 	if (f->state != FRAME_SUSPENDED || f->future < 0 || (uint32_t)f->future >= m->nr_futures)
 		return NULL;
 	fut = &m->futures[f->future];
-	for (uint32_t i = 0; i < fut->nr_states; i++)
-		if (fut->states[i].discr == f->discr)
-			return &fut->states[i];
-	return NULL;
+	return future__state_of(fut, f->discr);
 }
 
 static int add_holds(struct builder *b, uint32_t task, const struct task_stack *s)
