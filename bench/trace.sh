@@ -35,8 +35,10 @@
 #    --wake-sample 100`, and the per-future probes (`--deep`: the default selection,
 #    exits in the callers where their own would be single-stepped), and `top -p`
 #    (task mode, its default: statistics in the kernel, a table a second), and
-#    `top -p --quiet --prometheus` scraped every second (docs/metrics.md),
-#    interleaved; ratios to untraced, the exits single-stepped by frequency.
+#    `top -p --quiet --prometheus` scraped every second (docs/metrics.md), and
+#    `profile -p` at 99 Hz once and with `--every 1 --pprof-dir` (continuous
+#    profiling), interleaved; ratios to untraced, the exits single-stepped by
+#    frequency.
 #
 # BENCH_PARTS (default 1,2,3,4,5,6,7) runs some parts only.
 # Environment: BENCH_RUNS (default 5), BENCH_POLLS (traced polls per run, default
@@ -512,17 +514,21 @@ wrk_run() {
 	[ "$mode" = top ] && cmd=(top -p "$spid" --batch -i 1)
 	# top --prometheus, headless, scraped every second as a Prometheus server would
 	[ "$mode" = top-prom ] && cmd=(top -p "$spid" --quiet --prometheus 127.0.0.1:0 -i 1)
+	# the sampling profiler at its default 99 Hz: once, and continuous (a pprof a second)
+	[ "$mode" = profile ] && cmd=(profile -p "$spid" -o "$work/wrk-profile.svg")
+	[ "$mode" = profile-every ] && rm -rf "$work/wrk-every" &&
+		cmd=(profile -p "$spid" --every 1 --pprof-dir "$work/wrk-every")
 	if [ "$mode" != untraced ]; then
 		: >"$ao" # there before the polling below reads it
 		"$asyncbpf" "${cmd[@]}" >"$ao.out" 2>"$ao" &
 		apid=$!
 		bg_pids+=("$apid")
 		for ((k = 0; k < 600; k++)); do
-			grep -q ': attached' "$ao" && break
+			grep -q ': attached\|: sampling pid' "$ao" && break
 			kill -0 "$apid" 2>/dev/null || break
 			sleep 0.05
 		done
-		if ! grep -q ': attached' "$ao"; then
+		if ! grep -q ': attached\|: sampling pid' "$ao"; then
 			# nothing to probe in this mode (e.g. every selected future inlined): said
 			kill "$apid" 2>/dev/null || true
 			wait "$apid" 2>/dev/null || true
@@ -562,6 +568,8 @@ d = {"part": "wrk", "server": server, "mode": mode, "run": int(run), "rps": floa
 if mode in ("top", "top-prom"):  # its own cost, as it stated it at the end
     m = re.search(r"total ~[\d.]+ ms of the target.s CPU time: ([\d.]+)%", open(ao).read())
     d.update(cost=float(m.group(1)) if m else None)
+elif mode in ("profile", "profile-every"):
+    pass  # its cost: the ratio
 elif mode != "untraced":
     t = json.load(open(summ))["totals"]
     d.update(exits=t.get("exits"), stepped_exits=t.get("stepped_exits"), dropped=t.get("dropped"),
@@ -573,9 +581,9 @@ if part 7; then
 	command -v wrk >/dev/null || die "wrk not found: run 'make deps' (scripts/deps.sh)"
 	for server in http_server hyper_server; do
 		[ -x "$root/tests/conformance/bin/release/$server" ] || die "no tests/conformance/bin/release/$server: make conformance"
-		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future, top, top --prometheus)" >&2
+		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future, top, top --prometheus, profile, profile --every 1)" >&2
 		for ((i = 1; i <= runs; i++)); do
-			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep top top-prom); else order=(top-prom top deep tasks-allwakes tasks-nowakes tasks untraced); fi
+			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep top top-prom profile profile-every); else order=(profile-every profile top-prom top deep tasks-allwakes tasks-nowakes tasks untraced); fi
 			for mode in "${order[@]}"; do wrk_run "$server" "$mode" "$i"; done
 		done
 	done
@@ -592,7 +600,9 @@ for server in sorted({s["server"] for s in W}):
                                 ("tasks-allwakes", "--tasks --wake-sample 100", None),
                                 ("deep", "per-future probes (exits in the callers)", 0.6),
                                 ("top", "top -p (task mode, wake-ups sampled)", 0.75),
-                                ("top-prom", "top -p --quiet --prometheus (scraped 1/s)", 0.75)):
+                                ("top-prom", "top -p --quiet --prometheus (scraped 1/s)", 0.75),
+                                ("profile", "profile -p (99 Hz)", None),
+                                ("profile-every", "profile -p --every 1 --pprof-dir (99 Hz)", None)):
         R = [s for s in W if s["server"] == server and s["mode"] == mode]
         if not R:
             continue
