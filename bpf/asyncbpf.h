@@ -506,9 +506,10 @@ struct poll_stats {
 	/* top with sampled wakes: of records, those while the wake probes were attached
 	 * (wakes / window_polls is the wakes per poll of the sample) */
 	__u64 window_polls;
-	__u64 delay_ns; /* sum of the delays counted in delay_hist */
-	__u64 pending;	/* records that returned Pending (task mode: the task's future is
-			 * still there) */
+	/* top (stats only): the delays' sum (delay_hist's), and the records that
+	 * returned Pending (task mode: the task's future still there) */
+	__u64 delay_ns;
+	__u64 pending;
 };
 
 /*

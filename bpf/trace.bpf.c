@@ -279,7 +279,7 @@ static __always_inline void emit(struct thread_stack *st, __u32 index, __u64 now
 			__sync_fetch_and_add(&stats->ready, 1);
 		if (result == RESULT_PANICKED)
 			__sync_fetch_and_add(&stats->panicked, 1);
-		if (result == RESULT_PENDING)
+		if (stats_only && result == RESULT_PENDING) /* top --prometheus reads it */
 			__sync_fetch_and_add(&stats->pending, 1);
 		if (stepped) /* the share of exits that cost a single-step, by frequency */
 			__sync_fetch_and_add(&stats->stepped_exits, 1);
@@ -489,7 +489,8 @@ static __always_inline void poll_entry(struct uregs *ctx, const struct poll_spec
 				__sync_fetch_and_add(&stats->delay_hist[log2_u64(now - *woken) &
 									(TRACE_HIST_BUCKETS - 1)],
 						     1);
-				__sync_fetch_and_add(&stats->delay_ns, now - *woken);
+				if (stats_only) /* top --prometheus: the histogram's _sum */
+					__sync_fetch_and_add(&stats->delay_ns, now - *woken);
 			}
 			if (stats && by_data) /* std's Wake: the task is known only now */
 				__sync_fetch_and_add(&stats->wakes, 1);
