@@ -30,7 +30,7 @@ static void same_name(void *ctx, uint32_t row, char *buf, size_t len)
 	snprintf(buf, len, "app::x");
 }
 
-static const char *sys_name(int32_t nr)
+static const char *sys_name(int nr)
 {
 	return nr == 0 ? "read" : NULL;
 }

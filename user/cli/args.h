@@ -7,6 +7,8 @@
 
 /* N bytes, with an optional K/M/G suffix (powers of 1024), within [min, max]: 0 or -1. */
 int args__parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* A decimal whole number (no sign, no suffix) within [min, max]: 0 or -1. */
+int args__parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Positive seconds (fractions allowed), at most 1e9: 0 or -1. */
 int args__parse_seconds(const char *s, double *out);
 /*

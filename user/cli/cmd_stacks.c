@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ static int parse_args(int argc, char **argv, struct stacks_args *a)
 	    {"help", no_argument, NULL, 'h'},	      {0},
 	};
 	int c, r;
-	char *end;
+	uint64_t n;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:vh", opts, NULL)) != -1) {
@@ -99,14 +100,13 @@ static int parse_args(int argc, char **argv, struct stacks_args *a)
 			}
 			break;
 		case 'C':
-			errno = 0;
-			a->count = strtol(optarg, &end, 10);
-			if (errno || *end || a->count < 1) {
+			if (args__parse_uint(optarg, 1, LONG_MAX, &n)) {
 				pr_warn(
 				    "stacks: --count wants a number of snapshots >= 1, not '%s'\n",
 				    optarg);
 				return EXIT_USAGE;
 			}
+			a->count = (long)n;
 			break;
 		case 'N': a->no_pause = true; break;
 		case 'T': a->tree = true; break;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -83,8 +84,7 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	    {0},
 	};
 	int c, r, nopt = args__split_command(argc, argv, &a->command);
-	long n;
-	char *end;
+	uint64_t n;
 
 	a->top = true;
 	a->interval = 1.0;
@@ -114,13 +114,12 @@ static int parse(int argc, char **argv, struct trace_args *a)
 			break;
 		case 'b': a->batch = true; break;
 		case 'n':
-			errno = 0;
-			a->count = strtol(optarg, &end, 10);
-			if (errno || *end || a->count < 1) {
+			if (args__parse_uint(optarg, 1, LONG_MAX, &n)) {
 				pr_warn("top: --count takes a number of tables >= 1, not '%s'\n",
 					optarg);
 				return EXIT_USAGE;
 			}
+			a->count = (long)n;
 			break;
 		case 's':
 			if ((a->sort = top_key__parse(optarg)) < 0) {
@@ -143,9 +142,7 @@ static int parse(int argc, char **argv, struct trace_args *a)
 			break;
 		case 'M': a->prometheus = optarg; break;
 		case 'N':
-			errno = 0;
-			n = strtol(optarg, &end, 10);
-			if (errno || *end || n < 1 || n > PROM_MAX_TOP) {
+			if (args__parse_uint(optarg, 1, PROM_MAX_TOP, &n)) {
 				pr_warn(
 				    "top: --prometheus-top takes a number of futures from 1 to %d, "
 				    "not '%s'\n",

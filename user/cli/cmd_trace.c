@@ -498,10 +498,7 @@ static void stop_tracer(struct trace_run *r)
 	t->task_dropped = counters[COUNTER_TASK_DROPPED];
 	/* the tracer's own cost: its hits by class at the cost measured at start */
 	t->cost.hits_known = counters_read;
-	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
-		t->cost.hits[k] = counters[COUNTER_HIT0 + k];
-	t->cost.trees = counters[COUNTER_TREES];
-	t->cost.tree_ns = counters[COUNTER_TREE_NS];
+	tracer_cost__set_hits(&t->cost, counters, NULL);
 	t->cost.per_hit = r->sum.costs;
 	t->cost.target_cpu_ns =
 	    r->cpu_start >= 0 && cpu_end >= r->cpu_start ? cpu_end - r->cpu_start : -1;

@@ -83,8 +83,7 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 	    {0},
 	};
 	int c, r, nopt = args__split_command(argc, argv, &a->command);
-	char *end;
-	unsigned long v;
+	uint64_t v;
 	bool keep_given = false;
 
 	a->freq = PROFILE_DEFAULT_FREQ;
@@ -97,9 +96,7 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 				return r;
 			break;
 		case 'F':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || *optarg == '-' || v < 1 || v > PROFILE_MAX_FREQ) {
+			if (args__parse_uint(optarg, 1, PROFILE_MAX_FREQ, &v)) {
 				pr_warn("profile: -F takes 1 to %d samples per second, not '%s'\n",
 					PROFILE_MAX_FREQ, optarg);
 				return EXIT_USAGE;
@@ -136,9 +133,7 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 			break;
 		case 'O': a->offcpu = true; break;
 		case 'B':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || *optarg == '-' || v < 1 || v > 1000) {
+			if (args__parse_uint(optarg, 1, 1000, &v)) {
 				pr_warn(
 				    "profile: --bench-replay takes 1 to 1000 rounds, not '%s'\n",
 				    optarg);
@@ -155,9 +150,7 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 			break;
 		case 'D': a->pprof_dir = optarg; break;
 		case 'K':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || *optarg == '-' || v > 1000000) {
+			if (args__parse_uint(optarg, 0, 1000000, &v)) {
 				pr_warn(
 				    "profile: --keep takes a number of files (0: all), not '%s'\n",
 				    optarg);

@@ -12,6 +12,7 @@
 #include "lib/http_page.h"
 #include "lib/log.h"
 #include "lib/syscalls.h"
+#include "lib/vec.h"
 #include "trace/trace_cost.h"
 
 struct top_prom {
@@ -70,24 +71,12 @@ static void collect_sys(void *ctx, const struct block_sys_key *k, const struct b
 
 	if (!!(k->row & BLOCK_SYS_TASK) != l->tasks)
 		return;
-	if (l->n == l->cap) {
-		uint32_t cap = l->cap ? 2 * l->cap : 64;
-		struct prom_sys *p = realloc(l->v, cap * sizeof(*p));
-
-		if (!p) {
-			l->failed = true;
-			return;
-		}
-		l->v = p;
-		l->cap = cap;
+	if (vec__reserve((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v))) {
+		l->failed = true;
+		return;
 	}
 	l->v[l->n++] = (struct prom_sys){
 	    .row = k->row & ~BLOCK_SYS_TASK, .syscall = k->syscall, .count = v->count, .ns = v->ns};
-}
-
-static const char *sys_name(int32_t nr)
-{
-	return syscall__name(nr);
 }
 
 void top_prom__publish(struct top_prom *tp, const struct top_prom_in *in)
@@ -113,11 +102,11 @@ void top_prom__publish(struct top_prom *tp, const struct top_prom_in *in)
 	    .stats = in->stats,
 	    .name = in->name,
 	    .ctx = in->ctx,
-	    .wakes = in->wakes == 1   ? PROM_WAKES_ALL
-		     : in->wakes == 2 ? PROM_WAKES_SAMPLED
-				      : PROM_WAKES_OFF,
+	    .wakes = in->wakes == TOP_WAKES_ALL	      ? PROM_WAKES_ALL
+		     : in->wakes == TOP_WAKES_SAMPLED ? PROM_WAKES_SAMPLED
+						      : PROM_WAKES_OFF,
 	    .wake_sample_seconds = in->wake_seconds,
-	    .syscall_name = sys_name,
+	    .syscall_name = syscall__name,
 	    .hits = hits,
 	    .lost = lost,
 	    .nr_lost = sizeof(lost) / sizeof(lost[0]),
@@ -130,15 +119,12 @@ void top_prom__publish(struct top_prom *tp, const struct top_prom_in *in)
 
 	if (!tp->exe[0] && (!in->exe || !realpath(in->exe, tp->exe)))
 		snprintf(tp->exe, sizeof(tp->exe), "%s", in->exe ? in->exe : "");
-	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++) {
-		cost.hits[k] = c[COUNTER_HIT0 + k];
+	tracer_cost__set_hits(&cost, c, NULL);
+	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
 		if (cost.hits[k])
 			hits[s.nr_hits++] =
 			    (struct prom_hits){hit_class__probe((enum hit_class)k),
 					       hit_class__how((enum hit_class)k), cost.hits[k]};
-	}
-	cost.trees = c[COUNTER_TREES];
-	cost.tree_ns = c[COUNTER_TREE_NS];
 	s.tracer_cpu_ns = tracer_cost__total_ns(&cost);
 	tracer__read_block_sys(in->t, collect_sys, &sys);
 	s.sys = sys.v;

@@ -13,6 +13,7 @@
 
 #include "asyncbpf.h"
 #include "trace/probe_cost.h"
+#include "trace/top.h"
 #include "trace/tracer.h"
 
 struct top_prom;
@@ -31,7 +32,7 @@ struct top_prom_in {
 	void *ctx;
 	const struct tracer *t; /* blocked time by syscall */
 	const struct probe_costs *per_hit;
-	int wakes; /* 0 none, 1 all, 2 sampled */
+	enum top_wakes wakes;
 	double wake_seconds;
 	int pid;
 	const char *exe;

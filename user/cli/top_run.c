@@ -100,9 +100,7 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 		    .ctx = r,
 		    .t = r->t,
 		    .per_hit = &r->sum.costs,
-		    .wakes = !r->plan.nr_wakes ? 0
-			     : r->ws	       ? 2
-					       : 1,
+		    .wakes = in.wakes,
 		    .wake_seconds = r->ws ? (double)wake_sampler__on_ns(r->ws, now) / 1e9 : 0,
 		    .pid = (int)session__pid(r->s),
 		    .exe = session__exe(r->s),
@@ -122,10 +120,7 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 		return;
 	}
 	/* the tracer's own cost over the interval (trace_cost.h) */
-	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
-		cost.hits[k] = counters[COUNTER_HIT0 + k] - r->top_prev_counters[COUNTER_HIT0 + k];
-	cost.trees = counters[COUNTER_TREES] - r->top_prev_counters[COUNTER_TREES];
-	cost.tree_ns = counters[COUNTER_TREE_NS] - r->top_prev_counters[COUNTER_TREE_NS];
+	tracer_cost__set_hits(&cost, counters, r->top_prev_counters);
 	cost.target_cpu_ns =
 	    cpu >= 0 && r->top_prev_cpu >= 0 && cpu >= r->top_prev_cpu ? cpu - r->top_prev_cpu : -1;
 	share = tracer_cost__share(&cost);

@@ -12,6 +12,7 @@
 
 #include "export/prometheus.h"
 #include "lib/text.h"
+#include "lib/vec.h"
 
 #define NAME_LEN   512 /* a future's name, before escaping */
 #define ESC_LEN	   (2 * NAME_LEN + 1)
@@ -232,15 +233,8 @@ static int demote(struct prom_exporter *e, uint32_t r)
 	while (k < e->nr_demoted && e->demoted[k].row != r)
 		k++;
 	if (k == e->nr_demoted) {
-		if (e->nr_demoted == e->cap_demoted) {
-			uint32_t cap = e->cap_demoted ? 2 * e->cap_demoted : 8;
-			struct demoted *d = realloc(e->demoted, cap * sizeof(*d));
-
-			if (!d)
-				return -ENOMEM;
-			e->demoted = d;
-			e->cap_demoted = cap;
-		}
+		if (vec__reserve((void **)&e->demoted, &e->cap_demoted, k + 1, sizeof(*e->demoted)))
+			return -ENOMEM;
 		e->nr_demoted++;
 	}
 	e->demoted[k] = (struct demoted){.row = r, .base = e->last[r]};

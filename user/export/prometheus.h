@@ -61,7 +61,7 @@ struct prom_snapshot {
 	double wake_sample_seconds; /* the time the sampled probes were attached */
 	const struct prom_sys *sys;
 	uint32_t nr_sys;
-	const char *(*syscall_name)(int32_t nr); /* NULL or a name for a syscall number */
+	const char *(*syscall_name)(int nr); /* NULL or a name for a syscall number */
 	const struct prom_hits *hits;
 	uint32_t nr_hits;
 	const struct prom_lost *lost;

@@ -77,6 +77,14 @@ uint64_t tracer_cost__class_ns(const struct tracer_cost *c, enum hit_class k)
 	return k < HIT_CLASS_COUNT ? c->hits[k] * tracer_cost__per_hit(c, k) : 0;
 }
 
+void tracer_cost__set_hits(struct tracer_cost *c, const __u64 *counters, const __u64 *since)
+{
+	for (unsigned k = 0; k < HIT_CLASS_COUNT; k++)
+		c->hits[k] = counters[COUNTER_HIT0 + k] - (since ? since[COUNTER_HIT0 + k] : 0);
+	c->trees = counters[COUNTER_TREES] - (since ? since[COUNTER_TREES] : 0);
+	c->tree_ns = counters[COUNTER_TREE_NS] - (since ? since[COUNTER_TREE_NS] : 0);
+}
+
 uint64_t tracer_cost__total_ns(const struct tracer_cost *c)
 {
 	uint64_t ns = c->tree_ns; /* measured, not estimated */

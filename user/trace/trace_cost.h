@@ -30,6 +30,9 @@ struct tracer_cost {
 	uint64_t trees, tree_ns;	/* task mode: trees read in BPF, time measured there */
 };
 
+/* hits[], trees and tree_ns from the BPF counters (COUNTER_COUNT of them), less
+ * since's when not NULL (the counters at an interval's start). */
+void tracer_cost__set_hits(struct tracer_cost *c, const __u64 *counters, const __u64 *since);
 /* "entry", "exit", "wake", "drop"; "emulated", "single-stepped", "return". */
 const char *hit_class__probe(enum hit_class k);
 const char *hit_class__how(enum hit_class k);
