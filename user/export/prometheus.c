@@ -420,8 +420,11 @@ static void futures(struct page *p)
 	snprintf(help, sizeof(help), "Completed %s.", what);
 	family(p, "future_polls_total", "counter", help, OFF(records), 1.0);
 	family(p, "future_ready_total", "counter",
-	       s->tasks ? "Task polls after which the task's future had finished (tasks done)."
-			: "Polls that returned Ready.",
+	       s->tasks
+		   ? "Task polls that found the task's future finished: each finished task once, "
+		     "and again for any poll of it after its end (a wake after it finished), so "
+		     "at least the tasks done."
+		   : "Polls that returned Ready.",
 	       OFF(ready), 1.0);
 	family(p, "future_pending_total", "counter",
 	       s->tasks ? "Task polls after which the task's future was still there."
