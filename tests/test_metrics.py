@@ -21,6 +21,7 @@ import urllib.request
 import pytest
 
 import util
+from prom_lib import free_port, prom_query, read_until
 
 URL = re.compile(r"serving Prometheus metrics on (http://\S+)")
 
@@ -28,32 +29,6 @@ URL = re.compile(r"serving Prometheus metrics on (http://\S+)")
 @pytest.fixture(scope="module")
 def features():
     return util.require_trace_features()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def read_until(stream, pattern, timeout, seen):
-    """Lines of a pipe until one matches pattern (a compiled regex): the match."""
-    deadline = time.time() + timeout
-    buf = b""
-    while time.time() < deadline:
-        r, _, _ = select.select([stream], [], [], 0.2)
-        if not r:
-            continue
-        chunk = os.read(stream.fileno(), 65536)
-        if not chunk:
-            break
-        buf += chunk
-        seen.append(chunk.decode("utf-8", "replace"))
-        for line in buf.decode("utf-8", "replace").splitlines():
-            m = pattern.search(line)
-            if m:
-                return m
-    raise AssertionError(f"no line matching {pattern.pattern!r} in {timeout} s:\n{''.join(seen)[-4000:]}")
 
 
 def start_top(args, command):
@@ -73,13 +48,6 @@ def stop_top(proc, err):
     util.assert_no_sanitizer_report(done)
     assert done.returncode == 0, util.describe(done)
     return done
-
-
-def prom_query(base, query):
-    with urllib.request.urlopen(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query}), timeout=5) as r:
-        body = json.load(r)
-    assert body["status"] == "success", body
-    return body["data"]["result"]
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])

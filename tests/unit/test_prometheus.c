@@ -272,10 +272,52 @@ static void test_page(void)
 	prom__free(e);
 }
 
+/* Two processes on one page (top -p A,B): each family once, every process's series
+ * under it with its own pid; a family of future mode only (cancellations) lists the
+ * process in future mode and not the one in task mode. */
+static void test_two_sources(void)
+{
+	struct poll_stats a[1] = {{.records = 3, .busy_ns = 30}}, b[1] = {{.records = 5}};
+	struct prom_snapshot sa = {.pid = 1,
+				   .exe = "/x",
+				   .tasks = true,
+				   .nr = 1,
+				   .stats = a,
+				   .name = name,
+				   .target_cpu_ns = -1};
+	struct prom_snapshot sb = {
+	    .pid = 2, .exe = "/y", .nr = 1, .stats = b, .name = name, .target_cpu_ns = 7000000000};
+	struct prom_part parts[2] = {{prom__new(5), &sa}, {prom__new(5), &sb}};
+	char *page = NULL;
+	size_t len = 0;
+
+	CHECK(parts[0].e && parts[1].e && prom__render_many(parts, 2, &page, &len) == 0 && page);
+	if (page) {
+		CHECK(value(page, "asyncbpf_future_polls_total{future=\"app::first\",pid=\"1\","
+				  "exe=\"/x\"}") == 3);
+		CHECK(value(page, "asyncbpf_future_polls_total{future=\"app::first\",pid=\"2\","
+				  "exe=\"/y\"}") == 5);
+		CHECK(value(page, "asyncbpf_future_cancelled_total{future=\"app::first\",pid="
+				  "\"1\",exe=\"/x\"}") == -1);
+		CHECK(value(page, "asyncbpf_future_cancelled_total{future=\"app::first\",pid="
+				  "\"2\",exe=\"/y\"}") == 0);
+		CHECK(value(page, "asyncbpf_info{pid=\"1\",exe=\"/x\",mode=\"task\"}") == 1);
+		CHECK(value(page, "asyncbpf_info{pid=\"2\",exe=\"/y\",mode=\"future\"}") == 1);
+		CHECK(value(page, "asyncbpf_target_cpu_seconds_total{pid=\"2\",exe=\"/y\"}") == 7);
+		CHECK(value(page, "asyncbpf_target_cpu_seconds_total{pid=\"1\",exe=\"/x\"}") == -1);
+		CHECK(!strstr(page, "asyncbpf_processes")); /* no group */
+		CHECK(grouped(page) && unique(page));
+	}
+	free(page);
+	prom__free(parts[0].e);
+	prom__free(parts[1].e);
+}
+
 int main(void)
 {
 	test_escape();
 	test_page();
 	test_same_names();
+	test_two_sources();
 	TEST_MAIN_END();
 }

@@ -3,8 +3,13 @@
 #include "cli/args.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/exitcodes.h"
+#include "lib/log.h"
 
 int args__parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -73,4 +78,38 @@ int args__split_command(int argc, char **argv, char ***command)
 			return i;
 		}
 	return argc;
+}
+
+int args__parse_pids(const char *cmd, const char *s, pid_t *pids, uint32_t *n, uint32_t max)
+{
+	const char *p = s;
+
+	do {
+		size_t len = strcspn(p, ",");
+		char one[24];
+		uint64_t v;
+		uint32_t k = 0;
+
+		snprintf(one, sizeof(one), "%.*s", (int)(len < sizeof(one) ? len : sizeof(one) - 1),
+			 p);
+		if (len >= sizeof(one) || args__parse_uint(one, 1, INT_MAX, &v)) {
+			pr_warn("%s: invalid PID '%.*s' in -p %s: expected positive process IDs, "
+				"comma-separated\n",
+				cmd, (int)len, p, s);
+			return EXIT_USAGE;
+		}
+		while (k < *n && pids[k] != (pid_t)v)
+			k++;
+		if (k == *n) {
+			if (*n == max) {
+				pr_warn("%s: more than %u processes (-p): each has a tracer of its "
+					"own; --exe follows every process of an executable\n",
+					cmd, max);
+				return EXIT_USAGE;
+			}
+			pids[(*n)++] = (pid_t)v;
+		}
+		p += len;
+	} while (*p++ == ',');
+	return EXIT_OK;
 }

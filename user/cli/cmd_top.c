@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/top_fleet.h"
 #include "cli/trace_args.h"
 #include "export/prometheus.h"
 #include "lib/exitcodes.h"
@@ -20,7 +21,8 @@
 #include "trace/top.h"
 
 static const char top_usage[] =
-    "Usage: asyncbpf top -p PID [PATTERN...] [OPTIONS]\n"
+    "Usage: asyncbpf top -p PID[,PID...] [PATTERN...] [OPTIONS]\n"
+    "       asyncbpf top --exe PATH|NAME [PATTERN...] [OPTIONS]\n"
     "       asyncbpf top [PATTERN...] [OPTIONS] -- CMD [ARGS...]\n"
     "\n"
     "A live table of a running Rust program's tasks or futures, refreshed every\n"
@@ -33,7 +35,11 @@ static const char top_usage[] =
     "the time; DONE/S counts tasks finished. With patterns or --deep: one row per\n"
     "future's poll fn, every poll probed; CANCEL/S counts cancellations.\n"
     "\n"
-    "  -p, --pid PID        the process\n"
+    "  -p, --pid PID[,PID...]  the process; several (a comma list, or -p again): a\n"
+    "                       table for each, one --prometheus page with a pid label\n"
+    "      --exe PATH|NAME  every process running that executable (or one of that\n"
+    "                       name), attached as they start and let go as they exit;\n"
+    "                       metrics summed per executable: a restart continues them\n"
     "  PATTERN              glob on Rust paths (default: your own crates' futures)\n"
     "  -i, --interval S     seconds between tables (default 1)\n"
     "  -d, --duration S     stop after S seconds (default: Ctrl-C, q, or the target's exit)\n"
@@ -56,14 +62,15 @@ static const char top_usage[] =
     "  -q, --quiet          no tables: only the --prometheus endpoint\n"
     "  -v, --verbose        more detail\n"
     "\n"
-    "Exit status: 0 ran; 2 usage; 3 no such process or command; 4 not privileged;\n"
-    "6 nothing selected; 7 a kernel feature is missing; 8 the --prometheus address\n"
-    "could not be listened on.\n";
+    "Exit status: 0 ran; 2 usage; 3 no such process, command or --exe file; 4 not\n"
+    "privileged; 6 nothing selected; 7 a kernel feature is missing; 8 the\n"
+    "--prometheus address could not be listened on.\n";
 
 static int parse(int argc, char **argv, struct trace_args *a)
 {
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, 'p'},
+	    {"exe", required_argument, NULL, 'E'},
 	    {"interval", required_argument, NULL, 'i'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"batch", no_argument, NULL, 'b'},
@@ -95,9 +102,12 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	while ((c = getopt_long(nopt, argv, "p:i:d:bn:s:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if ((r = parse_pid("top", optarg, &a->pid)))
+			if ((r = args__parse_pids("top", optarg, a->pids, &a->nr_pids,
+						  TOP_MAX_PIDS)))
 				return r;
+			a->pid = a->pids[0];
 			break;
+		case 'E': a->exe = optarg; break;
 		case 'i':
 			if (args__parse_seconds(optarg, &a->interval) || a->interval < 0.05) {
 				pr_warn("top: --interval takes seconds, at least 0.05, not '%s'\n",
@@ -166,8 +176,9 @@ static int parse(int argc, char **argv, struct trace_args *a)
 		pr_warn("top: nothing after '--': name the command to launch\n");
 		return EXIT_USAGE;
 	}
-	if (!a->pid == !a->command) {
-		pr_warn("top: give one of -p PID or -- CMD [ARGS...]\n%s", top_usage);
+	if ((a->pid != 0) + (a->exe != NULL) + (a->command != NULL) != 1) {
+		pr_warn("top: give one of -p PID[,PID...], --exe PATH|NAME or -- CMD [ARGS...]\n%s",
+			top_usage);
 		return EXIT_USAGE;
 	}
 	if (a->tasks && a->deep) {
@@ -198,5 +209,7 @@ int cmd_top(int argc, char **argv)
 		privilege__explain("top");
 		return EXIT_NO_PERMISSION;
 	}
+	if (a.nr_pids > 1 || a.exe)
+		return top_fleet__run(&a);
 	return trace__run(&a);
 }

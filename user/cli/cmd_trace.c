@@ -197,13 +197,18 @@ static int plan_probes(struct trace_run *r)
 		spec.pid = session__pid(r->s);
 	/* task mode ends task polls in their callers, and so do the emulated exits of
 	 * poll fns whose own exits would be single-stepped: both need the call-site index */
-	status = a->tasks || a->exits == EXITS_AUTO || a->exits == EXITS_EMULATED
-		     ? load_model_caller_exits("trace", &spec, &r->m)
-		     : load_model("trace", &spec, &r->m);
-	r->model_loaded = true;
-	if (status || (status = session__check_exe(r->s)))
+	if (!r->model_borrowed) {
+		status = a->tasks || a->exits == EXITS_AUTO || a->exits == EXITS_EMULATED
+			     ? load_model_caller_exits("trace", &spec, &r->m)
+			     : load_model("trace", &spec, &r->m);
+		r->model_loaded = true;
+		if (status)
+			return status;
+	}
+	if ((status = session__check_exe(r->s)))
 		return status;
-	print_warnings("trace", &r->m);
+	if (!r->model_borrowed)
+		print_warnings("trace", &r->m);
 	if (a->tasks || task_mode_by_default(a)) {
 		status = plan_task_probes(r, !a->tasks);
 		if (status != FALLBACK)
@@ -355,6 +360,7 @@ static int start_tracer(struct trace_run *r)
 		return EXIT_KERNEL;
 	}
 	tracer__set_ready(r->t, true);
+	r->attached_ns = sysfacts__now_ns();
 	r->cpu_start = sysfacts__process_cpu_ns((int)o.pid);
 	r->switches_start =
 	    !sysfacts__process_switches((int)o.pid, &r->voluntary_start, &r->involuntary_start);
@@ -442,7 +448,7 @@ static void hook_status(void *ctx, uint64_t now, uint64_t start)
 }
 
 /* Detach, drain, read the statistics and the polls still open; fill the totals. */
-static void stop_tracer(struct trace_run *r)
+void trace_run__stop(struct trace_run *r)
 {
 	struct trace_run_totals *t = &r->totals;
 	uint32_t nr_polls = tracer__nr_polls(r->t), open_polls = 0;
@@ -488,7 +494,8 @@ static void stop_tracer(struct trace_run *r)
 	t->totals.probes_attached = tracer__probes_attached(r->t);
 	t->totals.probes_failed = tracer__probes_failed(r->t);
 	/* tracing ends where detaching begins */
-	t->totals.duration_ns = r->detach_ns - session__start_ns(r->s);
+	t->totals.duration_ns =
+	    r->detach_ns - (session__start_ns(r->s) ? session__start_ns(r->s) : r->attached_ns);
 	t->unprobeable_exits = r->plan.nr_unprobeable_exits;
 	t->unmatched_exits = counters[COUNTER_UNMATCHED_EXIT];
 	t->stack_overflow = counters[COUNTER_STACK_OVERFLOW];
@@ -537,7 +544,7 @@ static int report(struct trace_run *r)
 	return status;
 }
 
-static void trace_run__free(struct trace_run *r)
+void trace_run__free(struct trace_run *r)
 {
 	top_prom__stop(r->prom);
 	free(r->top_prev);
@@ -555,6 +562,21 @@ static void trace_run__free(struct trace_run *r)
 	session__free(r->s);
 }
 
+int trace_run__open(struct trace_run *r)
+{
+	struct session_opts so = {.cmd = r->a->top ? "top" : "trace",
+				  .verb = "tracing",
+				  .pid = r->a->pid,
+				  .duration = r->a->duration};
+	int status;
+
+	r->cpu_start = -1;
+	r->top_key = r->a->sort;
+	if ((status = session__open(&so, &r->s)) || (status = plan_probes(r)))
+		return status;
+	return start_tracer(r);
+}
+
 int trace__run(const struct trace_args *a)
 {
 	struct session_opts so = {.cmd = a->top ? "top" : "trace",
@@ -569,8 +591,8 @@ int trace__run(const struct trace_args *a)
 				      .pulse = hook_pulse,
 				      .exec_stopped = hook_exec_stopped,
 				      .ctx = &r};
-	struct termios raw, saved;
-	bool keys = a->top && !a->batch && isatty(STDIN_FILENO) && !tcgetattr(STDIN_FILENO, &saved);
+	struct termios saved;
+	bool keys = false;
 
 	r.top_key = a->sort;
 	if (a->top) {
@@ -588,20 +610,14 @@ int trace__run(const struct trace_args *a)
 	    (!a->top && (status = trace_files__open(&r.files, r.s, a, &r.m))) ||
 	    (status = start_tracer(&r)))
 		goto out;
-	if (keys) { /* keystrokes one at a time, not echoed, without blocking */
-		raw = saved;
-		raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
-		raw.c_cc[VMIN] = 0;
-		raw.c_cc[VTIME] = 0;
-		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
-	}
+	keys = a->top && !a->batch && top_run__raw_keys(&saved);
 	if (a->top)
 		top_run__tick(&r, sysfacts__now_ns(), sysfacts__now_ns()); /* the baseline */
 	why = session__run(r.s, r.rb, &r.budget, &hooks);
 	if (keys)
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+		top_run__restore_keys(&saved);
 	if (a->top) {
-		stop_tracer(&r);
+		trace_run__stop(&r);
 		tracer_cost__print(&r.totals.cost, stderr); /* what watching cost */
 		status = session__finish(r.s, EXIT_OK);
 		goto out;
@@ -612,7 +628,7 @@ int trace__run(const struct trace_args *a)
 		pr_warn("trace: the Perfetto trace reached --max-size (%.1f MiB): tracing stopped "
 			"(a larger --max-size, or --ring K to keep the newest data instead)\n",
 			(double)a->max_size / (1 << 20));
-	stop_tracer(&r);
+	trace_run__stop(&r);
 	status = report(&r);
 	status = session__finish(r.s, status);
 out:

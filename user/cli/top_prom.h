@@ -40,7 +40,27 @@ struct top_prom_in {
 	double seconds;
 };
 
-/* Render and publish one page; a failure keeps the last page and is logged once. */
+/* Render and publish one page of one process; a failure keeps the last page and is
+ * logged once. */
 void top_prom__publish(struct top_prom *tp, const struct top_prom_in *in);
+
+/*
+ * Several processes on one page (top -p A,B, --exe): a source is one process (its
+ * series labelled pid and exe) or, group, every process of a followed executable
+ * (labelled exe: summed by future name, those gone included; export/prom_sum.h).
+ * Each interval: begin, add every process to its source, end renders and publishes.
+ */
+struct top_prom_src;
+
+/* NULL on ENOMEM (printed). exe: the executable's path (made absolute). */
+struct top_prom_src *top_prom__source(struct top_prom *tp, bool group, const char *exe);
+/* A process's source whose process is gone: its series leave the page. */
+void top_prom__drop(struct top_prom *tp, struct top_prom_src *src);
+void top_prom__begin(struct top_prom *tp);
+/* in's arrays are read until top_prom__end. gone (a group): in holds the last values
+ * of a process gone, kept in the group's series from now on. */
+void top_prom__add(struct top_prom *tp, struct top_prom_src *src, const struct top_prom_in *in,
+		   bool gone);
+void top_prom__end(struct top_prom *tp, uint64_t now_ns);
 
 #endif

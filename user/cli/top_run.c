@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli/trace_run.h"
@@ -15,20 +16,45 @@
 #include "trace/trace_cost.h"
 #include "trace/top.h"
 
-/* top: a keystroke changes the sort key, q quits (a terminal only). */
-bool top_run__keys(struct trace_run *r)
+bool top_run__raw_keys(struct termios *saved)
+{
+	struct termios raw;
+
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, saved))
+		return false;
+	raw = *saved; /* keystrokes one at a time, not echoed, without blocking */
+	raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	return true;
+}
+
+void top_run__restore_keys(const struct termios *saved)
+{
+	tcsetattr(STDIN_FILENO, TCSANOW, saved);
+}
+
+bool top_run__read_keys(bool batch, int *key, bool *quit)
 {
 	char c;
 
-	while (!r->a->batch && isatty(STDIN_FILENO) && read(STDIN_FILENO, &c, 1) == 1) {
+	while (!batch && isatty(STDIN_FILENO) && read(STDIN_FILENO, &c, 1) == 1) {
 		int k = top_key__from_char(c);
 
 		if (c == 'q' || c == 'Q')
-			r->top_quit = true;
+			*quit = true;
 		else if (k >= 0)
-			r->top_key = k;
+			*key = k;
 	}
-	return r->top_quit || (r->a->count && r->top_snapshots >= r->a->count);
+	return *quit;
+}
+
+/* top: a keystroke changes the sort key, q quits (a terminal only). */
+bool top_run__keys(struct trace_run *r)
+{
+	return top_run__read_keys(r->a->batch, &r->top_key, &r->top_quit) ||
+	       (r->a->count && r->top_snapshots >= r->a->count);
 }
 
 /* top's row names: a poll fn's future, or (task mode) a task type's root future */
@@ -61,22 +87,61 @@ static double top_wake_seconds(struct trace_run *r, uint64_t now)
 	return (double)d / 1e9;
 }
 
+/* The statistics maps now: *cur (malloc'd, *nr rows) and counters. 0 or -1. */
+int top_run__read(struct trace_run *r, struct poll_stats **cur, uint32_t *nr, __u64 *counters)
+{
+	bool tasks = r->plan.task_mode;
+
+	*nr = tasks ? tracer__nr_task_stats(r->t) : tracer__nr_polls(r->t);
+	*cur = calloc(*nr ? *nr : 1, sizeof(**cur));
+	if (!*cur || (tasks ? tracer__read_task_stats(r->t, *cur, counters)
+			    : tracer__read_stats(r->t, *cur, counters))) {
+		free(*cur);
+		*cur = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void top_run__prom_in(struct trace_run *r, const struct poll_stats *cur, uint32_t nr,
+		      const __u64 *counters, int64_t cpu, uint64_t now, struct top_prom_in *pin)
+{
+	bool tasks = r->plan.task_mode;
+
+	*pin = (struct top_prom_in){
+	    .tasks = tasks,
+	    .nr = nr,
+	    .stats = cur,
+	    .counters = counters,
+	    .name = tasks ? top_task_name : top_poll_name,
+	    .ctx = r,
+	    .t = r->t,
+	    .per_hit = &r->sum.costs,
+	    .wakes = !r->plan.nr_wakes ? TOP_WAKES_OFF
+		     : r->ws	       ? TOP_WAKES_SAMPLED
+				       : TOP_WAKES_ALL,
+	    .wake_seconds = r->ws ? (double)wake_sampler__on_ns(r->ws, now) / 1e9 : 0,
+	    .pid = (int)session__pid(r->s),
+	    .exe = session__exe(r->s),
+	    .target_cpu_ns =
+		cpu >= 0 && r->cpu_start >= 0 && cpu >= r->cpu_start ? cpu - r->cpu_start : -1,
+	    .seconds = (double)(now - r->attached_ns) / 1e9,
+	};
+}
+
 /* top: the table of the last interval, from the statistics maps (no records). */
 void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 {
 	struct trace_run *r = ctx;
 	bool tasks = r->plan.task_mode;
-	uint32_t nr = tasks ? tracer__nr_task_stats(r->t) : tracer__nr_polls(r->t);
-	struct poll_stats *cur = calloc(nr, sizeof(*cur));
+	struct poll_stats *cur;
+	uint32_t nr;
 	struct top_row *rows = NULL;
 	__u64 counters[COUNTER_COUNT];
 	int n;
 
-	if (!cur || (tasks ? tracer__read_task_stats(r->t, cur, counters)
-			   : tracer__read_stats(r->t, cur, counters))) {
-		free(cur);
+	if (top_run__read(r, &cur, &nr, counters))
 		return;
-	}
 	int64_t cpu = sysfacts__process_cpu_ns((int)session__pid(r->s));
 	struct tracer_cost cost = {.hits_known = true, .per_hit = r->sum.costs};
 	double wake_s = top_wake_seconds(r, now);
@@ -91,25 +156,9 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 	double share;
 
 	if (r->prom) {
-		struct top_prom_in pin = {
-		    .tasks = tasks,
-		    .nr = nr,
-		    .stats = cur,
-		    .counters = counters,
-		    .name = names.name,
-		    .ctx = r,
-		    .t = r->t,
-		    .per_hit = &r->sum.costs,
-		    .wakes = in.wakes,
-		    .wake_seconds = r->ws ? (double)wake_sampler__on_ns(r->ws, now) / 1e9 : 0,
-		    .pid = (int)session__pid(r->s),
-		    .exe = session__exe(r->s),
-		    .target_cpu_ns = cpu >= 0 && r->cpu_start >= 0 && cpu >= r->cpu_start
-					 ? cpu - r->cpu_start
-					 : -1,
-		    .seconds = (double)(now - start) / 1e9,
-		};
+		struct top_prom_in pin;
 
+		top_run__prom_in(r, cur, nr, counters, cpu, now, &pin);
 		top_prom__publish(r->prom, &pin);
 	}
 	if (!r->top_prev) { /* the first read: the baseline */
@@ -127,9 +176,9 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 	if (r->a->quiet) /* --prometheus only */
 		goto next;
 	n = top__rows(r->top_prev, cur, nr, &in, &rows);
-	if (!r->a->batch)
+	if (!r->a->batch && !r->top_section)
 		fputs("\033[H\033[2J", stdout);
-	else if (r->top_snapshots)
+	else if (r->top_snapshots || r->top_section)
 		fputs("\n", stdout);
 	printf("asyncbpf top: pid %d, %.0f s, every %.1f s, sorted by %s%s\n",
 	       (int)session__pid(r->s), (double)(now - start) / 1e9, r->a->interval,

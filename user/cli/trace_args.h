@@ -18,9 +18,15 @@
 
 extern const char trace_usage[];
 
+/* top -p A,B...: at most this many processes at once (each has its own BPF side) */
+#define TOP_MAX_PIDS 64
+
 struct trace_args {
 	pid_t pid;
-	char **command; /* launch mode: argv of CMD, NULL-terminated */
+	pid_t pids[TOP_MAX_PIDS]; /* top: every -p (pid is the first) */
+	uint32_t nr_pids;
+	const char *exe; /* top --exe PATH|NAME: every process running it */
+	char **command;	 /* launch mode: argv of CMD, NULL-terminated */
 	char **patterns;
 	int nr_patterns;
 	const char *whitelist, *output, *chrome, *summary_json, *records, *folded, *dot;

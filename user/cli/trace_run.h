@@ -31,6 +31,7 @@ struct trace_run {
 	struct session *s;
 	struct model m;
 	bool model_loaded;
+	bool model_borrowed; /* m is a copy of the caller's (top's fleet): not loaded here */
 	struct selection sel;
 	struct trace_plan plan;
 	struct trace_files files;
@@ -58,11 +59,36 @@ struct trace_run {
 	long top_snapshots;
 	int top_key;
 	bool top_quit;
+	bool top_section;      /* not the first table on the screen (top's fleet): no clear */
+	uint64_t attached_ns;  /* when the probes were in */
 	struct top_prom *prom; /* --prometheus */
 };
 
+/*
+ * A run on the process r->a->pid, r zeroed but for a (and m with model_borrowed):
+ * the session, the analysis (unless borrowed), the plan, the tracer attached. An
+ * exit status (printed); trace_run__free either way.
+ */
+int trace_run__open(struct trace_run *r);
+/* Detach, drain, read the statistics; the totals filled (r->totals). */
+void trace_run__stop(struct trace_run *r);
+void trace_run__free(struct trace_run *r);
+
 /* top: one table (and --prometheus page) from the statistics maps: a session tick. */
 void top_run__tick(void *ctx, uint64_t now, uint64_t start);
+/* top: the statistics maps now, *cur malloc'd (*nr rows). 0, or -1 (nothing read). */
+int top_run__read(struct trace_run *r, struct poll_stats **cur, uint32_t *nr, __u64 *counters);
+/* top: the --prometheus input of statistics cur read at now (cpu: the target's CPU time
+ * then, < 0 unknown). */
+void top_run__prom_in(struct trace_run *r, const struct poll_stats *cur, uint32_t nr,
+		      const __u64 *counters, int64_t cpu, uint64_t now, struct top_prom_in *pin);
+struct termios;
+/* top: keystrokes one at a time, unechoed, without blocking (stdin a terminal): true,
+ * *saved the settings to restore. */
+bool top_run__raw_keys(struct termios *saved);
+void top_run__restore_keys(const struct termios *saved);
+/* top: the keystrokes waiting: sort keys set *key, q sets *quit; returns *quit. */
+bool top_run__read_keys(bool batch, int *key, bool *quit);
 /* top: keystrokes read; true when top should stop (q, --count reached). */
 bool top_run__keys(struct trace_run *r);
 

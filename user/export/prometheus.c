@@ -45,11 +45,10 @@ struct prom_exporter {
 	bool rendered;
 };
 
-/* One page being written. */
+/* One source's part of the page being written. */
 struct page {
-	FILE *f;
 	const struct prom_snapshot *s;
-	char target[TARGET_LEN]; /* pid="..",exe=".." */
+	char target[TARGET_LEN]; /* pid="..",exe=".." (a group: exe="..") */
 	uint32_t nr_series;	 /* the members, then "other" when it counts */
 	uint32_t *rows;		 /* per series: its row, or UINT32_MAX for "other" */
 	char (*labels)[LABEL_LEN];
@@ -57,6 +56,13 @@ struct page {
 	uint64_t other_live;
 	struct prom_sys *sys; /* s->sys sorted by row */
 	uint32_t nr_sys;
+};
+
+/* The page: every source's series of a family under the family's one HELP and TYPE. */
+struct render {
+	FILE *f;
+	struct page *p;
+	uint32_t n;
 };
 
 struct prom_exporter *prom__new(uint32_t top_n)
@@ -295,52 +301,102 @@ static const struct poll_stats *series_stats(const struct page *p, uint32_t i)
 	return p->rows[i] == UINT32_MAX ? &p->other : &p->s->stats[p->rows[i]];
 }
 
-static void head(struct page *p, const char *name, const char *type, const char *help)
+static void head(struct render *R, const char *name, const char *type, const char *help)
 {
-	fprintf(p->f, "# HELP asyncbpf_%s %s\n# TYPE asyncbpf_%s %s\n", name, help, name, type);
+	fprintf(R->f, "# HELP asyncbpf_%s %s\n# TYPE asyncbpf_%s %s\n", name, help, name, type);
+}
+
+/* The help text for what the page's sources are: task types, futures, or both. */
+static const char *by_mode(const struct render *R, const char *tasks, const char *futures,
+			   const char *both)
+{
+	bool t = false, f = false;
+
+	for (uint32_t k = 0; k < R->n; k++)
+		*(R->p[k].s->tasks ? &t : &f) = true;
+	return t && f ? both : t ? tasks : futures;
+}
+
+/* Which sources a family is for. */
+enum only { ALL, FUTURES_ONLY, WAKES_ON, WAKES_ALL, WAKES_SAMPLED };
+
+static bool takes(const struct page *p, enum only o)
+{
+	switch (o) {
+	case ALL: return true;
+	case FUTURES_ONLY: return !p->s->tasks;
+	case WAKES_ON: return p->s->wakes != PROM_WAKES_OFF;
+	case WAKES_ALL: return p->s->wakes == PROM_WAKES_ALL;
+	case WAKES_SAMPLED: return p->s->wakes == PROM_WAKES_SAMPLED;
+	}
+	return false;
+}
+
+static bool any_takes(const struct render *R, enum only o)
+{
+	for (uint32_t k = 0; k < R->n; k++)
+		if (takes(&R->p[k], o))
+			return true;
+	return false;
 }
 
 /* One value per series: the field at offset off (a __u64 of struct poll_stats). */
-static void family(struct page *p, const char *name, const char *type, const char *help, size_t off,
-		   double scale)
+static void family(struct render *R, enum only o, const char *name, const char *type,
+		   const char *help, size_t off, double scale)
 {
-	head(p, name, type, help);
-	for (uint32_t i = 0; i < p->nr_series; i++) {
-		uint64_t v;
+	if (!any_takes(R, o))
+		return;
+	head(R, name, type, help);
+	for (uint32_t k = 0; k < R->n; k++) {
+		const struct page *p = &R->p[k];
 
-		memcpy(&v, (const char *)series_stats(p, i) + off, sizeof(v));
-		if (scale == 1.0)
-			fprintf(p->f, "asyncbpf_%s{%s} %" PRIu64 "\n", name, p->labels[i], v);
-		else
-			fprintf(p->f, "asyncbpf_%s{%s} %.9f\n", name, p->labels[i],
-				(double)v * scale);
+		for (uint32_t i = 0; takes(p, o) && i < p->nr_series; i++) {
+			uint64_t v;
+
+			memcpy(&v, (const char *)series_stats(p, i) + off, sizeof(v));
+			if (scale == 1.0)
+				fprintf(R->f, "asyncbpf_%s{%s} %" PRIu64 "\n", name, p->labels[i],
+					v);
+			else
+				fprintf(R->f, "asyncbpf_%s{%s} %.9f\n", name, p->labels[i],
+					(double)v * scale);
+		}
 	}
 }
 
-static void histogram(struct page *p, const char *name, const char *help, size_t hist_off,
-		      size_t sum_off)
+static void histogram(struct render *R, enum only o, const char *name, const char *help,
+		      size_t hist_off, size_t sum_off)
 {
-	head(p, name, "histogram", help);
-	for (uint32_t i = 0; i < p->nr_series; i++) {
-		const char *st = (const char *)series_stats(p, i);
-		uint64_t h[TRACE_HIST_BUCKETS], sum, below = 0, all = 0;
-		uint32_t b = 0;
+	if (!any_takes(R, o))
+		return;
+	head(R, name, "histogram", help);
+	for (uint32_t k = 0; k < R->n; k++) {
+		const struct page *p = &R->p[k];
 
-		memcpy(h, st + hist_off, sizeof(h));
-		memcpy(&sum, st + sum_off, sizeof(sum));
-		for (uint32_t k = 0; k < TRACE_HIST_BUCKETS; k++)
-			all += h[k];
-		/* bucket k holds [2^k, 2^(k+1)) ns: le = 2^b - 1 ns counts buckets < b */
-		for (uint32_t le = LE_FIRST; le <= LE_LAST; le += LE_STEP) {
-			for (; b < le; b++)
-				below += h[b];
-			fprintf(p->f, "asyncbpf_%s_bucket{%s,le=\"%.12g\"} %" PRIu64 "\n", name,
-				p->labels[i], (double)((1ull << le) - 1) / 1e9, below);
+		for (uint32_t i = 0; takes(p, o) && i < p->nr_series; i++) {
+			const char *st = (const char *)series_stats(p, i);
+			uint64_t h[TRACE_HIST_BUCKETS], sum, below = 0, all = 0;
+			uint32_t b = 0;
+
+			memcpy(h, st + hist_off, sizeof(h));
+			memcpy(&sum, st + sum_off, sizeof(sum));
+			for (uint32_t j = 0; j < TRACE_HIST_BUCKETS; j++)
+				all += h[j];
+			/* bucket j holds [2^j, 2^(j+1)) ns: le = 2^b - 1 ns counts buckets < b */
+			for (uint32_t le = LE_FIRST; le <= LE_LAST; le += LE_STEP) {
+				for (; b < le; b++)
+					below += h[b];
+				fprintf(R->f, "asyncbpf_%s_bucket{%s,le=\"%.12g\"} %" PRIu64 "\n",
+					name, p->labels[i], (double)((1ull << le) - 1) / 1e9,
+					below);
+			}
+			fprintf(R->f, "asyncbpf_%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name,
+				p->labels[i], all);
+			fprintf(R->f, "asyncbpf_%s_sum{%s} %.9f\n", name, p->labels[i],
+				(double)sum / 1e9);
+			fprintf(R->f, "asyncbpf_%s_count{%s} %" PRIu64 "\n", name, p->labels[i],
+				all);
 		}
-		fprintf(p->f, "asyncbpf_%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name,
-			p->labels[i], all);
-		fprintf(p->f, "asyncbpf_%s_sum{%s} %.9f\n", name, p->labels[i], (double)sum / 1e9);
-		fprintf(p->f, "asyncbpf_%s_count{%s} %" PRIu64 "\n", name, p->labels[i], all);
 	}
 }
 
@@ -365,178 +421,224 @@ static int sys_by_row(const void *a, const void *b)
 				: (x->syscall > y->syscall) - (x->syscall < y->syscall);
 }
 
-/* Blocked time by syscall of the futures with series of their own (p->sys: sorted by
- * row, then syscall: one line per syscall). */
-static void by_syscall(struct page *p)
+/* One page's blocked time (which 0) or count (1) by syscall of its futures with series
+ * of their own (p->sys: sorted by row, then syscall: one line per syscall). */
+static void by_syscall_of(struct render *R, const struct page *p, int which, const char *name)
 {
-	static const char *const names[2] = {"future_blocked_seconds_total", "future_blocks_total"};
 	char sys[96];
 
+	for (uint32_t i = 0; i < p->nr_series; i++) {
+		uint32_t lo = 0, hi = p->nr_sys;
+
+		if (p->rows[i] == UINT32_MAX)
+			continue;
+		while (lo < hi) { /* the row's first entry */
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (p->sys[mid].row < p->rows[i])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint32_t k = lo; k < p->nr_sys && p->sys[k].row == p->rows[i]; k++) {
+			if (k > lo && p->sys[k].syscall == p->sys[k - 1].syscall)
+				continue; /* one line a syscall, whatever the input */
+			syscall_label(p->s, p->sys[k].syscall, sys, sizeof(sys));
+			if (which)
+				fprintf(R->f, "asyncbpf_%s{%s,syscall=\"%s\"} %" PRIu64 "\n", name,
+					p->labels[i], sys, p->sys[k].count);
+			else
+				fprintf(R->f, "asyncbpf_%s{%s,syscall=\"%s\"} %.9f\n", name,
+					p->labels[i], sys, (double)p->sys[k].ns / 1e9);
+		}
+	}
+}
+
+static void by_syscall(struct render *R)
+{
+	static const char *const names[2] = {"future_blocked_seconds_total", "future_blocks_total"};
+
 	for (int which = 0; which < 2; which++) {
-		head(p, names[which], "counter",
+		head(R, names[which], "counter",
 		     which ? "Voluntary off-CPU intervals inside the future's polls, by syscall "
 			     "(futures with series of their own)."
 			   : "Voluntary off-CPU time inside the future's polls, by the syscall it "
 			     "blocked in (none: a page fault or another wait outside a syscall; "
 			     "futures with series of their own).");
-		for (uint32_t i = 0; i < p->nr_series; i++) {
-			uint32_t lo = 0, hi = p->nr_sys;
-
-			if (p->rows[i] == UINT32_MAX)
-				continue;
-			while (lo < hi) { /* the row's first entry */
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (p->sys[mid].row < p->rows[i])
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			for (uint32_t k = lo; k < p->nr_sys && p->sys[k].row == p->rows[i]; k++) {
-				if (k > lo && p->sys[k].syscall == p->sys[k - 1].syscall)
-					continue; /* one line a syscall, whatever the input */
-				syscall_label(p->s, p->sys[k].syscall, sys, sizeof(sys));
-				if (which)
-					fprintf(p->f,
-						"asyncbpf_%s{%s,syscall=\"%s\"} %" PRIu64 "\n",
-						names[1], p->labels[i], sys, p->sys[k].count);
-				else
-					fprintf(p->f, "asyncbpf_%s{%s,syscall=\"%s\"} %.9f\n",
-						names[0], p->labels[i], sys,
-						(double)p->sys[k].ns / 1e9);
-			}
-		}
+		for (uint32_t k = 0; k < R->n; k++)
+			by_syscall_of(R, &R->p[k], which, names[which]);
 	}
 }
 
-static void futures(struct page *p)
+static void futures(struct render *R)
 {
-	const struct prom_snapshot *s = p->s;
-	const char *what = s->tasks ? "task polls of the task type whose root future this is"
-				    : "polls of the future (its poll fn)";
-	char help[256];
+	char help[512];
 
 #define OFF(f) offsetof(struct poll_stats, f)
-	snprintf(help, sizeof(help), "Completed %s.", what);
-	family(p, "future_polls_total", "counter", help, OFF(records), 1.0);
-	family(p, "future_ready_total", "counter",
-	       s->tasks
-		   ? "Task polls that found the task's future finished: each finished task once, "
-		     "and again for any poll of it after its end (a wake after it finished), so "
-		     "at least the tasks done."
-		   : "Polls that returned Ready.",
+	snprintf(help, sizeof(help), "Completed %s.",
+		 by_mode(R, "task polls of the task type whose root future this is",
+			 "polls of the future (its poll fn)",
+			 "polls of the future (its poll fn; in task mode, task polls of the "
+			 "task type whose root future this is)"));
+	family(R, ALL, "future_polls_total", "counter", help, OFF(records), 1.0);
+	family(R, ALL, "future_ready_total", "counter",
+	       by_mode(R,
+		       "Task polls that found the task's future finished: each finished task "
+		       "once, and again for any poll of it after its end (a wake after it "
+		       "finished), so at least the tasks done.",
+		       "Polls that returned Ready.",
+		       "Polls that returned Ready (in task mode: task polls that found the "
+		       "task's future finished, so at least the tasks done)."),
 	       OFF(ready), 1.0);
-	family(p, "future_pending_total", "counter",
-	       s->tasks ? "Task polls after which the task's future was still there."
-			: "Polls that returned Pending.",
+	family(R, ALL, "future_pending_total", "counter",
+	       by_mode(R, "Task polls after which the task's future was still there.",
+		       "Polls that returned Pending.",
+		       "Polls that returned Pending (in task mode: task polls after which the "
+		       "task's future was still there)."),
 	       OFF(pending), 1.0);
-	if (!s->tasks) {
-		family(p, "future_panicked_total", "counter", "Polls that panicked.", OFF(panicked),
-		       1.0);
-		family(p, "future_cancelled_total", "counter",
-		       "Instances dropped while suspended at an await.", OFF(cancelled), 1.0);
-	}
-	family(p, "future_started_total", "counter",
+	family(R, FUTURES_ONLY, "future_panicked_total", "counter", "Polls that panicked.",
+	       OFF(panicked), 1.0);
+	family(R, FUTURES_ONLY, "future_cancelled_total", "counter",
+	       "Instances dropped while suspended at an await.", OFF(cancelled), 1.0);
+	family(R, ALL, "future_started_total", "counter",
 	       "Instances whose first poll returned Pending (tasks, in task mode).", OFF(started),
 	       1.0);
-	head(p, "future_live", "gauge",
+	head(R, "future_live", "gauge",
 	     "Instances started and not finished (a lower bound when "
 	     "asyncbpf_lost_events_total{reason=\"live_untracked\"} > 0).");
-	for (uint32_t i = 0; i < p->nr_series; i++) {
-		const struct poll_stats *x = series_stats(p, i);
+	for (uint32_t k = 0; k < R->n; k++) {
+		const struct page *p = &R->p[k];
 
-		uint64_t live = p->rows[i] == UINT32_MAX ? p->other_live
-				: x->started > x->ended	 ? x->started - x->ended
-							 : 0;
+		for (uint32_t i = 0; i < p->nr_series; i++) {
+			const struct poll_stats *x = series_stats(p, i);
+			uint64_t live = p->rows[i] == UINT32_MAX ? p->other_live
+					: x->started > x->ended	 ? x->started - x->ended
+								 : 0;
 
-		fprintf(p->f, "asyncbpf_future_live{%s} %" PRIu64 "\n", p->labels[i], live);
+			fprintf(R->f, "asyncbpf_future_live{%s} %" PRIu64 "\n", p->labels[i], live);
+		}
 	}
-	family(p, "future_busy_seconds_total", "counter",
+	family(R, ALL, "future_busy_seconds_total", "counter",
 	       "Wall-clock time inside the polls (entry to exit).", OFF(busy_ns), 1e-9);
-	histogram(p, "future_poll_duration_seconds", "One poll's wall-clock time.", OFF(hist),
+	histogram(R, ALL, "future_poll_duration_seconds", "One poll's wall-clock time.", OFF(hist),
 		  OFF(busy_ns));
-	if (s->wakes != PROM_WAKES_OFF)
-		histogram(p, "future_schedule_delay_seconds",
-			  s->wakes == PROM_WAKES_SAMPLED
-			      ? "A wake to the task's next poll, over the wakes of the sample."
-			      : "A wake to the task's next poll.",
-			  OFF(delay_hist), OFF(delay_ns));
-	if (s->wakes == PROM_WAKES_ALL)
-		family(p, "future_wakes_total", "counter", "Wakes of the future's task.",
-		       OFF(wakes), 1.0);
-	else if (s->wakes == PROM_WAKES_SAMPLED) {
-		family(p, "future_sampled_wakes_total", "counter",
-		       "Wakes seen while the sampled wake probes were attached.", OFF(wakes), 1.0);
-		family(p, "future_sampled_polls_total", "counter",
-		       "Polls completed while the sampled wake probes were attached.",
-		       OFF(window_polls), 1.0);
-	}
-	head(p, "future_offcpu_seconds_total", "counter",
+	histogram(R, WAKES_ON, "future_schedule_delay_seconds",
+		  any_takes(R, WAKES_SAMPLED)
+		      ? "A wake to the task's next poll (where wakes are sampled: over the "
+			"wakes of the sample)."
+		      : "A wake to the task's next poll.",
+		  OFF(delay_hist), OFF(delay_ns));
+	family(R, WAKES_ALL, "future_wakes_total", "counter", "Wakes of the future's task.",
+	       OFF(wakes), 1.0);
+	family(R, WAKES_SAMPLED, "future_sampled_wakes_total", "counter",
+	       "Wakes seen while the sampled wake probes were attached.", OFF(wakes), 1.0);
+	family(R, WAKES_SAMPLED, "future_sampled_polls_total", "counter",
+	       "Polls completed while the sampled wake probes were attached.", OFF(window_polls),
+	       1.0);
+	head(R, "future_offcpu_seconds_total", "counter",
 	     "Off-CPU time inside the polls: blocked (waiting in the kernel), preempted, or "
 	     "inside the tracer's own probe handling (its cost, not the program's).");
-	for (uint32_t i = 0; i < p->nr_series; i++) {
-		const struct poll_stats *x = series_stats(p, i);
+	for (uint32_t k = 0; k < R->n; k++) {
+		const struct page *p = &R->p[k];
 
-		fprintf(p->f,
-			"asyncbpf_future_offcpu_seconds_total{%s,reason=\"blocked\"} %.9f\n"
-			"asyncbpf_future_offcpu_seconds_total{%s,reason=\"preempted\"} %.9f\n"
-			"asyncbpf_future_offcpu_seconds_total{%s,reason=\"tracer\"} %.9f\n",
-			p->labels[i], (double)x->blocked_ns / 1e9, p->labels[i],
-			(double)x->preempted_ns / 1e9, p->labels[i], (double)x->tracer_ns / 1e9);
+		for (uint32_t i = 0; i < p->nr_series; i++) {
+			const struct poll_stats *x = series_stats(p, i);
+
+			fprintf(R->f,
+				"asyncbpf_future_offcpu_seconds_total{%s,reason=\"blocked\"} "
+				"%.9f\n"
+				"asyncbpf_future_offcpu_seconds_total{%s,reason=\"preempted\"} "
+				"%.9f\n"
+				"asyncbpf_future_offcpu_seconds_total{%s,reason=\"tracer\"} %.9f\n",
+				p->labels[i], (double)x->blocked_ns / 1e9, p->labels[i],
+				(double)x->preempted_ns / 1e9, p->labels[i],
+				(double)x->tracer_ns / 1e9);
+		}
 	}
-	by_syscall(p);
+	by_syscall(R);
 #undef OFF
 }
 
-static void globals(struct page *p)
+static void globals(struct render *R)
 {
-	const struct prom_snapshot *s = p->s;
+	bool groups = false;
 
-	head(p, "info", "gauge", "The process traced: 1 per pid and exe, mode task or future.");
-	fprintf(p->f, "asyncbpf_info{%s,mode=\"%s\"} 1\n", p->target, s->tasks ? "task" : "future");
-	head(p, "attached_seconds", "gauge", "Seconds since the probes were attached.");
-	fprintf(p->f, "asyncbpf_attached_seconds{%s} %.3f\n", p->target, s->seconds);
-	if (s->wakes == PROM_WAKES_SAMPLED) {
-		head(p, "wake_sample_seconds_total", "counter",
-		     "Seconds the sampled wake probes were attached.");
-		fprintf(p->f, "asyncbpf_wake_sample_seconds_total{%s} %.6f\n", p->target,
-			s->wake_sample_seconds);
+	head(R, "info", "gauge",
+	     "What is traced: 1 per process (pid, exe) or followed executable (exe), mode task "
+	     "or future.");
+	for (uint32_t k = 0; k < R->n; k++) {
+		fprintf(R->f, "asyncbpf_info{%s,mode=\"%s\"} 1\n", R->p[k].target,
+			R->p[k].s->tasks ? "task" : "future");
+		groups |= R->p[k].s->group;
 	}
-	head(p, "tracer_probe_hits_total", "counter",
+	if (groups) {
+		head(R, "processes", "gauge",
+		     "Processes of the followed executable being traced now (--exe).");
+		for (uint32_t k = 0; k < R->n; k++)
+			if (R->p[k].s->group)
+				fprintf(R->f, "asyncbpf_processes{%s} %u\n", R->p[k].target,
+					R->p[k].s->processes);
+		head(R, "processes_seen_total", "counter",
+		     "Processes of the followed executable traced since the start (--exe).");
+		for (uint32_t k = 0; k < R->n; k++)
+			if (R->p[k].s->group)
+				fprintf(R->f, "asyncbpf_processes_seen_total{%s} %" PRIu64 "\n",
+					R->p[k].target, R->p[k].s->processes_seen);
+	}
+	head(R, "attached_seconds", "gauge",
+	     "Seconds since the probes were attached (--exe: since following began).");
+	for (uint32_t k = 0; k < R->n; k++)
+		fprintf(R->f, "asyncbpf_attached_seconds{%s} %.3f\n", R->p[k].target,
+			R->p[k].s->seconds);
+	if (any_takes(R, WAKES_SAMPLED)) {
+		head(R, "wake_sample_seconds_total", "counter",
+		     "Seconds the sampled wake probes were attached.");
+		for (uint32_t k = 0; k < R->n; k++)
+			if (takes(&R->p[k], WAKES_SAMPLED))
+				fprintf(R->f, "asyncbpf_wake_sample_seconds_total{%s} %.6f\n",
+					R->p[k].target, R->p[k].s->wake_sample_seconds);
+	}
+	head(R, "tracer_probe_hits_total", "counter",
 	     "Probe hits by probe and how the kernel ran it.");
-	for (uint32_t k = 0; k < s->nr_hits; k++)
-		fprintf(p->f,
-			"asyncbpf_tracer_probe_hits_total{%s,probe=\"%s\",how=\"%s\"} %" PRIu64
-			"\n",
-			p->target, s->hits[k].probe, s->hits[k].how, s->hits[k].hits);
-	head(p, "tracer_cpu_seconds_total", "counter",
+	for (uint32_t k = 0; k < R->n; k++) {
+		const struct prom_snapshot *s = R->p[k].s;
+
+		for (uint32_t j = 0; j < s->nr_hits; j++)
+			fprintf(R->f,
+				"asyncbpf_tracer_probe_hits_total{%s,probe=\"%s\",how=\"%s\"} "
+				"%" PRIu64 "\n",
+				R->p[k].target, s->hits[j].probe, s->hits[j].how, s->hits[j].hits);
+	}
+	head(R, "tracer_cpu_seconds_total", "counter",
 	     "The probes' CPU time in the target's threads: hits times their cost measured at "
 	     "start (an estimate).");
-	fprintf(p->f, "asyncbpf_tracer_cpu_seconds_total{%s} %.9f\n", p->target,
-		(double)s->tracer_cpu_ns / 1e9);
-	if (s->target_cpu_ns >= 0) {
-		head(p, "target_cpu_seconds_total", "counter",
-		     "The target's CPU time since attach (the tracer's probes included).");
-		fprintf(p->f, "asyncbpf_target_cpu_seconds_total{%s} %.9f\n", p->target,
-			(double)s->target_cpu_ns / 1e9);
+	for (uint32_t k = 0; k < R->n; k++)
+		fprintf(R->f, "asyncbpf_tracer_cpu_seconds_total{%s} %.9f\n", R->p[k].target,
+			(double)R->p[k].s->tracer_cpu_ns / 1e9);
+	head(R, "target_cpu_seconds_total", "counter",
+	     "The target's CPU time since attach (the tracer's probes included).");
+	for (uint32_t k = 0; k < R->n; k++)
+		if (R->p[k].s->target_cpu_ns >= 0)
+			fprintf(R->f, "asyncbpf_target_cpu_seconds_total{%s} %.9f\n",
+				R->p[k].target, (double)R->p[k].s->target_cpu_ns / 1e9);
+	head(R, "lost_events_total", "counter", "What the tracer lost or left out, by reason.");
+	for (uint32_t k = 0; k < R->n; k++) {
+		const struct prom_snapshot *s = R->p[k].s;
+
+		for (uint32_t j = 0; j < s->nr_lost; j++)
+			fprintf(R->f, "asyncbpf_lost_events_total{%s,reason=\"%s\"} %" PRIu64 "\n",
+				R->p[k].target, s->lost[j].reason, s->lost[j].count);
 	}
-	head(p, "lost_events_total", "counter", "What the tracer lost or left out, by reason.");
-	for (uint32_t k = 0; k < s->nr_lost; k++)
-		fprintf(p->f, "asyncbpf_lost_events_total{%s,reason=\"%s\"} %" PRIu64 "\n",
-			p->target, s->lost[k].reason, s->lost[k].count);
 }
 
-int prom__render(struct prom_exporter *e, const struct prom_snapshot *s, char **out, size_t *len)
+/* One source's series: its exporter chooses them; "other" sums the rest. */
+static int page_init(struct page *p, struct prom_exporter *e, const struct prom_snapshot *s)
 {
-	struct page *p = calloc(1, sizeof(*p));
 	char exe[ESC_LEN];
-	int r = -ENOMEM;
+	int r = choose(e, s);
 
-	*out = NULL;
-	*len = 0;
-	if (!p || (r = choose(e, s)))
-		goto done;
-	r = -ENOMEM;
+	if (r)
+		return r;
 	p->s = s;
 	p->other = e->carry;
 	for (uint32_t k = 0; k < s->nr; k++)
@@ -546,12 +648,15 @@ int prom__render(struct prom_exporter *e, const struct prom_snapshot *s, char **
 				p->other_live += s->stats[k].started - s->stats[k].ended;
 		}
 	prom__escape(s->exe ? s->exe : "", exe, sizeof(exe));
-	snprintf(p->target, sizeof(p->target), "pid=\"%d\",exe=\"%s\"", s->pid, exe);
+	if (s->group)
+		snprintf(p->target, sizeof(p->target), "exe=\"%s\"", exe);
+	else
+		snprintf(p->target, sizeof(p->target), "pid=\"%d\",exe=\"%s\"", s->pid, exe);
 	p->rows = malloc((e->nr_members + 1) * sizeof(*p->rows));
 	p->labels = malloc((e->nr_members + 1) * sizeof(*p->labels));
 	p->sys = malloc((s->nr_sys + 1) * sizeof(*p->sys));
 	if (!p->rows || !p->labels || !p->sys)
-		goto done;
+		return -ENOMEM;
 	if (s->nr_sys)
 		memcpy(p->sys, s->sys, s->nr_sys * sizeof(*s->sys));
 	p->nr_sys = s->nr_sys;
@@ -566,27 +671,53 @@ int prom__render(struct prom_exporter *e, const struct prom_snapshot *s, char **
 		snprintf(p->labels[p->nr_series], LABEL_LEN, "future=\"other\",%s", p->target);
 		p->rows[p->nr_series++] = UINT32_MAX;
 	}
-	if (!(p->f = open_memstream(out, len)))
+	return 0;
+}
+
+int prom__render_many(const struct prom_part *parts, uint32_t n, char **out, size_t *len)
+{
+	struct render R = {.p = calloc(n + 1, sizeof(*R.p)), .n = n};
+	int r = -ENOMEM;
+
+	*out = NULL;
+	*len = 0;
+	if (!R.p)
+		return r;
+	for (uint32_t k = 0; k < n; k++)
+		if ((r = page_init(&R.p[k], parts[k].e, parts[k].s)))
+			goto done;
+	r = -ENOMEM;
+	if (!(R.f = open_memstream(out, len)))
 		goto done;
-	futures(p);
-	globals(p);
-	r = fflush(p->f) || ferror(p->f) ? -EIO : 0;
-	fclose(p->f);
+	futures(&R);
+	globals(&R);
+	r = fflush(R.f) || ferror(R.f) ? -EIO : 0;
+	fclose(R.f);
 	if (r) {
 		free(*out);
 		*out = NULL;
 		*len = 0;
 		goto done;
 	}
-	if (s->nr)
-		memcpy(e->last, s->stats, s->nr * sizeof(*s->stats));
-	e->rendered = true;
-done:
-	if (p) {
-		free(p->rows);
-		free(p->labels);
-		free(p->sys);
+	for (uint32_t k = 0; k < n; k++) {
+		if (parts[k].s->nr)
+			memcpy(parts[k].e->last, parts[k].s->stats,
+			       parts[k].s->nr * sizeof(*parts[k].s->stats));
+		parts[k].e->rendered = true;
 	}
-	free(p);
+done:
+	for (uint32_t k = 0; k < n; k++) {
+		free(R.p[k].rows);
+		free(R.p[k].labels);
+		free(R.p[k].sys);
+	}
+	free(R.p);
 	return r;
+}
+
+int prom__render(struct prom_exporter *e, const struct prom_snapshot *s, char **out, size_t *len)
+{
+	const struct prom_part part = {.e = e, .s = s};
+
+	return prom__render_many(&part, 1, out, len);
 }

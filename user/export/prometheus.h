@@ -47,11 +47,15 @@ struct prom_lost {
 	uint64_t count;
 };
 
-/* One scrape's worth: every value cumulative since attach. */
+/* One scrape's worth of one source: every value cumulative since attach. */
 struct prom_snapshot {
 	int pid;
 	const char *exe;
-	bool tasks; /* rows are task types (their root futures), else poll fns */
+	/* a followed executable's processes summed (--exe): labels exe only, no pid */
+	bool group;
+	uint32_t processes;	 /* group: processes traced now */
+	uint64_t processes_seen; /* group: processes traced since the start */
+	bool tasks;		 /* rows are task types (their root futures), else poll fns */
 	uint32_t nr;
 	const struct poll_stats *stats; /* nr rows */
 	void (*name)(void *ctx, uint32_t row, char *buf, size_t len);
@@ -79,6 +83,18 @@ void prom__free(struct prom_exporter *e);
 
 /* The page (malloc'd, *len bytes, NUL-terminated) of one snapshot: 0 or -errno. */
 int prom__render(struct prom_exporter *e, const struct prom_snapshot *s, char **page, size_t *len);
+
+/* One source of a page of several (processes, followed executables): its exporter,
+ * the same one every page, and its snapshot. */
+struct prom_part {
+	struct prom_exporter *e;
+	const struct prom_snapshot *s;
+};
+
+/* The page of n sources, each family's series of them all under one HELP and TYPE
+ * (a family only some sources have, such as cancellations in future mode, lists
+ * theirs). Their target labels must differ. 0 or -errno. */
+int prom__render_many(const struct prom_part *parts, uint32_t n, char **page, size_t *len);
 
 /* A label value escaped as the format wants (\\, \", \n) into buf, cut at len only
  * between characters; bytes that are not UTF-8 become U+FFFD (Prometheus refuses a

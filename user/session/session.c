@@ -198,6 +198,11 @@ pid_t session__pid(const struct session *s)
 {
 	return s->pid;
 }
+int session__pidfd(const struct session *s)
+{
+	return s->pidfd;
+}
+
 bool session__launched(const struct session *s)
 {
 	return s->launched;

@@ -53,8 +53,10 @@ int session__check_exe(const struct session *s);
 /* Launch mode: fork the command, held before its exec (no-op with -p). Exit status. */
 int session__spawn(struct session *s);
 
-pid_t session__pid(const struct session *s);	   /* 0 in launch mode before spawn */
-bool session__launched(const struct session *s);   /* launch mode (-- CMD) */
+pid_t session__pid(const struct session *s);	 /* 0 in launch mode before spawn */
+bool session__launched(const struct session *s); /* launch mode (-- CMD) */
+/* The process's pidfd (readable once it exited), -1 before a launch's spawn. */
+int session__pidfd(const struct session *s);
 const char *session__exe(const struct session *s); /* the executable's path, for messages */
 /* The file to probe: the held /proc/self/fd/N with -p, the command's path otherwise. */
 const char *session__probe_path(const struct session *s);
