@@ -71,8 +71,10 @@ static int fill_specs(int fd, const struct trace_plan *plan, char *err, size_t e
 static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 			 const struct tracer_opts *o, bool multi, char *err, size_t errlen)
 {
-	uint64_t rb_size =
-	    round_ringbuf_size(o->ringbuf_size ? o->ringbuf_size : TRACE_DEFAULT_RINGBUF_SIZE);
+	/* top's statistics-only programs write no record: its ring buffer stays empty */
+	uint64_t rb_size = round_ringbuf_size(o->ringbuf_size ? o->ringbuf_size
+					      : o->stats_only ? TRACE_STATS_RINGBUF_SIZE
+							      : TRACE_DEFAULT_RINGBUF_SIZE);
 	struct trace_bpf *skel;
 	int r;
 

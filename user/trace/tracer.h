@@ -17,6 +17,8 @@
 #include "trace/trace_plan.h"
 
 #define TRACE_DEFAULT_RINGBUF_SIZE (16u << 20)
+/* stats_only (top): no record is written; a ring buffer is still there to wait on */
+#define TRACE_STATS_RINGBUF_SIZE (64u << 10)
 
 struct tracer;
 
