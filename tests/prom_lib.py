@@ -23,12 +23,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+_LEFT = {}  # per pipe: what was read after the last line matched, seen by the next call
+
+
 def read_until(stream, pattern, timeout, seen):
     """Lines of a pipe until one matches pattern (a compiled regex): the match. Every
-    chunk read is appended to seen."""
+    chunk read is appended to seen; the lines after the match are kept for the next
+    call on the same pipe."""
     deadline = time.time() + timeout
-    buf = b""
-    while time.time() < deadline:
+    buf = _LEFT.pop((id(stream), stream.fileno()), b"")
+    while True:
+        lines = buf.split(b"\n")
+        for i, line in enumerate(lines[:-1]):
+            m = pattern.search(line.decode("utf-8", "replace"))
+            if m:
+                _LEFT[(id(stream), stream.fileno())] = b"\n".join(lines[i + 1:])
+                return m
+        if time.time() >= deadline:
+            break
         r, _, _ = select.select([stream], [], [], 0.2)
         if not r:
             continue
@@ -37,10 +49,6 @@ def read_until(stream, pattern, timeout, seen):
             break
         buf += chunk
         seen.append(chunk.decode("utf-8", "replace"))
-        for line in buf.decode("utf-8", "replace").splitlines():
-            m = pattern.search(line)
-            if m:
-                return m
     raise AssertionError(f"no line matching {pattern.pattern!r} in {timeout} s:\n{''.join(seen)[-4000:]}")
 
 

@@ -181,3 +181,99 @@ def test_bad_lists_and_paths(features):
             p.stdin.close()
     assert proc.returncode == util.EXIT_NO_INPUT, util.describe(proc)
     assert "999999999" in proc.stderr, util.describe(proc)
+
+
+def table_rows(out, pid):
+    """top --batch's tables of one process: each a list of (LIVE, TASK) pairs."""
+    tables = []
+    for block in out.split("asyncbpf top: ")[1:]:
+        if not block.startswith(f"pid {pid},"):
+            continue
+        rows = []
+        for line in block.splitlines():
+            cols = line.split()
+            if len(cols) >= 10 and cols[8].isdigit():
+                rows.append((int(cols[8]), " ".join(cols[9:])))
+        tables.append(rows)
+    return tables
+
+
+def page(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return resp.read().decode()
+
+
+def test_exe_through_a_switched_symlink_with_tables(features, tmp_path):
+    """--exe releases' symlinked path: a deploy switches the symlink to a new release;
+    the new release's process is found (the path resolved again), the old release's
+    is still followed. Tables (--batch) for each process, its LIVE many_task the
+    process's own count; the page's series labelled with the path as given, their
+    polls the processes' counts added up."""
+    for rel, build in (("a", "debug"), ("b", "release")):
+        (tmp_path / rel).mkdir()
+        shutil.copy(util.fixture_binary(build, "tokio_mt"), tmp_path / rel / "app")
+    current = tmp_path / "current"
+    os.symlink(tmp_path / "a", current)
+    proc, err, runs = None, [], []
+    try:
+        proc, url, err = start_top(["--exe", str(current / "app"), "--batch", "-i", "0.3",
+                                    "--prometheus", "127.0.0.1:0"])
+        for n, rel in ((6, "a"), (8, "b")):
+            if rel == "b":  # the deploy: the symlink switched
+                os.symlink(tmp_path / "b", tmp_path / "next")
+                os.rename(tmp_path / "next", current)
+            h = Held([str(current / "app"), "park", str(n)])
+            runs.append(h)
+            attached(proc, err, h.pid)
+            h.release()
+            assert truth_of(h)["many_task"] == n
+        time.sleep(1.5)  # a page and tables with both
+        text = page(url)
+        m = re.search(r'asyncbpf_future_polls_total\{future="tokio_mt::many_task[^"]*",exe="([^"]*)"\} (\d+)', text)
+        assert m and m.group(1) == str(current / "app") and int(m.group(2)) == 6 + 8, text[-3000:]
+        assert re.search(rf'asyncbpf_processes\{{exe="{re.escape(str(current / "app"))}"\}} 2\n', text), text[-3000:]
+        for h in runs:
+            h.close_stdin()
+            assert h.wait() == 0
+        for h in runs:
+            read_until(proc.stderr, re.compile(rf"pid {h.pid} .*exited: letting go"), 30, err)
+        done = stop_top(proc, err)
+        proc = None
+        for h, n in zip(runs, (6, 8)):
+            tables = table_rows(done.stdout, h.pid)
+            lives = [live for rows in tables for live, task in rows if task.startswith("tokio_mt::many_task")]
+            assert n in lives, (h.pid, tables, done.stdout[-3000:])
+    finally:
+        for h in runs:
+            h.kill()
+        if proc:
+            proc.kill()
+            proc.wait()
+
+
+def test_exe_by_name(features, tmp_path):
+    """--exe NAME: a process whose executable has that base name is followed."""
+    name = f"asyncbpf-fleet-{os.getpid()}"
+    shutil.copy(util.fixture_binary("debug", "tokio_mt"), tmp_path / name)
+    proc, err, h = None, [], None
+    try:
+        proc, url, err = start_top(["--exe", name, "--quiet", "--prometheus", "127.0.0.1:0", "-i", "0.3"])
+        h = Held([str(tmp_path / name), "park", "3"])
+        attached(proc, err, h.pid)
+        h.release()
+        assert truth_of(h)["many_task"] == 3
+        time.sleep(1.0)
+        text = page(url)
+        assert re.search(rf'asyncbpf_future_live\{{future="tokio_mt::many_task[^"]*",exe="{name}"\}} 3\n', text), \
+            text[-3000:]
+        h.close_stdin()
+        assert h.wait() == 0
+        stop_top(proc, err)
+        proc = None
+    finally:
+        if h:
+            h.kill()
+        if proc:
+            proc.kill()
+            proc.wait()

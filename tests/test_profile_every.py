@@ -7,6 +7,8 @@ awaited by the task hot_task. Retention (--keep) leaves the newest files; a full
 (a small tmpfs) loses intervals loudly, sampling goes on, and the run exits 8."""
 import os
 import re
+import shutil
+import signal
 import subprocess
 
 import pytest
@@ -15,6 +17,7 @@ import util
 import json
 
 from profile_lib import hot_chain_from_source, hot_command, offcpu_counts
+from prom_lib import Held, read_until
 
 NAME = re.compile(r"^asyncbpf-(\d{8}T\d{6}\.\d{3}Z)-(\d+)\.pb$")
 
@@ -69,7 +72,8 @@ def test_a_pprof_per_interval_that_go_pprof_reads(sampling, tmp_path, profile):
     # 3.5 s of spinning, a file a second, and the last part when it exits
     assert 3 <= len(names) <= 6, (names, util.describe(proc))
     assert all(NAME.match(n).group(2) == NAME.match(names[0]).group(2) for n in names), names
-    assert f"--every: {len(names)} profiles written to {d}" in proc.stderr, util.describe(proc)
+    pid = NAME.match(names[0]).group(2)
+    assert f"--every: pid {pid}: {len(names)} profiles written to {d}" in proc.stderr, util.describe(proc)
     # a full interval in the middle: its samples are under the fixture's chain
     middle = d / names[1]
     top = go_pprof("-top", middle)
@@ -89,7 +93,7 @@ def test_keep_leaves_the_newest(sampling, tmp_path):
     proc = util.run_asyncbpf("profile", "-F", "99", "--every", "1", "--pprof-dir", d, "--keep", "2", "--",
                              *hot_command("debug", "tokio_ct", 4500), timeout=180)
     assert proc.returncode == 0, util.describe(proc)
-    m = re.search(r"--every: (\d+) profiles written to \S+, (\d+) removed", proc.stderr)
+    m = re.search(r"--every: pid \d+: (\d+) profiles written to \S+, (\d+) removed", proc.stderr)
     assert m, util.describe(proc)
     written, removed = int(m.group(1)), int(m.group(2))
     names = pprof_files(d)
@@ -170,3 +174,97 @@ def test_off_cpu_intervals_add_up_to_the_kernels_sums(sampling, tmp_path, profil
         ns += t * 1e6
     assert switches == n["summed"], (switches, n, names)
     assert abs(ns / 1e6 - n["summed_ms"]) <= 0.02 * n["summed_ms"] + 1, (ns, n)
+
+
+def hot_files(d, pid):
+    """The files of one process that `go tool pprof -top` shows spinning in hot_leaf."""
+    names = [n for n in pprof_files(d) if NAME.match(n).group(2) == str(pid)]
+    return names, [n for n in names if "tokio_ct::hot_leaf" in go_pprof("-top", d / n)]
+
+
+def start_profile(args):
+    return subprocess.Popen([str(util.ASYNCBPF), "profile", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=util.san_env())
+
+
+def test_several_processes_each_its_own_files(sampling, tmp_path):
+    """profile -p A,B --every 1: each process's intervals in files of its own (its pid
+    in the name), each read by go tool pprof with the process's hot future; a process
+    let go as it exits (its last partial interval written), the run ends with the
+    last one. The fixtures are held at their exec until the profiler is attached."""
+    d = tmp_path / "prof"
+    held = [Held(hot_command("debug", "tokio_ct", 2500)) for _ in range(2)]
+    proc, err = None, []
+    try:
+        proc = start_profile(["-F", "199", "--every", "1", "--pprof-dir", str(d), "-p",
+                              f"{held[0].pid},{held[1].pid}"])
+        for h in held:
+            read_until(proc.stderr, re.compile(rf"sampling pid {h.pid} "), 120, err)
+        for h in held:
+            h.release()
+        for h in held:
+            h.close_stdin()
+            assert h.wait(60) == 0
+        out, rest = proc.communicate(timeout=60)
+        err.append(rest.decode("utf-8", "replace"))
+        text = "".join(err)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), text)
+        util.assert_no_sanitizer_report(done)
+        assert proc.returncode == 0 and "every process exited" in text, util.describe(done)
+        proc = None
+        for h in held:
+            names, hot = hot_files(d, h.pid)
+            assert len(names) >= 2 and hot, (h.pid, pprof_files(d), text)
+            assert re.search(rf"--every: pid {h.pid}: {len(names)} profiles written", text), text
+        assert "its analysis reused" in text, text  # one binary, analysed once
+    finally:
+        for h in held:
+            h.kill()
+        if proc:
+            proc.kill()
+            proc.wait()
+
+
+def test_exe_follows_a_restart(sampling, tmp_path):
+    """profile --exe PATH --every 1: a process of the file attached as it starts and let
+    go as it exits, then its restart (another pid) the same, the analysis reused: both
+    processes' files in the directory, each with the hot future; Ctrl-C ends it."""
+    d = tmp_path / "prof"
+    app = tmp_path / "app"
+    shutil.copy(hot_command("debug", "tokio_ct", 1)[0], app)
+    proc, err, runs = None, [], []
+    try:
+        proc = start_profile(["-F", "199", "--every", "1", "--pprof-dir", str(d), "--exe", str(app)])
+        read_until(proc.stderr, re.compile(r"waiting for one"), 60, err)
+        for _ in range(2):
+            h = Held([str(app), "hot", "2000"])
+            runs.append(h)
+            read_until(proc.stderr, re.compile(rf"sampling pid {h.pid} "), 120, err)
+            h.release()
+            h.close_stdin()
+            assert h.wait(60) == 0
+            read_until(proc.stderr, re.compile(rf"pid {h.pid} .*exited: letting go"), 30, err)
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=60)
+        err.append(rest.decode("utf-8", "replace"))
+        text = "".join(err)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), text)
+        util.assert_no_sanitizer_report(done)
+        assert proc.returncode == 0, util.describe(done)
+        proc = None
+        for h in runs:
+            names, hot = hot_files(d, h.pid)
+            assert names and hot, (h.pid, pprof_files(d), text)
+        assert re.search(rf"pid {runs[1].pid} runs the binary analysed for pid {runs[0].pid}", text), text
+    finally:
+        for h in runs:
+            h.kill()
+        if proc:
+            proc.kill()
+            proc.wait()
+
+
+def test_several_processes_need_every(sampling):
+    for args in (["-p", "1,2"], ["--exe", "/bin/true"]):
+        proc = util.run_asyncbpf("profile", *args, timeout=60)
+        assert proc.returncode == util.EXIT_USAGE and "--every" in proc.stderr, util.describe(proc)

@@ -4,9 +4,11 @@
  * by future name; a process that is gone leaves its last values in every later
  * round (a restart continues the series, counters never go down) but no live
  * instances; a new build's futures join by name, new names get rows of their own;
- * blocked time by syscall, hits and lost events summed by name; the page labels the
+ * blocked time by syscall, hits and lost events summed by name; a process in the
+ * other mode (per-future rows where the first had task rows) refused; the page labels the
  * group with exe only and says how many processes it has.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,8 +126,15 @@ static void test_restart_continues(void)
 	p3[2].records = 3;
 	prom_sum__begin(g);
 	CHECK(prom_sum__add(g, &c, false) == 0);
+	/* a process traced in the other mode (per-future rows): refused, nothing added */
+	struct prom_snapshot d = c;
+
+	d.pid = 13;
+	d.tasks = false;
+	CHECK(prom_sum__add(g, &d, false) == -EINVAL);
 	s = prom_sum__snapshot(g, 4.0);
 	CHECK(s && stats_named(s, "app::serve")->records == 12 + 4 + 3);
+	CHECK(s && s->processes == 1 && s->tasks);
 	prom_sum__free(g);
 }
 

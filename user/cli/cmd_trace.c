@@ -562,19 +562,23 @@ void trace_run__free(struct trace_run *r)
 	session__free(r->s);
 }
 
-int trace_run__open(struct trace_run *r)
+int trace_run__open_session(struct trace_run *r)
 {
 	struct session_opts so = {.cmd = r->a->top ? "top" : "trace",
 				  .verb = "tracing",
 				  .pid = r->a->pid,
 				  .duration = r->a->duration};
-	int status;
 
 	r->cpu_start = -1;
 	r->top_key = r->a->sort;
-	if ((status = session__open(&so, &r->s)) || (status = plan_probes(r)))
-		return status;
-	return start_tracer(r);
+	return session__open(&so, &r->s);
+}
+
+int trace_run__start(struct trace_run *r)
+{
+	int status = plan_probes(r);
+
+	return status ? status : start_tracer(r);
 }
 
 int trace__run(const struct trace_args *a)

@@ -18,6 +18,7 @@
 const char profile_usage[] =
     "Usage: asyncbpf profile -p PID [OPTIONS]\n"
     "       asyncbpf profile [OPTIONS] -- CMD [ARGS...]\n"
+    "       asyncbpf profile -p PID,PID... | --exe PATH|NAME --every S --pprof-dir DIR\n"
     "\n"
     "Sample a running Rust program (or CMD, started before it runs and profiled until\n"
     "it exits) N times a second on every CPU, unwind each sample with DWARF CFI and\n"
@@ -25,7 +26,11 @@ const char profile_usage[] =
     "future → the functions it was running. No probe on any poll: cheap enough to\n"
     "leave on.\n"
     "\n"
-    "  -p, --pid PID          profile a running process\n"
+    "  -p, --pid PID          profile a running process (several: a comma list or -p\n"
+    "                         again, with --every: each process's own files)\n"
+    "      --exe PATH|NAME    with --every: every process running that executable\n"
+    "                         (or one of that name), attached as they start, let go\n"
+    "                         as they exit; one analysis per binary\n"
     "  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
     "  -d, --duration S       stop after S seconds (default: Ctrl-C or the target's exit)\n"
     "  -o, --output F         SVG flame graph (default asyncbpf-profile-PID.svg)\n"
@@ -62,6 +67,7 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 {
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, 'p'},
+	    {"exe", required_argument, NULL, 'X'},
 	    {"freq", required_argument, NULL, 'F'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"output", required_argument, NULL, 'o'},
@@ -92,9 +98,12 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 	while ((c = getopt_long(nopt, argv, "p:F:d:o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if ((r = parse_pid("profile", optarg, &a->pid)))
+			if ((r = args__parse_pids("profile", optarg, a->pids, &a->nr_pids,
+						  PROFILE_MAX_PIDS)))
 				return r;
+			a->pid = a->pids[0];
 			break;
+		case 'X': a->exe = optarg; break;
 		case 'F':
 			if (args__parse_uint(optarg, 1, PROFILE_MAX_FREQ, &v)) {
 				pr_warn("profile: -F takes 1 to %d samples per second, not '%s'\n",
@@ -206,8 +215,20 @@ int profile_args__parse(int argc, char **argv, struct profile_args *a)
 		pr_warn("profile: nothing after '--': name the command to launch\n");
 		return EXIT_USAGE;
 	}
-	if (!a->pid == !a->command) {
-		pr_warn("profile: give one of -p PID or -- CMD [ARGS...]\n%s", profile_usage);
+	if ((a->pid != 0) + (a->exe != NULL) + (a->command != NULL) != 1) {
+		pr_warn("profile: give one of -p PID[,PID...], --exe PATH|NAME or -- CMD "
+			"[ARGS...]\n%s",
+			profile_usage);
+		return EXIT_USAGE;
+	}
+	if ((a->nr_pids > 1 || a->exe) && !a->every) {
+		pr_warn("profile: several processes (%s) are profiled with --every S --pprof-dir "
+			"DIR, each process's files its own; one profile of one process: one -p\n",
+			a->exe ? "--exe" : "-p A,B");
+		return EXIT_USAGE;
+	}
+	if ((a->nr_pids > 1 || a->exe) && a->replay_rounds) {
+		pr_warn("profile: --bench-replay measures one process: one -p\n");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;

@@ -9,8 +9,14 @@
 
 extern const char profile_usage[];
 
+/* profile -p A,B --every: at most this many processes (= FLEET_MAX_PIDS) */
+#define PROFILE_MAX_PIDS 64
+
 struct profile_args {
 	pid_t pid;
+	pid_t pids[PROFILE_MAX_PIDS]; /* every -p (pid is the first) */
+	uint32_t nr_pids;
+	const char *exe; /* --exe PATH|NAME: every process running it (with --every) */
 	char **command;
 	uint32_t freq;
 	double duration;

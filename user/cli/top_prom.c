@@ -95,7 +95,9 @@ struct top_prom_src *top_prom__source(struct top_prom *tp, bool group, const cha
 
 	if (!src)
 		goto oom;
-	if (!exe || !realpath(exe, src->exe))
+	/* a group's label is as the caller made it (a symlinked path kept); a process's
+	 * executable made absolute */
+	if (group || !exe || !strchr(exe, '/') || !realpath(exe, src->exe))
 		snprintf(src->exe, sizeof(src->exe), "%s", exe ? exe : "");
 	src->start_ns = sysfacts__now_ns();
 	if (!(src->e = prom__new(tp->top_n)) || (group && !(src->sum = prom_sum__new(src->exe))) ||
@@ -207,14 +209,21 @@ void top_prom__begin(struct top_prom *tp)
 	}
 }
 
-void top_prom__add(struct top_prom *tp, struct top_prom_src *src, const struct top_prom_in *in,
-		   bool gone)
+int top_prom__add(struct top_prom *tp, struct top_prom_src *src, const struct top_prom_in *in,
+		  bool gone)
 {
+	int r = 0;
+
 	if (!src)
-		return;
-	if (!snapshot(src, in) || (src->sum && prom_sum__add(src->sum, &src->snap, gone)))
-		failed(tp, -ENOMEM);
+		return 0;
+	if (!snapshot(src, in))
+		r = -ENOMEM;
+	else if (src->sum)
+		r = prom_sum__add(src->sum, &src->snap, gone);
+	if (r == -ENOMEM)
+		failed(tp, r);
 	src->added = !src->sum;
+	return r;
 }
 
 void top_prom__end(struct top_prom *tp, uint64_t now_ns)

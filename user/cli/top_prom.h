@@ -52,15 +52,18 @@ void top_prom__publish(struct top_prom *tp, const struct top_prom_in *in);
  */
 struct top_prom_src;
 
-/* NULL on ENOMEM (printed). exe: the executable's path (made absolute). */
+/* NULL on ENOMEM (printed). exe: the executable's path (made absolute), or a group's
+ * label as is. */
 struct top_prom_src *top_prom__source(struct top_prom *tp, bool group, const char *exe);
 /* A process's source whose process is gone: its series leave the page. */
 void top_prom__drop(struct top_prom *tp, struct top_prom_src *src);
 void top_prom__begin(struct top_prom *tp);
 /* in's arrays are read until top_prom__end. gone (a group): in holds the last values
- * of a process gone, kept in the group's series from now on. */
-void top_prom__add(struct top_prom *tp, struct top_prom_src *src, const struct top_prom_in *in,
-		   bool gone);
+ * of a process gone, kept in the group's series from now on. 0; -EINVAL when a group's
+ * processes so far were traced in the other mode (task or per-future: rows of the one
+ * are not rows of the other): in is left out; -ENOMEM (said). */
+int top_prom__add(struct top_prom *tp, struct top_prom_src *src, const struct top_prom_in *in,
+		  bool gone);
 void top_prom__end(struct top_prom *tp, uint64_t now_ns);
 
 #endif

@@ -19,7 +19,7 @@
 extern const char trace_usage[];
 
 /* top -p A,B...: at most this many processes at once (each has its own BPF side) */
-#define TOP_MAX_PIDS 64
+#define TOP_MAX_PIDS 64 /* = FLEET_MAX_PIDS */
 
 struct trace_args {
 	pid_t pid;

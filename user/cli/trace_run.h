@@ -65,11 +65,13 @@ struct trace_run {
 };
 
 /*
- * A run on the process r->a->pid, r zeroed but for a (and m with model_borrowed):
- * the session, the analysis (unless borrowed), the plan, the tracer attached. An
- * exit status (printed); trace_run__free either way.
+ * A run on the process r->a->pid, r zeroed but for a: first the session (the process
+ * held, its executable open), then (m set and model_borrowed, or not) the analysis
+ * unless borrowed, the plan, the tracer attached. Exit statuses (printed);
+ * trace_run__free either way.
  */
-int trace_run__open(struct trace_run *r);
+int trace_run__open_session(struct trace_run *r);
+int trace_run__start(struct trace_run *r);
 /* Detach, drain, read the statistics; the totals filled (r->totals). */
 void trace_run__stop(struct trace_run *r);
 void trace_run__free(struct trace_run *r);

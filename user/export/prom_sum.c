@@ -37,6 +37,7 @@ struct prom_sum {
 	struct prom_snapshot snap;
 	uint32_t live;
 	uint64_t seen;
+	bool moded;	    /* tasks and wakes set: by the first process added */
 	bool tasks, failed; /* failed: this round's sum could not be made (ENOMEM) */
 	enum prom_wakes wakes;
 	const char *(*syscall_name)(int nr);
@@ -221,6 +222,10 @@ int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone)
 	uint32_t *rows = malloc((s->nr + 1) * sizeof(*rows));
 	int r = -ENOMEM;
 
+	if (g->moded && (s->tasks != g->tasks || s->wakes != g->wakes)) {
+		free(rows);
+		return -EINVAL;
+	}
 	if (!rows || g->failed)
 		goto out;
 	for (uint32_t i = 0; i < s->nr; i++) {
@@ -230,11 +235,11 @@ int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone)
 		if ((r = row_of(g, name, &rows[i])))
 			goto out;
 	}
-	g->tasks |= s->tasks;
+	g->moded = true;
+	g->tasks = s->tasks;
+	g->wakes = s->wakes;
 	if (s->syscall_name)
 		g->syscall_name = s->syscall_name;
-	if (s->wakes == PROM_WAKES_SAMPLED || g->wakes == PROM_WAKES_OFF)
-		g->wakes = s->wakes;
 	/* gone: for good, and in this round too (its values were not added yet) */
 	if ((r = add_to(g, &g->now, s, rows, gone)) ||
 	    (gone && (r = add_to(g, &g->gone, s, rows, true))))
@@ -244,6 +249,8 @@ int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone)
 	else
 		g->live++;
 out:
+	if (r)
+		g->failed = true; /* a sum half made is not shown: the last page stands */
 	free(rows);
 	return r;
 }

@@ -24,7 +24,9 @@ void prom_sum__begin(struct prom_sum *g);
 /*
  * Add one process's snapshot (rows named through s->name; hits, lost by their
  * names) to this round; gone: the process is gone and s holds its last values,
- * kept in every later round (its live instances no longer count). 0 or -ENOMEM.
+ * kept in every later round (its live instances no longer count). 0; -EINVAL when
+ * its mode (tasks, wakes) is not the first process's (rows of one mode are not rows
+ * of the other): nothing added; -ENOMEM: this round has no sum.
  */
 int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone);
 /* This round's sum: valid until the next call on g. processes: the live ones added. */

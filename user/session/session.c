@@ -203,6 +203,16 @@ int session__pidfd(const struct session *s)
 	return s->pidfd;
 }
 
+int session__exe_fd(const struct session *s)
+{
+	return s->launched ? -1 : s->exe_fd;
+}
+
+bool session__runs_exe(const struct session *s)
+{
+	return s->launched || same_executable(s->exe_fd, s->pid);
+}
+
 bool session__launched(const struct session *s)
 {
 	return s->launched;

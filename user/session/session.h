@@ -57,6 +57,10 @@ pid_t session__pid(const struct session *s);	 /* 0 in launch mode before spawn *
 bool session__launched(const struct session *s); /* launch mode (-- CMD) */
 /* The process's pidfd (readable once it exited), -1 before a launch's spawn. */
 int session__pidfd(const struct session *s);
+/* -p: the executable held open (what is analysed and probed), else -1. */
+int session__exe_fd(const struct session *s);
+/* -p: does the process still run the held executable (no exec since it was opened)? */
+bool session__runs_exe(const struct session *s);
 const char *session__exe(const struct session *s); /* the executable's path, for messages */
 /* The file to probe: the held /proc/self/fd/N with -p, the command's path otherwise. */
 const char *session__probe_path(const struct session *s);
