@@ -127,7 +127,7 @@ def every():
     if p.returncode != 0:
         sys.exit(f"bench: asyncbpf profile --every failed ({p.returncode}):\n{p.stderr[-3000:]}")
     st = dict(re.findall(r"(\w+)=([\d.]+)", [l for l in p.stderr.splitlines() if "profile: stats" in l][-1]))
-    files = int(re.search(r"--every: (\d+) profiles written", p.stderr).group(1))
+    files = int(re.search(r"--every: (?:pid \d+: )?(\d+) profiles written", p.stderr).group(1))
     return dict(elapsed=elapsed_of(p.stdout), cpu=float(st["self_cpu_s"]), phase_cpu=float(st["cpu_s"]),
                 samples=int(st["samples"]), target_cpu=float(st["target_cpu_s"]), bpf_ns=int(st["bpf_run_ns"]),
                 files=files)

@@ -6,6 +6,7 @@ that a tracer that finds them by scanning /proc sees them from their first instr
 import ctypes
 import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -13,8 +14,41 @@ import time
 import urllib.parse
 import urllib.request
 
+import util
+
+URL = re.compile(r"serving Prometheus metrics on (http://\S+)")
 PTRACE_TRACEME = 0
 PTRACE_DETACH = 17
+
+
+def start_asyncbpf_top(args, stdin=subprocess.DEVNULL):
+    """asyncbpf top ARGS with --prometheus: (its process, the endpoint's URL it printed,
+    its stderr so far)."""
+    proc = subprocess.Popen([str(util.ASYNCBPF), "top", *args], stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=util.san_env())
+    err = []
+    url = read_until(proc.stderr, URL, 60, err).group(1)
+    return proc, url, err
+
+
+def finish(proc, err):
+    """The asyncbpf process's end once it was told to stop: a CompletedProcess with all
+    its stderr, after checking for sanitizer reports and a 0 exit."""
+    out, rest = proc.communicate(timeout=60)
+    err.append(rest.decode("utf-8", "replace"))
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), "".join(err))
+    util.assert_no_sanitizer_report(done)
+    assert done.returncode == 0, util.describe(done)
+    return done
+
+
+def cleanup(held, proc):
+    """After a test: the held programs killed, the asyncbpf process too if still there."""
+    for h in held:
+        h.kill()
+    if proc:
+        proc.kill()
+        proc.wait()
 
 
 def free_port():

@@ -16,9 +16,9 @@ import time
 import pytest
 
 import util
-from prom_lib import Held, prom_query, read_until, start_prometheus, stop_prometheus, wait_query
+from prom_lib import (Held, cleanup, finish, prom_query, read_until, start_asyncbpf_top, start_prometheus, stop_prometheus,
+                      wait_query)
 
-URL = re.compile(r"serving Prometheus metrics on (http://\S+)")
 TRUTH = re.compile(rb"^(\{.*\"mode\":\"park\".*\})$")
 MANY = 'future=~"tokio_mt::many_task.*"'
 
@@ -29,21 +29,12 @@ def features():
 
 
 def start_top(args):
-    proc = subprocess.Popen([str(util.ASYNCBPF), "top", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=util.san_env())
-    err = []
-    url = read_until(proc.stderr, URL, 60, err).group(1)
-    return proc, url, err
+    return start_asyncbpf_top(args)
 
 
 def stop_top(proc, err):
     proc.send_signal(signal.SIGINT)
-    out, rest = proc.communicate(timeout=60)
-    err.append(rest.decode("utf-8", "replace"))
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), "".join(err))
-    util.assert_no_sanitizer_report(done)
-    assert done.returncode == 0, util.describe(done)
-    return done
+    return finish(proc, err)
 
 
 def truth_of(held):
@@ -154,11 +145,7 @@ def test_exe_follows_restarts_and_new_builds(features, tmp_path):
         assert done.returncode == 0
     finally:
         stop_prometheus(prom)
-        for h in runs:
-            h.kill()
-        if proc:
-            proc.kill()
-            proc.wait()
+        cleanup(runs, proc)
 
 
 def test_bad_lists_and_paths(features):
@@ -206,10 +193,10 @@ def page(url):
 
 def test_exe_through_a_switched_symlink_with_tables(features, tmp_path):
     """--exe releases' symlinked path: a deploy switches the symlink to a new release;
-    the new release's process is found (the path resolved again), the old release's
-    is still followed. Tables (--batch) for each process, its LIVE many_task the
-    process's own count; the page's series labelled with the path as given, their
-    polls the processes' counts added up."""
+    the new release's process is found (the path resolved again), and a process of
+    the old release started after the switch still is. Tables (--batch) for each
+    process, its LIVE many_task the process's own count; the page's series labelled
+    with the path as given, their polls the processes' counts added up."""
     for rel, build in (("a", "debug"), ("b", "release")):
         (tmp_path / rel).mkdir()
         shutil.copy(util.fixture_binary(build, "tokio_mt"), tmp_path / rel / "app")
@@ -219,11 +206,14 @@ def test_exe_through_a_switched_symlink_with_tables(features, tmp_path):
     try:
         proc, url, err = start_top(["--exe", str(current / "app"), "--batch", "-i", "0.3",
                                     "--prometheus", "127.0.0.1:0"])
-        for n, rel in ((6, "a"), (8, "b")):
+        counts = ((6, "a"), (8, "b"), (4, "a-after"))
+        for n, rel in counts:
             if rel == "b":  # the deploy: the symlink switched
                 os.symlink(tmp_path / "b", tmp_path / "next")
                 os.rename(tmp_path / "next", current)
-            h = Held([str(current / "app"), "park", str(n)])
+            # the old release's own path, after the switch: still the service's
+            path = tmp_path / "a" / "app" if rel == "a-after" else current / "app"
+            h = Held([str(path), "park", str(n)])
             runs.append(h)
             attached(proc, err, h.pid)
             h.release()
@@ -231,8 +221,8 @@ def test_exe_through_a_switched_symlink_with_tables(features, tmp_path):
         time.sleep(1.5)  # a page and tables with both
         text = page(url)
         m = re.search(r'asyncbpf_future_polls_total\{future="tokio_mt::many_task[^"]*",exe="([^"]*)"\} (\d+)', text)
-        assert m and m.group(1) == str(current / "app") and int(m.group(2)) == 6 + 8, text[-3000:]
-        assert re.search(rf'asyncbpf_processes\{{exe="{re.escape(str(current / "app"))}"\}} 2\n', text), text[-3000:]
+        assert m and m.group(1) == str(current / "app") and int(m.group(2)) == 6 + 8 + 4, text[-3000:]
+        assert re.search(rf'asyncbpf_processes\{{exe="{re.escape(str(current / "app"))}"\}} 3\n', text), text[-3000:]
         for h in runs:
             h.close_stdin()
             assert h.wait() == 0
@@ -240,16 +230,12 @@ def test_exe_through_a_switched_symlink_with_tables(features, tmp_path):
             read_until(proc.stderr, re.compile(rf"pid {h.pid} .*exited: letting go"), 30, err)
         done = stop_top(proc, err)
         proc = None
-        for h, n in zip(runs, (6, 8)):
+        for h, (n, _) in zip(runs, counts):
             tables = table_rows(done.stdout, h.pid)
             lives = [live for rows in tables for live, task in rows if task.startswith("tokio_mt::many_task")]
             assert n in lives, (h.pid, tables, done.stdout[-3000:])
     finally:
-        for h in runs:
-            h.kill()
-        if proc:
-            proc.kill()
-            proc.wait()
+        cleanup(runs, proc)
 
 
 def test_exe_by_name(features, tmp_path):
@@ -272,8 +258,4 @@ def test_exe_by_name(features, tmp_path):
         stop_top(proc, err)
         proc = None
     finally:
-        if h:
-            h.kill()
-        if proc:
-            proc.kill()
-            proc.wait()
+        cleanup([h] if h else [], proc)

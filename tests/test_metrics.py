@@ -21,10 +21,7 @@ import urllib.request
 import pytest
 
 import util
-from prom_lib import free_port, prom_query, read_until
-
-URL = re.compile(r"serving Prometheus metrics on (http://\S+)")
-
+from prom_lib import finish, prom_query, read_until, start_asyncbpf_top, start_prometheus, wait_query
 
 @pytest.fixture(scope="module")
 def features():
@@ -32,22 +29,13 @@ def features():
 
 
 def start_top(args, command):
-    proc = subprocess.Popen([str(util.ASYNCBPF), "top", *args, "--", *command], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=util.san_env())
-    err = []
-    url = read_until(proc.stderr, URL, 60, err).group(1)
-    return proc, url, err
+    return start_asyncbpf_top([*args, "--", *command], stdin=subprocess.PIPE)
 
 
 def stop_top(proc, err):
     proc.stdin.close()  # the fixture exits at EOF; top with it
     proc.stdin = None
-    out, rest = proc.communicate(timeout=60)
-    err.append(rest.decode("utf-8", "replace"))
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), "".join(err))
-    util.assert_no_sanitizer_report(done)
-    assert done.returncode == 0, util.describe(done)
-    return done
+    return finish(proc, err)
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
@@ -61,27 +49,9 @@ def test_prometheus_server_reads_the_fixtures_counts(features, tmp_path, profile
     try:
         truth = json.loads(read_until(proc.stdout, re.compile(r"^(\{.*\"mode\":\"park\".*\})$"), 60, []).group(1))
         assert truth["many_task"] == n, truth
-        target = urllib.parse.urlparse(url)
-        port = free_port()
-        (tmp_path / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: asyncbpf\n"
-            f"    metrics_path: {target.path}\n"
-            f"    static_configs:\n      - targets: ['{target.netloc}']\n")
-        prom = subprocess.Popen(["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
-                                 f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        base = f"http://127.0.0.1:{port}"
+        prom, base = start_prometheus(tmp_path, url)
         query = 'asyncbpf_future_polls_total{job="asyncbpf",future=~"tokio_mt::many_task.*"}'
-        got, deadline = [], time.time() + 60
-        while time.time() < deadline:
-            try:
-                got = prom_query(base, query)
-                if got and float(got[0]["value"][1]) == n:
-                    break
-            except OSError:
-                pass  # Prometheus is still starting
-            time.sleep(0.5)
+        got = wait_query(base, query, n)
         assert len(got) == 1 and float(got[0]["value"][1]) == n, (got, "".join(err))
         labels = got[0]["metric"]
         children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()

@@ -17,7 +17,7 @@ import util
 import json
 
 from profile_lib import hot_chain_from_source, hot_command, offcpu_counts
-from prom_lib import Held, read_until
+from prom_lib import Held, cleanup, read_until
 
 NAME = re.compile(r"^asyncbpf-(\d{8}T\d{6}\.\d{3}Z)-(\d+)\.pb$")
 
@@ -218,11 +218,7 @@ def test_several_processes_each_its_own_files(sampling, tmp_path):
             assert re.search(rf"--every: pid {h.pid}: {len(names)} profiles written", text), text
         assert "its analysis reused" in text, text  # one binary, analysed once
     finally:
-        for h in held:
-            h.kill()
-        if proc:
-            proc.kill()
-            proc.wait()
+        cleanup(held, proc)
 
 
 def test_exe_follows_a_restart(sampling, tmp_path):
@@ -257,11 +253,7 @@ def test_exe_follows_a_restart(sampling, tmp_path):
             assert names and hot, (h.pid, pprof_files(d), text)
         assert re.search(rf"pid {runs[1].pid} runs the binary analysed for pid {runs[0].pid}", text), text
     finally:
-        for h in runs:
-            h.kill()
-        if proc:
-            proc.kill()
-            proc.wait()
+        cleanup(runs, proc)
 
 
 def test_several_processes_need_every(sampling):

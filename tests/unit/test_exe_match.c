@@ -40,6 +40,24 @@ static bool scan_finds(struct exe_match *m, pid_t pid)
 	return exe_match__scan(m, on_pid, &f) == 0 && f.seen && !f.self;
 }
 
+/* Once pid runs path (its exec done: up to 10 s). */
+static bool execd(pid_t pid, const char *path)
+{
+	char link[64], exe[PATH_MAX], want[PATH_MAX];
+
+	if (!realpath(path, want))
+		return false;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 1000; i++) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		if (n > 0 && (exe[n] = '\0', !strcmp(exe, want)))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* argv run with a pipe on stdin: it waits for the pipe's EOF (or sleeps) */
 static pid_t start(const char *path, char *const argv[], int *wfd)
 {
@@ -84,7 +102,7 @@ int main(int argc, char **argv)
 
 	child = start(self, child_argv, &w1);
 	other = start("/bin/sleep", sleep_argv, &w2);
-	usleep(200000); /* both have exec'd */
+	CHECK(execd(child, self) && execd(other, "/usr/bin/sleep"));
 	CHECK(exe_match__init(&m, self, err, sizeof(err)) == 0 && !m.by_name);
 	CHECK(!strcmp(m.label, self));
 	CHECK(exe_match__pid(&m, child));

@@ -132,9 +132,23 @@ static void test_restart_continues(void)
 	d.pid = 13;
 	d.tasks = false;
 	CHECK(prom_sum__add(g, &d, false) == -EINVAL);
+	CHECK(prom_sum__add(g, &d, true) == -EINVAL); /* gone, the same */
+	/* one whose wakes are probed otherwise (all, where the series' are none): its
+	 * polls count, its wakes not */
+	struct poll_stats p4[3] = {{.records = 2, .wakes = 9, .window_polls = 2, .delay_ns = 5}};
+	struct prom_snapshot w = c;
+
+	w.pid = 14;
+	w.stats = p4;
+	w.wakes = PROM_WAKES_ALL;
+	w.wake_sample_seconds = 3;
+	CHECK(prom_sum__add(g, &w, false) == 0);
 	s = prom_sum__snapshot(g, 4.0);
-	CHECK(s && stats_named(s, "app::serve")->records == 12 + 4 + 3);
-	CHECK(s && s->processes == 1 && s->tasks);
+	CHECK(s && stats_named(s, "app::handle")->records == 3 + 2 + 1 + 2);
+	CHECK(s && stats_named(s, "app::handle")->wakes == 0);
+	CHECK(s && stats_named(s, "app::handle")->delay_ns == 0);
+	CHECK(s && s->wake_sample_seconds == 0 && s->wakes == PROM_WAKES_OFF);
+	CHECK(s && s->processes == 2 && s->tasks);
 	prom_sum__free(g);
 }
 

@@ -204,6 +204,7 @@ static int plan_probes(struct trace_run *r)
 		r->model_loaded = true;
 		if (status)
 			return status;
+		r->model_ok = true;
 	}
 	if ((status = session__check_exe(r->s)))
 		return status;

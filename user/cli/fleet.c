@@ -13,16 +13,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
+
 #include "cli/fleet.h"
 #include "lib/exe_match.h"
 #include "lib/exitcodes.h"
 #include "lib/log.h"
+#include "lib/rb_budget.h"
 #include "lib/sysfacts.h"
 #include "lib/vec.h"
-
-/* File descriptors one process watched takes (a BPF object's maps, programs and
- * links, a ring buffer, a pidfd, its executable): ~35 measured, with room */
-#define FDS_PER_PROCESS 48
+#include "session/session.h"
 
 /* Unused analyses kept (a restart of a recent build reuses one); older ones freed */
 #define KEEP_UNUSED 2
@@ -67,6 +67,7 @@ struct fleet {
 	uint32_t nr_b, cap_b;
 	struct skipped *skip; /* --exe */
 	uint32_t nr_skip, cap_skip;
+	int err; /* why waiting failed */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -104,10 +105,11 @@ static struct built *built_new(struct fleet *f, const struct stat *st)
 	return b;
 }
 
+/* A live member's pid, or a skipped one's (a gone member's pid may be a new program). */
 static bool known_pid(const struct fleet *f, pid_t pid)
 {
 	for (uint32_t k = 0; k < f->n; k++)
-		if (f->m[k]->pid == pid)
+		if (f->m[k]->pid == pid && !f->m[k]->gone)
 			return true;
 	for (uint32_t k = 0; k < f->nr_skip; k++)
 		if (f->skip[k].pid == pid)
@@ -168,12 +170,12 @@ static int fd_room(const struct fleet *f, pid_t pid)
 	while (readdir(d))
 		open_fds++;
 	closedir(d);
-	if (open_fds + FDS_PER_PROCESS <= rl.rlim_cur)
+	if (open_fds + f->ops->fds_per_run <= rl.rlim_cur)
 		return EXIT_OK;
 	pr_warn("%s: pid %d not watched: %" PRIu64 " of asyncbpf's %" PRIu64 " file descriptors "
-		"are open and each process watched takes about %d: raise the limit (ulimit -n; "
+		"are open and each process watched takes about %u: raise the limit (ulimit -n; "
 		"the hard limit is %" PRIu64 ") or watch fewer processes\n",
-		f->ops->cmd, (int)pid, open_fds, (uint64_t)rl.rlim_cur, FDS_PER_PROCESS,
+		f->ops->cmd, (int)pid, open_fds, (uint64_t)rl.rlim_cur, f->ops->fds_per_run,
 		(uint64_t)rl.rlim_max);
 	return EXIT_USAGE;
 }
@@ -186,7 +188,7 @@ static int attach(struct fleet *f, pid_t pid, bool *quiet)
 	struct member *mb = calloc(1, sizeof(*mb));
 	struct stat st;
 	struct built *b = NULL;
-	bool known;
+	bool known, same;
 	int status;
 
 	*quiet = false;
@@ -204,7 +206,7 @@ static int attach(struct fleet *f, pid_t pid, bool *quiet)
 		return status;
 	}
 	/* the file the session holds: what is analysed and probed */
-	known = !fstat(ops->exe_fd(mb->pub.run), &st);
+	known = !fstat(session__exe_fd(ops->session(mb->pub.run)), &st);
 	if (known && (b = built_of(f, &st)) && b->status) {
 		pr_debug("%s: pid %d runs the binary of pid %d, which could not be watched: left "
 			 "alone\n",
@@ -220,13 +222,18 @@ static int attach(struct fleet *f, pid_t pid, bool *quiet)
 		    "its analysis reused\n",
 		    ops->cmd, (int)pid, (int)b->first);
 	status = ops->start(ops->ctx, mb->pub.run, b && b->loaded ? &b->m : NULL);
-	if (known && !b && (!status || status == EXIT_NO_MATCH || status == EXIT_BAD_INPUT) &&
-	    (b = built_new(f, &st)))
+	if (known && !b && (b = built_new(f, &st)))
 		b->first = pid;
-	if (b && !status && !b->loaded && ops->give_model(mb->pub.run, &b->m)) {
-		b->loaded = true; /* kept for the binary's other processes */
+	/* the analysis read /proc/PID/exe: the held file only if the process has not
+	 * executed another program since it was opened */
+	same = session__runs_exe(ops->session(mb->pub.run));
+	/* an analysis made, whatever failed after it, is kept for the binary's others */
+	if (b && !b->loaded && same && ops->give_model(mb->pub.run, &b->m)) {
+		b->loaded = true;
 		b->first = pid;
-	} else if (b && (status == EXIT_NO_MATCH || status == EXIT_BAD_INPUT)) {
+	} else if (b && !b->loaded && same &&
+		   (status == EXIT_NO_MATCH || status == EXIT_BAD_INPUT)) {
+		/* the analysis of the file failed: its every process would fail so */
 		b->status = status;
 	}
 	if (status) {
@@ -240,8 +247,13 @@ static int attach(struct fleet *f, pid_t pid, bool *quiet)
 	f->m[f->n++] = &mb->pub;
 	/* an exec between opening the process and attaching the exec probe shows here:
 	 * let go (with --exe, found again next time if the new program is the one) */
-	if (!ops->runs_exe(mb->pub.run)) {
-		ops->let_go(ops->ctx, mb->pub.run, "executed another program while being attached");
+	if (!session__runs_exe(ops->session(mb->pub.run))) {
+		struct pollfd p = {.fd = session__pidfd(ops->session(mb->pub.run)),
+				   .events = POLLIN};
+
+		ops->let_go(ops->ctx, mb->pub.run,
+			    poll(&p, 1, 0) > 0 ? "exited while being attached"
+					       : "executed another program while being attached");
 		mb->pub.gone = true;
 	}
 	return EXIT_OK;
@@ -297,10 +309,9 @@ static uint32_t live(const struct fleet *f)
 	return n;
 }
 
-/* Every interval: the command's tick over the members; the gone ones then freed. */
-static void tick(struct fleet *f, uint64_t now)
+/* The gone members freed. */
+static void sweep(struct fleet *f)
 {
-	f->ops->tick(f->ops->ctx, f->m, f->n, now);
 	for (uint32_t k = 0; k < f->n;) {
 		if (!f->m[k]->gone) {
 			k++;
@@ -311,6 +322,13 @@ static void tick(struct fleet *f, uint64_t now)
 		f->n--;
 	}
 	evict(f);
+}
+
+/* Every interval: the command's tick over the members; the gone ones then freed. */
+static void tick(struct fleet *f, uint64_t now)
+{
+	f->ops->tick(f->ops->ctx, f->m, f->n, now);
+	sweep(f);
 }
 
 enum fleet_stop { STOP_SIGNAL, STOP_DURATION, STOP_ALL_GONE, STOP_ASKED, STOP_ERROR };
@@ -330,8 +348,13 @@ static int wait_round(struct fleet *f, struct pollfd **fds, uint32_t *cap, uint6
 
 		if (f->m[k]->gone)
 			continue;
-		(*fds)[n++] = (struct pollfd){.fd = ops->epoll_fd(run), .events = POLLIN};
-		(*fds)[n++] = (struct pollfd){.fd = ops->pidfd(run), .events = POLLIN};
+		struct ring_buffer *rb;
+		struct rb_budget *b;
+
+		ops->ring(run, &rb, &b);
+		(*fds)[n++] = (struct pollfd){.fd = ring_buffer__epoll_fd(rb), .events = POLLIN};
+		(*fds)[n++] =
+		    (struct pollfd){.fd = session__pidfd(ops->session(run)), .events = POLLIN};
 		if (ops->pulse && (d = ops->pulse(run, now)) && d < due)
 			due = d;
 	}
@@ -354,16 +377,21 @@ static enum fleet_stop loop(struct fleet *f, uint64_t start)
 		if (f->follow && last_scan + FLEET_RESCAN_NS < due)
 			due = last_scan + FLEET_RESCAN_NS;
 		if (wait_round(f, &fds, &cap, now, due)) {
+			f->err = errno;
 			why = STOP_ERROR;
 			break;
 		}
 		for (uint32_t k = 0; k < f->n; k++) {
 			struct fleet_member *mb = f->m[k];
-			struct pollfd p = {.fd = ops->pidfd(mb->run), .events = POLLIN};
+			struct pollfd p = {.fd = session__pidfd(ops->session(mb->run)),
+					   .events = POLLIN};
+			struct ring_buffer *rb;
+			struct rb_budget *b;
 
 			if (mb->gone)
 				continue;
-			ops->consume(mb->run);
+			ops->ring(mb->run, &rb, &b);
+			rb_budget__consume(rb, b, RB_BUDGET_ROUND);
 			if (poll(&p, 1, 0) > 0 || ops->execs(mb->run)) {
 				ops->let_go(ops->ctx, mb->run,
 					    ops->execs(mb->run) ? "executed another program"
@@ -371,6 +399,8 @@ static enum fleet_stop loop(struct fleet *f, uint64_t start)
 				mb->gone = true;
 			}
 		}
+		if (!ops->gone_to_tick)
+			sweep(f);
 		now = sysfacts__now_ns();
 		if (f->o->duration > 0 && (double)(now - start) >= f->o->duration * 1e9) {
 			why = STOP_DURATION;
@@ -413,7 +443,10 @@ static int start(struct fleet *f)
 	}
 	if ((e = exe_match__init(&f->match, o->exe, err, sizeof(err)))) {
 		pr_warn("%s: %s\n", f->ops->cmd, err);
-		return e == -EINVAL ? EXIT_USAGE : exit_code_from_errno(e);
+		return e == -EINVAL ? EXIT_USAGE
+		       : e == -EACCES || e == -EPERM
+			   ? EXIT_NO_PERMISSION
+			   : EXIT_NO_INPUT; /* ENOENT, ENOTDIR, ELOOP ... */
 	}
 	rescan(f);
 	if (!live(f))
@@ -451,8 +484,10 @@ int fleet__run(const struct fleet_opts *o, const struct fleet_ops *ops)
 
 		if (why == STOP_ALL_GONE)
 			pr_info("%s: every process exited\n", ops->cmd);
-		else if (why == STOP_ERROR)
-			pr_warn("%s: waiting for events failed: %s\n", ops->cmd, strerror(errno));
+		else if (why == STOP_ERROR) {
+			pr_warn("%s: waiting for events failed: %s\n", ops->cmd, strerror(f.err));
+			status = EXIT_FAILURE_INTERNAL;
+		}
 	}
 	/* a second Ctrl-C from here on ends asyncbpf at once (the kernel drops the links) */
 	signal(SIGINT, SIG_DFL);

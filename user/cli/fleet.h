@@ -4,7 +4,8 @@
  * "Several processes, and following an executable"): the PIDs of a -p list, or every
  * process running an executable (--exe PATH|NAME), attached as they start and let go
  * as they exit or exec, the analysis of a binary made once for all its processes
- * (by device, inode, size and modification time: a new build is analysed anew).
+ * (the file the process's session holds, by device, inode, size and status-change
+ * time: a new build is analysed anew).
  * The command says, through its ops, how to attach to one process, consume its
  * records, let it go and what to do every interval.
  */
@@ -16,6 +17,10 @@
 #include <sys/types.h>
 
 #include "model/model.h"
+
+struct session;
+struct ring_buffer;
+struct rb_budget;
 
 /* Every -p of a list (at most this many processes at once: each has its own BPF side) */
 #define FLEET_MAX_PIDS 64
@@ -35,9 +40,7 @@ struct fleet_ops {
 	/* Open process pid (held, its executable open: a session): *run, or an exit
 	 * status (said, *run freed). */
 	int (*open)(void *ctx, pid_t pid, void **run);
-	int (*exe_fd)(void *run); /* the executable it holds open */
-	/* Does the process still run it (no exec since open)? */
-	bool (*runs_exe)(void *run);
+	struct session *(*session)(void *run); /* its session (pidfd, executable) */
 	/*
 	 * Analyse (unless shared), attach: an exit status (said). shared: the analysis of
 	 * the file exe_fd is (another process of it had it made); the run uses a copy and
@@ -47,14 +50,18 @@ struct fleet_ops {
 	/* The analysis the run made (not borrowed): moved to *out (the run now borrows
 	 * it). false when it has none. */
 	bool (*give_model)(void *run, struct model *out);
-	int (*epoll_fd)(void *run);   /* its records' ring buffer */
-	int (*pidfd)(void *run);      /* readable once the process exited */
-	void (*consume)(void *run);   /* a bounded round of its records */
+	/* its records: a ring buffer consumed in bounded rounds */
+	void (*ring)(void *run, struct ring_buffer **rb, struct rb_budget **budget);
 	uint32_t (*execs)(void *run); /* execs of the process since attach */
 	/* work due at given times (NULL: none): when it is next due, 0 for nothing */
 	uint64_t (*pulse)(void *run, uint64_t now);
 	/* the process is gone (why: "exited"): detach, keep what the next tick needs */
 	void (*let_go)(void *ctx, void *run, const char *why);
+	/* tick reads gone members (their last values): kept until it ran; else freed at
+	 * once (their descriptors back, their pid found again at the next scan) */
+	bool gone_to_tick;
+	/* file descriptors one run takes (fd_room: refused past the open-files limit) */
+	uint32_t fds_per_run;
 	/* every tick_ns: the members, live and gone (gone ones freed right after) */
 	void (*tick)(void *ctx, struct fleet_member *const *m, uint32_t n, uint64_t now);
 	uint64_t tick_ns;

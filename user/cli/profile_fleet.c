@@ -3,6 +3,8 @@
  * (profile_fleet.h). */
 #include <stdlib.h>
 
+#include <bpf/libbpf.h>
+
 #include "cli/fleet.h"
 #include "cli/profile_fleet.h"
 #include "cli/profile_run.h"
@@ -40,14 +42,9 @@ static int open_run(void *ctx, pid_t pid, void **run)
 	return EXIT_OK;
 }
 
-static int exe_fd(void *run)
+static struct session *session_of(void *run)
 {
-	return session__exe_fd(((struct member *)run)->r.s);
-}
-
-static bool runs_exe(void *run)
-{
-	return session__runs_exe(((struct member *)run)->r.s);
+	return ((struct member *)run)->r.s;
 }
 
 static int start_run(void *ctx, void *run, const struct model *shared)
@@ -66,29 +63,20 @@ static bool give_model(void *run, struct model *out)
 {
 	struct member *mb = run;
 
-	if (!mb->r.model_loaded)
+	if (!mb->r.model_loaded || !mb->r.model_ok)
 		return false;
 	*out = mb->r.m;
-	mb->r.model_loaded = false;
+	mb->r.model_loaded = mb->r.model_ok = false;
 	mb->r.model_borrowed = true;
 	return true;
 }
 
-static int epoll_fd(void *run)
-{
-	return ring_buffer__epoll_fd(((struct member *)run)->r.rb);
-}
-
-static int pidfd(void *run)
-{
-	return session__pidfd(((struct member *)run)->r.s);
-}
-
-static void consume(void *run)
+static void ring(void *run, struct ring_buffer **rb, struct rb_budget **budget)
 {
 	struct member *mb = run;
 
-	rb_budget__consume(mb->r.rb, &mb->r.budget, RB_BUDGET_ROUND);
+	*rb = mb->r.rb;
+	*budget = &mb->r.budget;
 }
 
 static uint32_t execs(void *run)
@@ -138,28 +126,41 @@ static void free_run(void *run)
 	free(mb);
 }
 
+/* A profiler's descriptors: a perf event and a link per CPU, the BPF object's maps and
+ * programs, its ring buffers, the unwinder's, the session's */
+static uint32_t fds_per_run(void)
+{
+	int cpus = libbpf_num_possible_cpus();
+
+	return 2 * (uint32_t)(cpus > 0 ? cpus : 64) + 40;
+}
+
 int profile_fleet__run(const struct profile_args *a)
 {
 	struct profile_fleet pf = {.a = a};
 	const struct fleet_ops ops = {.cmd = "profile",
 				      .ctx = &pf,
 				      .open = open_run,
-				      .exe_fd = exe_fd,
-				      .runs_exe = runs_exe,
+				      .session = session_of,
 				      .start = start_run,
 				      .give_model = give_model,
-				      .epoll_fd = epoll_fd,
-				      .pidfd = pidfd,
-				      .consume = consume,
+				      .ring = ring,
 				      .execs = execs,
 				      .let_go = let_go,
+				      .fds_per_run = fds_per_run(),
 				      .tick = tick,
 				      .tick_ns = (uint64_t)(a->every * 1e9),
 				      .close = close_run,
 				      .free = free_run};
 	const struct fleet_opts o = {
 	    .pids = a->pids, .nr_pids = a->nr_pids, .exe = a->exe, .duration = a->duration};
-	int status = fleet__run(&o, &ops);
+	struct profile_every *dir;
+	int status;
 
+	/* the directory checked (made) before any process is: exit 8 at once */
+	if ((status = profile_every__open(a->pprof_dir, a->keep, a->keep_bytes, 0, &dir)))
+		return status;
+	profile_every__close(dir);
+	status = fleet__run(&o, &ops);
 	return status ? status : pf.status;
 }

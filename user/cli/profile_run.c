@@ -47,6 +47,7 @@ static int analyze(struct profile_run *r)
 		r->model_loaded = true;
 		if (status)
 			return status;
+		r->model_ok = true;
 	}
 	if ((status = session__check_exe(r->s)))
 		return status;

@@ -32,6 +32,7 @@ struct profile_run {
 	struct model m;
 	bool model_loaded;
 	bool model_borrowed; /* m is a copy of the caller's (profile's fleet): not loaded here */
+	bool model_ok;	     /* m loaded here, and whole (model_loaded: to free, maybe not) */
 	char svg[PATH_MAX];
 	struct outfile *files[OUT_COUNT];
 	struct profile_consumer *c;

@@ -216,9 +216,11 @@ int top_prom__add(struct top_prom *tp, struct top_prom_src *src, const struct to
 
 	if (!src)
 		return 0;
-	if (!snapshot(src, in))
+	if (!snapshot(src, in)) {
 		r = -ENOMEM;
-	else if (src->sum)
+		if (src->sum) /* a sum without this process would go down: none this round */
+			prom_sum__fail(src->sum);
+	} else if (src->sum)
 		r = prom_sum__add(src->sum, &src->snap, gone);
 	if (r == -ENOMEM)
 		failed(tp, r);

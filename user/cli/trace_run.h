@@ -32,6 +32,7 @@ struct trace_run {
 	struct model m;
 	bool model_loaded;
 	bool model_borrowed; /* m is a copy of the caller's (top's fleet): not loaded here */
+	bool model_ok;	     /* m loaded here, and whole (model_loaded: to free, maybe not) */
 	struct selection sel;
 	struct trace_plan plan;
 	struct trace_files files;

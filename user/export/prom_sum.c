@@ -140,16 +140,21 @@ static int grow_rows(struct totals *t, uint32_t nr)
 	return 0;
 }
 
-static void add_stats(struct poll_stats *dst, const struct poll_stats *src, bool gone)
+static void add_stats(struct poll_stats *dst, const struct poll_stats *in, bool gone, bool wakes)
 {
+	struct poll_stats src = *in;
 	__u64 *d = (__u64 *)(void *)dst;
-	const __u64 *x = (const __u64 *)(const void *)src;
+	const __u64 *x = (const __u64 *)(const void *)&src;
 
+	if (!wakes) { /* wakes probed otherwise than the series': left out */
+		src.wakes = src.window_polls = src.delay_ns = 0;
+		memset(src.delay_hist, 0, sizeof(src.delay_hist));
+	}
 	for (size_t k = 0; k < WORDS; k++)
 		d[k] += x[k];
 	/* a process gone has no live instances left: what it started, it ended */
-	if (gone && src->started > src->ended)
-		dst->ended += src->started - src->ended;
+	if (gone && src.started > src.ended)
+		dst->ended += src.started - src.ended;
 }
 
 static int add_sys(struct totals *t, uint32_t row, const struct prom_sys *s)
@@ -196,10 +201,12 @@ static int add_lost(struct totals *t, const struct prom_lost *l)
 static int add_to(struct prom_sum *g, struct totals *t, const struct prom_snapshot *s,
 		  const uint32_t *rows, bool gone)
 {
+	bool wakes = s->wakes == g->wakes;
+
 	if (grow_rows(t, g->nr_names))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nr; i++)
-		add_stats(&t->stats[rows[i]], &s->stats[i], gone);
+		add_stats(&t->stats[rows[i]], &s->stats[i], gone, wakes);
 	for (uint32_t k = 0; k < s->nr_sys; k++)
 		if (s->sys[k].row < s->nr && add_sys(t, rows[s->sys[k].row], &s->sys[k]))
 			return -ENOMEM;
@@ -212,7 +219,8 @@ static int add_to(struct prom_sum *g, struct totals *t, const struct prom_snapsh
 	t->tracer_cpu_ns += s->tracer_cpu_ns;
 	if (s->target_cpu_ns > 0)
 		t->target_cpu_ns += s->target_cpu_ns;
-	t->wake_sample_seconds += s->wake_sample_seconds;
+	if (wakes)
+		t->wake_sample_seconds += s->wake_sample_seconds;
 	return 0;
 }
 
@@ -222,7 +230,7 @@ int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone)
 	uint32_t *rows = malloc((s->nr + 1) * sizeof(*rows));
 	int r = -ENOMEM;
 
-	if (g->moded && (s->tasks != g->tasks || s->wakes != g->wakes)) {
+	if (g->moded && s->tasks != g->tasks) {
 		free(rows);
 		return -EINVAL;
 	}
@@ -235,9 +243,11 @@ int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone)
 		if ((r = row_of(g, name, &rows[i])))
 			goto out;
 	}
-	g->moded = true;
-	g->tasks = s->tasks;
-	g->wakes = s->wakes;
+	if (!g->moded) {
+		g->moded = true;
+		g->tasks = s->tasks;
+		g->wakes = s->wakes;
+	}
 	if (s->syscall_name)
 		g->syscall_name = s->syscall_name;
 	/* gone: for good, and in this round too (its values were not added yet) */
@@ -253,6 +263,11 @@ out:
 		g->failed = true; /* a sum half made is not shown: the last page stands */
 	free(rows);
 	return r;
+}
+
+void prom_sum__fail(struct prom_sum *g)
+{
+	g->failed = true;
 }
 
 static void sum_name(void *ctx, uint32_t row, char *buf, size_t len)

@@ -24,11 +24,15 @@ void prom_sum__begin(struct prom_sum *g);
 /*
  * Add one process's snapshot (rows named through s->name; hits, lost by their
  * names) to this round; gone: the process is gone and s holds its last values,
- * kept in every later round (its live instances no longer count). 0; -EINVAL when
- * its mode (tasks, wakes) is not the first process's (rows of one mode are not rows
- * of the other): nothing added; -ENOMEM: this round has no sum.
+ * kept in every later round (its live instances no longer count). The first
+ * process's mode is the series': one with task rows where they are per-future (or
+ * the other way) is refused, -EINVAL, nothing added; one whose wakes are probed
+ * otherwise (all, sampled, none) adds all but its wakes. -ENOMEM: this round has no
+ * sum.
  */
 int prom_sum__add(struct prom_sum *g, const struct prom_snapshot *s, bool gone);
+/* This round has no sum (a process's snapshot could not be made). */
+void prom_sum__fail(struct prom_sum *g);
 /* This round's sum: valid until the next call on g. processes: the live ones added. */
 const struct prom_snapshot *prom_sum__snapshot(struct prom_sum *g, double seconds);
 
