@@ -197,18 +197,18 @@ static int plan_probes(struct trace_run *r)
 		spec.pid = session__pid(r->s);
 	/* task mode ends task polls in their callers, and so do the emulated exits of
 	 * poll fns whose own exits would be single-stepped: both need the call-site index */
-	if (!r->model_borrowed) {
+	if (!r->model_own.borrowed) {
 		status = a->tasks || a->exits == EXITS_AUTO || a->exits == EXITS_EMULATED
 			     ? load_model_caller_exits("trace", &spec, &r->m)
 			     : load_model("trace", &spec, &r->m);
-		r->model_loaded = true;
+		r->model_own.loaded = true;
 		if (status)
 			return status;
-		r->model_ok = true;
+		r->model_own.ok = true;
 	}
 	if ((status = session__check_exe(r->s)))
 		return status;
-	if (!r->model_borrowed)
+	if (!r->model_own.borrowed)
 		print_warnings("trace", &r->m);
 	if (a->tasks || task_mode_by_default(a)) {
 		status = plan_task_probes(r, !a->tasks);
@@ -558,8 +558,7 @@ void trace_run__free(struct trace_run *r)
 		trace_summary__free(&r->sum);
 	trace_plan__free(&r->plan);
 	selection__free(&r->sel);
-	if (r->model_loaded)
-		model__free(&r->m);
+	run_model__free(&r->m, &r->model_own);
 	session__free(r->s);
 }
 

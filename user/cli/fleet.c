@@ -188,6 +188,8 @@ static int attach(struct fleet *f, pid_t pid, bool *quiet)
 	struct member *mb = calloc(1, sizeof(*mb));
 	struct stat st;
 	struct built *b = NULL;
+	struct model *m;
+	struct run_model *own;
 	bool known, same;
 	int status;
 
@@ -221,14 +223,17 @@ static int attach(struct fleet *f, pid_t pid, bool *quiet)
 		    "%s: pid %d runs the binary analysed for pid %d (the same file, unchanged): "
 		    "its analysis reused\n",
 		    ops->cmd, (int)pid, (int)b->first);
-	status = ops->start(ops->ctx, mb->pub.run, b && b->loaded ? &b->m : NULL);
+	ops->model(mb->pub.run, &m, &own);
+	if (b && b->loaded)
+		run_model__borrow(m, own, &b->m);
+	status = ops->start(ops->ctx, mb->pub.run);
 	if (known && !b && (b = built_new(f, &st)))
 		b->first = pid;
 	/* the analysis read /proc/PID/exe: the held file only if the process has not
 	 * executed another program since it was opened */
 	same = session__runs_exe(ops->session(mb->pub.run));
 	/* an analysis made, whatever failed after it, is kept for the binary's others */
-	if (b && !b->loaded && same && ops->give_model(mb->pub.run, &b->m)) {
+	if (b && !b->loaded && same && run_model__give(m, own, &b->m)) {
 		b->loaded = true;
 		b->first = pid;
 	} else if (b && !b->loaded && same &&

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli/run_model.h"
 #include "model/model.h"
 
 struct session;
@@ -41,15 +42,11 @@ struct fleet_ops {
 	 * status (said, *run freed). */
 	int (*open)(void *ctx, pid_t pid, void **run);
 	struct session *(*session)(void *run); /* its session (pidfd, executable) */
-	/*
-	 * Analyse (unless shared), attach: an exit status (said). shared: the analysis of
-	 * the file exe_fd is (another process of it had it made); the run uses a copy and
-	 * never frees it. Else it makes its own, which give_model may then move here.
-	 */
-	int (*start)(void *ctx, void *run, const struct model *shared);
-	/* The analysis the run made (not borrowed): moved to *out (the run now borrows
-	 * it). false when it has none. */
-	bool (*give_model)(void *run, struct model *out);
+	/* its analysis and who owns it: lent one before start when another process of
+	 * the held file had it made, taken after start when the run made it */
+	void (*model)(void *run, struct model **m, struct run_model **own);
+	/* Analyse (unless lent), attach: an exit status (said). */
+	int (*start)(void *ctx, void *run);
 	/* its records: a ring buffer consumed in bounded rounds */
 	void (*ring)(void *run, struct ring_buffer **rb, struct rb_budget **budget);
 	uint32_t (*execs)(void *run); /* execs of the process since attach */

@@ -47,28 +47,20 @@ static struct session *session_of(void *run)
 	return ((struct member *)run)->r.s;
 }
 
-static int start_run(void *ctx, void *run, const struct model *shared)
+static void model_of(void *run, struct model **m, struct run_model **own)
+{
+	struct member *mb = run;
+
+	*m = &mb->r.m;
+	*own = &mb->r.model_own;
+}
+
+static int start_run(void *ctx, void *run)
 {
 	struct member *mb = run;
 
 	(void)ctx;
-	if (shared) {
-		mb->r.m = *shared;
-		mb->r.model_borrowed = true;
-	}
 	return profile_run__start(&mb->r);
-}
-
-static bool give_model(void *run, struct model *out)
-{
-	struct member *mb = run;
-
-	if (!mb->r.model_loaded || !mb->r.model_ok)
-		return false;
-	*out = mb->r.m;
-	mb->r.model_loaded = mb->r.model_ok = false;
-	mb->r.model_borrowed = true;
-	return true;
 }
 
 static void ring(void *run, struct ring_buffer **rb, struct rb_budget **budget)
@@ -143,7 +135,7 @@ int profile_fleet__run(const struct profile_args *a)
 				      .open = open_run,
 				      .session = session_of,
 				      .start = start_run,
-				      .give_model = give_model,
+				      .model = model_of,
 				      .ring = ring,
 				      .execs = execs,
 				      .let_go = let_go,

@@ -42,16 +42,16 @@ static int analyze(struct profile_run *r)
 		spec.path = session__exe(r->s);
 	else
 		spec.pid = session__pid(r->s);
-	if (!r->model_borrowed) {
+	if (!r->model_own.borrowed) {
 		status = load_model("profile", &spec, &r->m);
-		r->model_loaded = true;
+		r->model_own.loaded = true;
 		if (status)
 			return status;
-		r->model_ok = true;
+		r->model_own.ok = true;
 	}
 	if ((status = session__check_exe(r->s)))
 		return status;
-	if (r->model_borrowed)
+	if (r->model_own.borrowed)
 		return EXIT_OK; /* said for the process it was made for */
 	print_warnings("profile", &r->m);
 	/* limited DWARF names every poll, inlined ones too: all a profile needs */
@@ -353,8 +353,7 @@ void profile_run__free(struct profile_run *r)
 	ring_buffer__free(r->rb);
 	profiler__free(r->p);
 	profile_consumer__free(r->c);
-	if (r->model_loaded)
-		model__free(&r->m);
+	run_model__free(&r->m, &r->model_own);
 	session__free(r->s);
 }
 

@@ -15,6 +15,7 @@
 
 #include "cli/profile_args.h"
 #include "cli/profile_every.h"
+#include "cli/run_model.h"
 #include "lib/outfile.h"
 #include "lib/rb_budget.h"
 #include "model/model.h"
@@ -30,9 +31,7 @@ struct profile_run {
 	const struct profile_args *a;
 	struct session *s;
 	struct model m;
-	bool model_loaded;
-	bool model_borrowed; /* m is a copy of the caller's (profile's fleet): not loaded here */
-	bool model_ok;	     /* m loaded here, and whole (model_loaded: to free, maybe not) */
+	struct run_model model_own; /* m loaded here, or lent by profile's fleet */
 	char svg[PATH_MAX];
 	struct outfile *files[OUT_COUNT];
 	struct profile_consumer *c;
@@ -51,7 +50,7 @@ struct profile_run {
 /*
  * A run on r->a's process (-p) or command, r zeroed but for a, cpu_start and cpu_end
  * -1: first the session (the process held, its executable open; a command resolved),
- * then (m set and model_borrowed, or not) the analysis unless borrowed, the command
+ * then (m lent: run_model__borrow, or not) the analysis unless borrowed, the command
  * spawned held, the outputs or the --every writer opened, the profiler attached.
  * Exit statuses (printed); profile_run__free either way.
  */

@@ -62,16 +62,20 @@ static struct session *session_of(void *run)
 	return ((struct member *)run)->r.s;
 }
 
-static int start_run(void *ctx, void *run, const struct model *shared)
+static void model_of(void *run, struct model **m, struct run_model **own)
+{
+	struct member *mb = run;
+
+	*m = &mb->r.m;
+	*own = &mb->r.model_own;
+}
+
+static int start_run(void *ctx, void *run)
 {
 	struct top_fleet *tf = ctx;
 	struct member *mb = run;
 	int status;
 
-	if (shared) {
-		mb->r.m = *shared;
-		mb->r.model_borrowed = true;
-	}
 	if ((status = trace_run__start(&mb->r)))
 		return status;
 	if (tf->prom &&
@@ -81,18 +85,6 @@ static int start_run(void *ctx, void *run, const struct model *shared)
 	/* the baseline of its first table */
 	top_run__tick(&mb->r, sysfacts__now_ns(), mb->r.attached_ns);
 	return EXIT_OK;
-}
-
-static bool give_model(void *run, struct model *out)
-{
-	struct member *mb = run;
-
-	if (!mb->r.model_loaded || !mb->r.model_ok)
-		return false;
-	*out = mb->r.m;
-	mb->r.model_loaded = mb->r.model_ok = false;
-	mb->r.model_borrowed = true;
-	return true;
 }
 
 static void ring(void *run, struct ring_buffer **rb, struct rb_budget **budget)
@@ -130,8 +122,7 @@ static void let_go(void *ctx, void *run, const char *why)
 	(void)ctx;
 	if (top_run__read(&mb->r, &mb->last, &mb->nr_last, mb->counters) && mb->r.top_prev) {
 		/* the maps cannot be read now: what the last table read stands */
-		mb->nr_last = mb->r.plan.task_mode ? tracer__nr_task_stats(mb->r.t)
-						   : tracer__nr_polls(mb->r.t);
+		mb->nr_last = mb->r.top_prev_nr;
 		if ((mb->last = malloc(mb->nr_last * sizeof(*mb->last) + 1))) {
 			memcpy(mb->last, mb->r.top_prev, mb->nr_last * sizeof(*mb->last));
 			memcpy(mb->counters, mb->r.top_prev_counters, sizeof(mb->counters));
@@ -183,9 +174,7 @@ static void tick(void *ctx, struct fleet_member *const *m, uint32_t n, uint64_t 
 		top_run__tick(&mb->r, now, mb->r.attached_ns);
 		shown++;
 		if (tf->prom && mb->r.top_prev) {
-			top_run__prom_in(&mb->r, mb->r.top_prev,
-					 mb->r.plan.task_mode ? tracer__nr_task_stats(mb->r.t)
-							      : tracer__nr_polls(mb->r.t),
+			top_run__prom_in(&mb->r, mb->r.top_prev, mb->r.top_prev_nr,
 					 mb->r.top_prev_counters, mb->r.top_prev_cpu, now, &pin);
 			add(tf, mb, &pin, false);
 		}
@@ -236,7 +225,7 @@ int top_fleet__run(const struct trace_args *a)
 				      .open = open_run,
 				      .session = session_of,
 				      .start = start_run,
-				      .give_model = give_model,
+				      .model = model_of,
 				      .ring = ring,
 				      .execs = execs,
 				      .pulse = pulse,

@@ -163,6 +163,7 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 	}
 	if (!r->top_prev) { /* the first read: the baseline */
 		r->top_prev = cur;
+		r->top_prev_nr = nr;
 		r->top_prev_ns = now;
 		memcpy(r->top_prev_counters, counters, sizeof(counters));
 		r->top_prev_cpu = cpu;
@@ -203,6 +204,7 @@ next:
 	r->top_snapshots++;
 	free(r->top_prev);
 	r->top_prev = cur;
+	r->top_prev_nr = nr;
 	r->top_prev_ns = now;
 	memcpy(r->top_prev_counters, counters, sizeof(counters));
 	r->top_prev_cpu = cpu;

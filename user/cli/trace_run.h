@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "model/model.h"
+#include "cli/run_model.h"
 #include "cli/top_prom.h"
 #include "cli/trace_args.h"
 #include "cli/trace_files.h"
@@ -30,9 +31,7 @@ struct trace_run {
 	const struct trace_args *a;
 	struct session *s;
 	struct model m;
-	bool model_loaded;
-	bool model_borrowed; /* m is a copy of the caller's (top's fleet): not loaded here */
-	bool model_ok;	     /* m loaded here, and whole (model_loaded: to free, maybe not) */
+	struct run_model model_own; /* m loaded here, or lent by top's fleet */
 	struct selection sel;
 	struct trace_plan plan;
 	struct trace_files files;
@@ -53,6 +52,7 @@ struct trace_run {
 	bool status_printed;
 	/* top */
 	struct poll_stats *top_prev;
+	uint32_t top_prev_nr; /* its rows */
 	uint64_t top_prev_ns;
 	__u64 top_prev_counters[COUNTER_COUNT];
 	int64_t top_prev_cpu;
@@ -67,7 +67,7 @@ struct trace_run {
 
 /*
  * A run on the process r->a->pid, r zeroed but for a: first the session (the process
- * held, its executable open), then (m set and model_borrowed, or not) the analysis
+ * held, its executable open), then (m lent: run_model__borrow, or not) the analysis
  * unless borrowed, the plan, the tracer attached. Exit statuses (printed);
  * trace_run__free either way.
  */
