@@ -244,9 +244,13 @@ struct task_frame {
 	__u64 sp; /* rsp at the vtable function's entry (its return address) */
 	__u64 start_ns;
 	__u64 offcpu_at_entry;
-	__u32 spec;
-	__u32 info; /* task type: index of its vtable's task_info */
+	__u32 at_start; /* TASK_START_*: what the header said when the poll began */
+	__u32 info;	/* task type: index of its vtable's task_info */
 };
+
+/* task_frame.at_start, read at a task poll's entry (its type known) */
+#define TASK_START_GONE	  1 /* the future was not there: a poll of a finished task */
+#define TASK_START_CANCEL 2 /* the runtime's cancel flag was set: the poll drops the future */
 
 /* One future type's node of the tree table (model.trees[i]). */
 struct tree_node_spec {
@@ -294,7 +298,7 @@ struct task_info {
 	__u32 pad2;
 	struct {
 		__s32 offset;
-		__u8 kind, size, pad[2];
+		__u8 kind, size, pad[2]; /* kind: 0 in, 1 not in, 2 no bits (tree_cond_kind) */
 		__u64 lo, hi;
 	} live[TASK_TREE_CONDS];
 };
@@ -329,6 +333,10 @@ enum task_tree_phase {
 /* the tree was not read: another task poll on the same CPU used the per-CPU buffers
  * while this one was preempted (a kernel that preempts BPF programs) */
 #define TASK_TREE_NOT_READ 8
+/* task_frame.at_start carried to the end record: the future was not there when the
+ * poll began (a poll of a finished task), the runtime's cancel flag was set then */
+#define TASK_TREE_GONE_AT_START 16
+#define TASK_TREE_CANCELLING	32
 
 struct task_tree_record {
 	__u32 type; /* RECORD_TASK_TREE */
@@ -510,6 +518,9 @@ struct poll_stats {
 	 * returned Pending (task mode: the task's future still there) */
 	__u64 delay_ns;
 	__u64 pending;
+	/* task mode: polls of a task whose future was gone when they began (a wake after
+	 * it finished): neither Ready nor Pending */
+	__u64 finished_polls;
 };
 
 /*
@@ -682,7 +693,7 @@ _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
 	       "struct poll_stats: only __u64 members (user space sums them word by word)");
-_Static_assert(sizeof(struct poll_stats) == 200 + 16 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 208 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 48 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

@@ -39,6 +39,13 @@ const volatile __u32 ctx_waker_off = 0, waker_raw_off = 0, raw_data_off = 0;
 const volatile __u32 block_enabled = 0;
 /* Where each runtime's task header keeps its vtable pointer (enum task_runtime). */
 const volatile __u32 header_vtable[4] = {};
+/* And its state word, its bit that says the task finished (tokio's COMPLETE,
+ * async-task's COMPLETED: the future is gone) and the one that says it is cancelled
+ * (tokio's CANCELLED, async-task's CLOSED: a poll that begins with it set drops the
+ * future instead of polling it); 0: no state word. */
+const volatile __u32 header_state[4] = {};
+const volatile __u64 done_bit[4] = {};
+const volatile __u64 cancel_bit[4] = {};
 
 /* Set by user space while sampled wake probes are attached (top: window_polls). */
 __u32 wake_window = 0;
@@ -714,7 +721,7 @@ int task_probe(void *ctx)
 	if (!(spec = probe_spec(ctx, pid_tgid, &now, &index)))
 		return 0;
 	if (spec->kind & PROBE_TASK_ENTRY)
-		task_entry(regs, spec, index, now, pid_tgid);
+		task_entry(regs, spec, now, pid_tgid);
 	if (spec->kind & PROBE_TASK_EXIT)
 		task_exit(regs, spec, now, pid_tgid);
 	if (spec->kind & PROBE_WAKE)

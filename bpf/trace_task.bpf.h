@@ -324,11 +324,43 @@ static __always_inline int task_future_live(const struct task_cache *tc, const s
 		if (k >= ti->nr_live)
 			break;
 		v = read_discr(tc, fut + (__s64)ti->live[k].offset, ti->live[k].size);
+		if (ti->live[k].kind == 2) { /* TREE_COND_NO_BITS: a runtime's state word */
+			if (!v || v > ti->live[k].hi || (v & ti->live[k].lo))
+				return 0;
+			continue;
+		}
 		in = v >= ti->live[k].lo && v <= ti->live[k].hi;
 		if (ti->live[k].kind ? in : !in)
 			return 0;
 	}
 	return 1;
+}
+
+/*
+ * What the header says as a task poll begins (TASK_START_*): its future already gone
+ * (the runtime polls a task it finished: a wake that came meanwhile), or its cancel
+ * flag set (tokio's abort, async-task's cancel: the poll drops the future instead of
+ * polling it). Its end alone cannot tell these from a poll that finished the future.
+ */
+static __always_inline __u32 task_start_flags(__u64 header, __u32 type)
+{
+	struct task_info *ti = type != ~0u ? bpf_map_lookup_elem(&task_infos, &type) : NULL;
+	__u64 w = 0;
+	__u32 rt;
+
+	if (!ti || !ti->known)
+		return 0;
+	rt = ti->runtime & 3;
+	if (!done_bit[rt]) /* no state word (a block_on's root): its own __state */
+		return task_future_live(NULL, ti, header + ti->future_offset) ? 0 : TASK_START_GONE;
+	/* one read: the runtime's word says both. Finished first: a task aborted while
+	 * its last poll returned Ready keeps the cancel flag after it; a cancelled one
+	 * still has its future, which this poll drops */
+	if (bpf_probe_read_user(&w, sizeof(w), (void *)(header + header_state[rt])))
+		return 0;
+	if (w & done_bit[rt])
+		return TASK_START_GONE;
+	return (w & cancel_bit[rt]) ? TASK_START_CANCEL : 0;
 }
 
 /*
@@ -437,9 +469,9 @@ static __always_inline void send_head(__u64 header, __u8 phase, __u8 flags, __u6
  * no other walk used the per-CPU buffers meanwhile (tc->gen still gen after the copy:
  * the reserved copy is this program's own).
  */
-static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __u64 pid_tgid,
-				      __u64 start, __u64 end, __u64 offcpu, __u32 nested,
-				      const struct task_cache *tc, __u64 gen)
+static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __u8 at,
+				      __u64 pid_tgid, __u64 start, __u64 end, __u64 offcpu,
+				      __u32 nested, const struct task_cache *tc, __u64 gen)
 {
 	struct bpf_dynptr d;
 	__u64 size, header = r->header;
@@ -452,6 +484,7 @@ static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __
 	r->end_ns = end;
 	r->offcpu_ns = offcpu;
 	r->nested = nested;
+	r->flags |= at;
 	if (stats_only)
 		return;
 	n = r->nr_nodes;
@@ -468,7 +501,8 @@ static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __
 	if (bpf_dynptr_write(&d, 0, r, size, 0) || tc->gen != gen) {
 		bpf_ringbuf_discard_dynptr(&d, 0);
 		count(COUNTER_TREE_NOT_READ);
-		send_head(header, phase, TASK_TREE_NOT_READ, pid_tgid, start, end, offcpu, nested);
+		send_head(header, phase, TASK_TREE_NOT_READ | at, pid_tgid, start, end, offcpu,
+			  nested);
 		return;
 	}
 	bpf_ringbuf_submit_dynptr(&d, BPF_RB_NO_WAKEUP);
@@ -504,13 +538,26 @@ static __always_inline void task_stats_exit(const struct task_frame *t, __u64 no
 		__sync_fetch_and_add(&s->window_polls, 1);
 	if (!ti || !ti->known)
 		return;
+	if (t->at_start & TASK_START_GONE) {
+		/* a poll of a task it finished before: neither Ready nor Pending */
+		__sync_fetch_and_add(&s->finished_polls, 1);
+		return;
+	}
 	if (!task_future_live(NULL, ti, t->header + ti->future_offset)) {
-		__sync_fetch_and_add(&s->ready, 1);
+		/* the poll finished it: Ready, or dropped it (cancelled when it began) */
+		if (t->at_start & TASK_START_CANCEL)
+			__sync_fetch_and_add(&s->cancelled, 1);
+		else
+			__sync_fetch_and_add(&s->ready, 1);
 		if (!bpf_map_delete_elem(&live_instances, &k))
 			__sync_fetch_and_add(&s->ended, 1);
 		return;
 	}
 	__sync_fetch_and_add(&s->pending, 1);
+	/* most pending polls are of a task seen before: a lookup takes no lock, an
+	 * update that finds the key takes its bucket's */
+	if (bpf_map_lookup_elem(&live_instances, &k))
+		return;
 	e = bpf_map_update_elem(&live_instances, &k, &one, BPF_NOEXIST);
 	if (!e)
 		__sync_fetch_and_add(&s->started, 1);
@@ -550,8 +597,8 @@ static __always_inline void task_stats_delay(__u64 header, __u32 type, __u64 now
 }
 
 /* The runtime's task vtable function entered: header in rdi (or where the spec says). */
-static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec *spec,
-				       __u32 spec_index, __u64 now, __u64 pid_tgid)
+static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec *spec, __u64 now,
+				       __u64 pid_tgid)
 {
 	struct thread_stack *st = bpf_task_storage_get(&trace_stacks, bpf_get_current_task_btf(), 0,
 						       BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -592,12 +639,13 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	t->sp = sp;
 	t->start_ns = now;
 	t->offcpu_at_entry = st->offcpu_ns;
-	t->spec = spec_index;
 	t->info = spec->poll; /* its task type, ~0 when the function is shared */
 	st->nr_tasks = n + 1;
-	if (stats_only) { /* top: its type now (blocking counts on it), its delay */
-		if (t->info == ~0u)
-			t->info = task_type_of(header, spec->future);
+	/* its type now (blocking counts on it; what the header says needs it) */
+	if (t->info == ~0u)
+		t->info = task_type_of(header, spec->future);
+	t->at_start = task_start_flags(header, t->info);
+	if (stats_only) { /* top: its delay */
 		if (wakes_enabled)
 			task_stats_delay(header, t->info, now);
 		return;
@@ -642,8 +690,11 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 	tc->gen = gen;
 	r = read_task_tree(t->header, spec->future, t->info);
 	if (r)
-		send_tree(r, TASK_PHASE_END, pid_tgid, t->start_ns, now,
-			  st->offcpu_ns - t->offcpu_at_entry, n - 1, tc, gen);
+		send_tree(r, TASK_PHASE_END,
+			  ((t->at_start & TASK_START_GONE) ? TASK_TREE_GONE_AT_START : 0) |
+			      ((t->at_start & TASK_START_CANCEL) ? TASK_TREE_CANCELLING : 0),
+			  pid_tgid, t->start_ns, now, st->offcpu_ns - t->offcpu_at_entry, n - 1, tc,
+			  gen);
 	/* the tree's walk is the part of this program a hit's measured cost leaves out */
 	count(COUNTER_TREES);
 	count_add(COUNTER_TREE_NS, bpf_ktime_get_ns() - now);

@@ -86,6 +86,26 @@ def read_until(stream, pattern, timeout, seen):
     raise AssertionError(f"no line matching {pattern.pattern!r} in {timeout} s:\n{''.join(seen)[-4000:]}")
 
 
+def page(url):
+    """The metrics page served at url, as text."""
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return resp.read().decode()
+
+
+SAMPLE = re.compile(r'^(\w+)\{(.*)\} (\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(text, metric):
+    """The page's samples of one metric: [(labels dict, value)]."""
+    out = []
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m and m.group(1) == metric:
+            out.append((dict(LABEL.findall(m.group(2))), float(m.group(3))))
+    return out
+
+
 def prom_query(base, query):
     with urllib.request.urlopen(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query}), timeout=5) as r:
         body = json.load(r)

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import util
-from prom_lib import (Held, cleanup, finish, prom_query, read_until, start_asyncbpf_top, start_prometheus, stop_prometheus,
+from prom_lib import (Held, cleanup, finish, page, prom_query, read_until, start_asyncbpf_top, start_prometheus, stop_prometheus,
                       wait_query)
 
 TRUTH = re.compile(rb"^(\{.*\"mode\":\"park\".*\})$")
@@ -183,12 +183,6 @@ def table_rows(out, pid):
                 rows.append((int(cols[8]), " ".join(cols[9:])))
         tables.append(rows)
     return tables
-
-
-def page(url):
-    import urllib.request
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        return resp.read().decode()
 
 
 def test_exe_through_a_switched_symlink_with_tables(features, tmp_path):

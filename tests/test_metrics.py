@@ -21,7 +21,7 @@ import urllib.request
 import pytest
 
 import util
-from prom_lib import finish, prom_query, read_until, start_asyncbpf_top, start_prometheus, wait_query
+from prom_lib import finish, page, prom_query, read_until, samples, start_asyncbpf_top, start_prometheus, wait_query
 
 @pytest.fixture(scope="module")
 def features():
@@ -79,6 +79,53 @@ def test_prometheus_server_reads_the_fixtures_counts(features, tmp_path, profile
             prom.wait(timeout=30)
         done = stop_top(proc, err)
     assert done.stdout.strip().count("\n") == 0, "--quiet printed tables:\n" + done.stdout
+
+
+def per_task(text, metric, crate):
+    """metric's values by the abort fixture's task kinds (abort_victim,
+    abort_finisher): the series whose root future names the crate's async fn (tokio's
+    task is the fn; async-task's is spawn's block around it), summed."""
+    out = {}
+    for labels, v in samples(text, metric):
+        for kind in ("abort_victim", "abort_finisher"):
+            if f"{crate}::{kind}" in labels["future"]:
+                out[kind] = out.get(kind, 0) + v
+    return out
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+@pytest.mark.parametrize("crate", ["tokio_mt", "smol_app"])
+def test_task_mode_tells_aborted_tasks_from_finished_ones(features, crate, profile):
+    """Ground truth: `CRATE abort N` parks N abort_victim tasks and cancels them
+    (tokio's JoinHandle::abort, async-task's Task::cancel: the runtime drops the
+    future in a poll that begins with the task's CANCELLED / CLOSED flag set), and
+    lets N abort_finisher tasks return; it prints what their handles said. On the
+    page: the victims cancelled N and Ready 0, the finishers Ready N and cancelled 0;
+    both started N (each parked first) and live 0."""
+    n = 7
+    proc, url, err = start_top(["--prometheus", "127.0.0.1:0", "--quiet", "-i", "0.2"],
+                               [str(util.fixture_binary(profile, crate)), "abort", str(n)])
+    try:
+        truth = json.loads(read_until(proc.stdout, re.compile(r"^(\{.*\"mode\":\"abort\".*\})$"), 60, []).group(1))
+        assert truth == {"mode": "abort", "abort_victim": n, "cancelled": n, "abort_finisher": n, "returned": n}, truth
+        # the handles wake the fixture inside the tasks' last polls: the probes at
+        # those polls' ends may come after the line; the page follows each interval
+        deadline, want = time.time() + 20, {"abort_victim": n, "abort_finisher": n}
+        while True:
+            text = page(url)
+            ready = per_task(text, "asyncbpf_future_ready_total", crate)
+            cancelled = per_task(text, "asyncbpf_future_cancelled_total", crate)
+            if {k: ready.get(k, 0) + cancelled.get(k, 0) for k in want} == want or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert (ready["abort_victim"], cancelled["abort_victim"]) == (0, truth["cancelled"]), text
+        assert (ready["abort_finisher"], cancelled["abort_finisher"]) == (truth["returned"], 0), text
+        for metric, value in (("asyncbpf_future_started_total", n), ("asyncbpf_future_live", 0)):
+            got = per_task(text, metric, crate)
+            assert got["abort_victim"] == got["abort_finisher"] == value, (metric, got)
+    finally:
+        done = stop_top(proc, err)
+    assert done.stdout.strip().count("\n") == 0, done.stdout
 
 
 def wait_ok(url, timeout=30):

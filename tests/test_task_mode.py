@@ -43,7 +43,7 @@ TM_FIELDS.update({k: (util.LIST,) for k in ("futures", "tasks", "pending_at_end"
 TM_FUTURE = {k: I for k in ("future", "polls", "started", "went_back", "ready", "ended", "pending")}
 TM_FUTURE["parked_at"] = (util.LIST,)
 TM_FUTURE.update({"name": (util.STR,), "path": (util.STR,)})
-TM_TASK = {k: I for k in ("root", "tasks", "completed", "polls", "busy_ns", "offcpu_ns", "p50_ns", "p99_ns", "max_ns",
+TM_TASK = {k: I for k in ("root", "tasks", "completed", "cancelled", "polls", "busy_ns", "offcpu_ns", "p50_ns", "p99_ns", "max_ns",
                           "wakes", "self_wakes", "delay_p50_ns", "delay_p99_ns", "delay_max_ns", "blocked",
                           "blocked_ns", "preempted_ns", "tracer_ns", "polls_over_threshold")}
 TM_TASK["name"] = (util.STR,)
@@ -162,6 +162,68 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
 PARK_CHAINS = {"dead_a": ["dead_a"], "dead_b": ["dead_b"], "chan_task": ["chan_task"], "timer_task": ["timer_task"],
                "nest_task": ["nest_task", "nest_middle", "nest_leaf"], "lost_task": ["lost_task", "lost_leaf"],
                "many_task": ["many_task", "many_leaf"]}
+
+
+# what the abort fixtures' tasks await: (the victims' timer, the finishers' channel)
+ABORT_AWAITS = {"tokio_mt": ("tokio::time::sleep::Sleep", "tokio::sync::oneshot::Receiver"),
+                "smol_app": ("async_io::Timer", "async_channel::Recv<u64>")}
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+@pytest.mark.parametrize("crate", sorted(ABORT_AWAITS))
+def test_aborted_tasks_end_cancelled_not_ready(trace_features, crate, profile, tmp_path):
+    """Ground truth: `CRATE abort N` parks N abort_victim tasks at a timer and
+    cancels them (tokio's JoinHandle::abort, async-task's Task::cancel: the runtime
+    drops the future in a poll that begins with the task's CANCELLED / CLOSED flag
+    set), and lets N abort_finisher tasks return; it prints what their handles said.
+    Each victim: a task, completed and cancelled, its root future and the timer it
+    awaited ended, never Ready; each finisher: completed, not cancelled, its root
+    and the channel it awaited Ready."""
+    n = 6
+    summary = tmp_path / "s.json"
+    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--summary-json", str(summary),
+            "--", str(util.fixture_binary(profile, crate)), "abort", str(n)]
+    tracer = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=util.san_env())
+    try:
+        truth = json.loads(tracer.stdout.readline())
+        time.sleep(0.5)  # the tasks' last polls have ended: the line came from inside them
+        tracer.stdin.close()  # EOF: the fixture exits
+        tracer.stdin = None
+        out, err = tracer.communicate(timeout=120)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    proc = subprocess.CompletedProcess(argv, tracer.returncode, out.decode(), err.decode())
+    util.assert_no_sanitizer_report(proc)
+    assert proc.returncode == 0, util.describe(proc)
+    assert truth == {"mode": "abort", "abort_victim": n, "cancelled": n, "abort_finisher": n, "returned": n}, truth
+    doc, tm = task_mode(summary)
+    check_clean(doc, tm)
+    assert tm["concurrent_polls"] == 0, tm  # else a Ready may be counted apart
+
+    def task_row(fn):  # tokio: the async fn is the root; async-task: spawn's block holds it
+        rows = [r for r in tm["tasks"] if r["name"] == f"{crate}::{fn}" or f"{crate}::{fn}::{{async_fn_env" in r["name"]]
+        assert len(rows) == 1, (fn, [r["name"] for r in tm["tasks"]])
+        return rows[0]
+    victim, finisher = task_row("abort_victim"), task_row("abort_finisher")
+    assert (victim["tasks"], victim["completed"], victim["cancelled"]) == (n, n, truth["cancelled"]), victim
+    assert (finisher["tasks"], finisher["completed"], finisher["cancelled"]) == (n, truth["returned"], 0), finisher
+    futures = by_name(tm["futures"], crate)
+    assert (futures["abort_victim"]["ready"], futures["abort_victim"]["ended"]) == (0, n), futures["abort_victim"]
+    assert (futures["abort_finisher"]["ready"], futures["abort_finisher"]["ended"]) == (n, 0), futures["abort_finisher"]
+    timer, channel = ABORT_AWAITS[crate]
+    named = {r["name"]: r for r in tm["futures"]}
+    # (abort_main's own timers go Ready where block_on's future is a task: debug)
+    rows = [r for name, r in named.items() if name.startswith(timer)]
+    assert len(rows) == 1 and rows[0]["ended"] == n, rows
+    rows = [r for name, r in named.items() if name.startswith(channel)]
+    assert len(rows) == 1 and (rows[0]["ready"], rows[0]["ended"]) == (n, 0), rows
+    # the text says it too: TASKS COMPLETED CANCELLED
+    row = [ln.split() for ln in proc.stderr.splitlines() if ln.endswith(victim["name"]) and
+           ln.split()[11:] == victim["name"].split()]
+    assert [r[:3] for r in row] == [[str(n), str(n), str(n)]], proc.stderr
 
 
 def check_perfetto_chains(pftrace, tm, src):

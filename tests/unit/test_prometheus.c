@@ -273,7 +273,7 @@ static void test_page(void)
 }
 
 /* Two processes on one page (top -p A,B): each family once, every process's series
- * under it with its own pid; a family of future mode only (cancellations) lists the
+ * under it with its own pid; a family of future mode only (panics) lists the
  * process in future mode and not the one in task mode. */
 static void test_two_sources(void)
 {
@@ -297,9 +297,9 @@ static void test_two_sources(void)
 				  "exe=\"/x\"}") == 3);
 		CHECK(value(page, "asyncbpf_future_polls_total{future=\"app::first\",pid=\"2\","
 				  "exe=\"/y\"}") == 5);
-		CHECK(value(page, "asyncbpf_future_cancelled_total{future=\"app::first\",pid="
+		CHECK(value(page, "asyncbpf_future_panicked_total{future=\"app::first\",pid="
 				  "\"1\",exe=\"/x\"}") == -1);
-		CHECK(value(page, "asyncbpf_future_cancelled_total{future=\"app::first\",pid="
+		CHECK(value(page, "asyncbpf_future_panicked_total{future=\"app::first\",pid="
 				  "\"2\",exe=\"/y\"}") == 0);
 		CHECK(value(page, "asyncbpf_info{pid=\"1\",exe=\"/x\",mode=\"task\"}") == 1);
 		CHECK(value(page, "asyncbpf_info{pid=\"2\",exe=\"/y\",mode=\"future\"}") == 1);

@@ -113,6 +113,20 @@ static void test_diff(void)
 	CHECK((x = event(&p, 2, 0x300)) && x->fate == TASK_FUTURE_READY);
 	CHECK((x = event(&p, 3, 0x400)) && x->fate == TASK_FUTURE_ENDED);
 
+	/* gone in a poll that began with the task cancelled (an abort): the future was
+	 * dropped, not Ready: the root and everything below it ended */
+	et = tree(TASK_PHASE_END, 100, 0, e);
+	et.flags = TASK_TREE_GONE | TASK_TREE_CANCELLING;
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK(p.completed && p.cancelled);
+	for (uint32_t i = 0; i < 5; i++)
+		CHECK((x = event(&p, s[i].future, s[i].addr)) && x->fate == TASK_FUTURE_ENDED);
+	/* the flag alone (the future still there: this poll has not dropped it) */
+	et = tree(TASK_PHASE_END, 100, 3, e);
+	et.flags = TASK_TREE_CANCELLING;
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK(!p.completed && !p.cancelled);
+
 	/* a panic in middle's await: middle Panicked, what it awaited not Ready */
 	const struct task_tree_node e2[] = {node(0, 0x100, -1, 3), node(1, 0x200, 0, 2)};
 	et = tree(TASK_PHASE_END, 100, 2, e2);
@@ -231,6 +245,22 @@ static void test_pairing(void)
 	CHECK_EQ_I64(task_trees__add(t, &next, on_poll, NULL), 0);
 	CHECK(last.first && !last.not_read);
 	CHECK_EQ_U64(polls_seen, 7);
+	/* it ends; then a poll that found it finished already (a wake after its end): a
+	 * finished poll, no events, not a new task that completed; the task stays
+	 * finished, so the next one like it is too */
+	struct task_tree end = tree(TASK_PHASE_END, 900, 0, n2), after = end;
+
+	end.flags = TASK_TREE_GONE;
+	CHECK_EQ_I64(task_trees__add(t, &end, on_poll, NULL), 0);
+	CHECK(last.completed && !last.finished && last.nr_events > 0);
+	for (int k = 0; k < 2; k++) {
+		after.start_ns = 1000 + 100 * (uint64_t)k;
+		after.end_ns = after.start_ns + 50;
+		after.flags = TASK_TREE_GONE | TASK_TREE_GONE_AT_START;
+		CHECK_EQ_I64(task_trees__add(t, &after, on_poll, NULL), 0);
+		CHECK(last.finished && last.nr_events == 0 && !last.concurrent);
+	}
+	CHECK_EQ_U64(polls_seen, 10);
 	task_trees__free(t);
 	model__free(&m);
 }

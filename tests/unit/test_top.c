@@ -63,14 +63,14 @@ static void test_rates(void)
 	CHECK(rows && rows[1].delay_known && !rows[0].delay_known);
 	free(rows);
 
-	/* task mode: ends are tasks finished; wakes sampled: 200 per 400 polls of the
-	 * windows, 4000 polls in 2 s: 1000 wakes/s */
+	/* task mode: ends are tasks finished, Ready or cancelled (10 + 3 in 2 s); wakes
+	 * sampled: 200 per 400 polls of the windows, 4000 polls in 2 s: 1000 wakes/s */
 	in.tasks = true;
 	in.wakes = TOP_WAKES_SAMPLED;
 	n = top__rows(prev, cur, 3, &in, &rows);
 	CHECK(n == 2);
 	CHECK(rows && rows[0].poll == 2 && rows[0].wakes_s == 1000);
-	CHECK(rows && rows[1].ends_s == 5);
+	CHECK(rows && rows[1].ends_s == 6.5);
 	free(rows);
 
 	/* sampled, wakes but no poll in a window: not known; no wake probes: not known */

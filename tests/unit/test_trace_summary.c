@@ -667,12 +667,24 @@ static void test_task_mode_tasks(void)
 	trace_summary__add_task_poll(&s, &p);
 	p = tpoll(0x3000, 2, true, -1, -1); /* D finishes */
 	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x3000, 2, true, -1, -1); /* D polled after its end: no new task */
+	p.finished = true;
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x4000, 2, false, -1, -1); /* E (root 2) parked, then aborted */
+	trace_summary__add_task_poll(&s, &p);
+	p = tpoll(0x4000, 2, true, -1, -1);
+	p.cancelled = true;
+	trace_summary__add_task_poll(&s, &p);
 	CHECK(s.tm != NULL);
 	if (s.tm) {
 		CHECK_EQ_U64(s.tm->roots[0].tasks, 3); /* A, B, C */
 		CHECK_EQ_U64(s.tm->roots[0].completed, 2);
-		CHECK_EQ_U64(s.tm->roots[2].tasks, 1); /* D */
-		CHECK_EQ_U64(s.tm->roots[2].completed, 1);
+		CHECK_EQ_U64(s.tm->roots[0].cancelled, 0);
+		CHECK_EQ_U64(s.tm->roots[2].tasks, 2); /* D, E */
+		CHECK_EQ_U64(s.tm->roots[2].completed, 2);
+		CHECK_EQ_U64(s.tm->roots[2].cancelled, 1);
+		CHECK_EQ_U64(s.tm->roots[2].polls, 4); /* not the finished one */
+		CHECK_EQ_U64(s.tm->finished_polls, 1);
 		CHECK_EQ_U64(s.tm->futures[1].pending, 3);
 		CHECK_EQ_U64(s.tm->futures[1].nr_parked, 2);
 		if (s.tm->futures[1].nr_parked == 2) {

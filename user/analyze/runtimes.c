@@ -525,6 +525,24 @@ static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
 		if (off >= 8 && off < (1u << 20))
 			t->future_offset = off;
 	}
+	/* async-task keeps no tag beside the future (its output takes the future's
+	 * place): the future is there while the header's state has neither COMPLETED nor
+	 * CLOSED, read from the future's address back to the header's state word. A run
+	 * that ends a detached task frees it: its word is then the allocator's (glibc
+	 * puts its free-list pointer there), which no live task's is: 0 (no reference,
+	 * no handle: it would have been freed) or a count of references past 2^24 */
+	if (f->runtime == TASK_RT_ASYNC_TASK && l->known && t->future_offset != FUTURE_NO_OFFSET) {
+		t->nr_live_conds = 1;
+		t->live_conds[0] = (struct task_live_cond){
+		    .offset = (int64_t)l->header_state - (int64_t)t->future_offset,
+		    .kind = TREE_COND_NO_BITS,
+		    .size = 8,
+		    /* a run that ends with either has dropped the future */
+		    .lo = task_runtime__done_bit(TASK_RT_ASYNC_TASK) |
+			  task_runtime__cancel_bit(TASK_RT_ASYNC_TASK),
+		    .hi = (1ull << 32) - 1, /* references from bit 8: fewer than 2^24 */
+		};
+	}
 	return 0;
 }
 

@@ -483,12 +483,12 @@ static void futures(struct render *R)
 	family(R, ALL, "future_polls_total", "counter", help, OFF(records), 1.0);
 	family(R, ALL, "future_ready_total", "counter",
 	       by_mode(R,
-		       "Task polls that found the task's future finished: each finished task "
-		       "once, and again for any poll of it after its end (a wake after it "
-		       "finished), so at least the tasks done.",
+		       "Task polls that finished the task's future: it was there when the poll "
+		       "began and gone at its end, the task not cancelled (each task done by "
+		       "its own Ready once).",
 		       "Polls that returned Ready.",
-		       "Polls that returned Ready (in task mode: task polls that found the "
-		       "task's future finished, so at least the tasks done)."),
+		       "Polls that returned Ready (in task mode: task polls that finished the "
+		       "task's future, the task not cancelled)."),
 	       OFF(ready), 1.0);
 	family(R, ALL, "future_pending_total", "counter",
 	       by_mode(R, "Task polls after which the task's future was still there.",
@@ -498,8 +498,14 @@ static void futures(struct render *R)
 	       OFF(pending), 1.0);
 	family(R, FUTURES_ONLY, "future_panicked_total", "counter", "Polls that panicked.",
 	       OFF(panicked), 1.0);
-	family(R, FUTURES_ONLY, "future_cancelled_total", "counter",
-	       "Instances dropped while suspended at an await.", OFF(cancelled), 1.0);
+	family(R, ALL, "future_cancelled_total", "counter",
+	       by_mode(R,
+		       "Tasks cancelled: the runtime's cancel flag (tokio's abort, async-task's "
+		       "cancel) was set when the task poll that dropped the future began.",
+		       "Instances dropped while suspended at an await.",
+		       "Instances dropped while suspended at an await (in task mode: tasks "
+		       "whose future a task poll dropped, cancelled when it began)."),
+	       OFF(cancelled), 1.0);
 	family(R, ALL, "future_started_total", "counter",
 	       "Instances whose first poll returned Pending (tasks, in task mode).", OFF(started),
 	       1.0);

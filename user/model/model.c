@@ -196,6 +196,24 @@ const char *task_runtime__name(enum task_runtime r)
 	return "?";
 }
 
+uint64_t task_runtime__cancel_bit(enum task_runtime r)
+{
+	switch (r) {
+	case TASK_RT_TOKIO: return 32;	   /* tokio 1.x runtime/task/state.rs: CANCELLED */
+	case TASK_RT_ASYNC_TASK: return 8; /* async-task 4.x src/state.rs: CLOSED */
+	default: return 0;
+	}
+}
+
+uint64_t task_runtime__done_bit(enum task_runtime r)
+{
+	switch (r) {
+	case TASK_RT_TOKIO: return 2;	   /* COMPLETE */
+	case TASK_RT_ASYNC_TASK: return 4; /* COMPLETED */
+	default: return 0;
+	}
+}
+
 struct await_edge *model__add_edge(struct model *m)
 {
 	struct await_edge *e = append((void **)&m->edges, &m->nr_edges, &m->cap_edges, sizeof(*e));

@@ -416,6 +416,10 @@ struct await_edge {
 enum tree_cond_kind {
 	TREE_COND_IN,	  /* lo <= value <= hi (one variant's value: lo == hi) */
 	TREE_COND_NOT_IN, /* value < lo or value > hi: a niche enum's untagged variant */
+	/* a runtime's state word that says the task is there: not 0, at most hi (a freed
+	 * task's word holds the allocator's pointer), no bit of lo (its "done" flags)
+	 * set. task_type.live_conds only, never a tree slot's */
+	TREE_COND_NO_BITS,
 };
 
 /* One condition of a slot: an enum variant (or a Suspend state) that must be live. */
@@ -736,6 +740,13 @@ const char *wait_kind__name(enum wait_kind k);
 /* "none", "line-tables-only", "limited", "full": Cargo's names for the `debug` values */
 const char *debuginfo_level__name(enum debuginfo_level l);
 const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "dyn" */
+/* The bit of a task header's state word that says the task is cancelled (the
+ * runtimes' own constants: tokio's CANCELLED, async-task's CLOSED); 0 for a runtime
+ * without a state word. */
+uint64_t task_runtime__cancel_bit(enum task_runtime r);
+/* The bit that says the task finished: its future is gone (tokio's COMPLETE,
+ * async-task's COMPLETED); 0 for a runtime without a state word. */
+uint64_t task_runtime__done_bit(enum task_runtime r);
 const char *self_location__name(enum self_location l);
 const char *ret_convention__name(enum ret_convention c);
 const char *abi_source__name(enum abi_source s);

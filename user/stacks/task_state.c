@@ -24,10 +24,10 @@ static bool decode_tokio(uint64_t w, struct task_state *o)
 		return false;
 	memset(o, 0, sizeof(*o));
 	o->running = w & 1;
-	o->complete = w & 2;
+	o->complete = w & task_runtime__done_bit(TASK_RT_TOKIO);
 	o->scheduled = w & 4;
 	o->handle = w & 8;
-	o->closed = w & 32;
+	o->closed = w & task_runtime__cancel_bit(TASK_RT_TOKIO);
 	o->refs = refs;
 	/* the runtime's list holds one reference, the JoinHandle one while it has
 	 * JOIN_INTEREST; every Waker holds one more (an AbortHandle too: then this
@@ -46,8 +46,8 @@ static bool decode_async_task(uint64_t w, struct task_state *o)
 	memset(o, 0, sizeof(*o));
 	o->scheduled = w & 1;
 	o->running = w & 2;
-	o->complete = w & 4;
-	o->closed = w & 8;
+	o->complete = w & task_runtime__done_bit(TASK_RT_ASYNC_TASK);
+	o->closed = w & task_runtime__cancel_bit(TASK_RT_ASYNC_TASK);
 	o->handle = w & 16;
 	o->refs = refs;
 	return true;

@@ -98,8 +98,12 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 			    ((end->flags & TASK_TREE_UNKNOWN_TYPE) && start && start->nr &&
 			     !(start->flags & TASK_TREE_UNKNOWN_TYPE)));
 
+	/* a poll that began with the task cancelled dropped its future: not Ready */
+	bool cancelled = gone && (end->flags & TASK_TREE_CANCELLING);
+
 	out->nr_events = 0;
 	out->completed = gone;
+	out->cancelled = cancelled;
 	match_nodes(start, gone ? NULL : end, match);
 	/* the start tree's futures, parents first: a parent's fate is known first */
 	for (uint32_t i = 0; start && i < start->nr && i < TASK_TREE_MAX_NODES; i++) {
@@ -127,8 +131,9 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		} else if (!end) {
 			e->fate = TASK_FUTURE_ENDED; /* the poll's exit was never seen */
 		} else if (n->parent < 0) {
-			/* the task's future: gone means the task returned Ready */
-			e->fate = gone ? TASK_FUTURE_READY : TASK_FUTURE_ENDED;
+			/* the task's future: gone means the task returned Ready, unless
+			 * the poll dropped it (cancelled) */
+			e->fate = gone && !cancelled ? TASK_FUTURE_READY : TASK_FUTURE_ENDED;
 		} else {
 			int32_t pat = match[n->parent];
 			bool compiler = has_state(m, start->nodes[n->parent].future);
@@ -324,17 +329,22 @@ int task_trees__add(struct task_trees *t, const struct task_tree *tree,
 	p->root = tree->nr	       ? tree->nodes[0].future
 		  : start && start->nr ? start->nodes[0].future
 				       : root_of_type(t, tree->info);
-	p->finished = false;
+	/* its future gone when it began: a poll of a task finished before */
+	p->finished = !lost && (tree->flags & TASK_TREE_GONE_AT_START);
 	p->not_read = not_read;
-	if (not_read)
+	if (not_read || p->finished) {
 		p->nr_events = 0;
-	else
+		p->completed = p->finished;
+	} else {
 		task_poll__diff(t->m, start, lost ? NULL : tree, p);
+	}
 	p->start = start;
 	p->end = lost || not_read ? NULL : tree;
 	fn(ctx, p);
 	if (concurrent)
 		return 0;
+	if (p->finished) /* the task stays finished */
+		return keep(l, tree, true);
 	if (lost || not_read) { /* its futures' state is unknown now: start over next poll */
 		keep(l, tree, false);
 		l->nr = 0;

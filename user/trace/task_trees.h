@@ -66,13 +66,17 @@ struct task_poll {
 	uint32_t info;	    /* task type (model), UINT32_MAX unknown */
 	uint8_t nested;	    /* task polls open below it on its thread */
 	int32_t root;	    /* the task's root future (model), -1 unknown */
-	bool completed;	    /* the task's future is gone: it returned Ready */
+	bool completed;	    /* the task's future is gone: it returned Ready, or was
+			     * dropped (cancelled) */
+	bool cancelled;	    /* completed, and the runtime's cancel flag was set when the
+			     * poll began: it dropped the future (an abort), not Ready */
 	bool concurrent;    /* another thread polled the same task to its end while this
 			     * poll was open: its trees span that poll's work, not only its
 			     * own; what they say is counted apart */
-	bool finished;	    /* its future was gone already when the poll began: a poll of
-			     * a finished task (tokio polls a task notified while it
-			     * completed, and finds it done) */
+	bool finished;	    /* its future was gone already when the poll began
+			     * (TASK_TREE_GONE_AT_START): a poll of a finished task (a
+			     * runtime polls a task woken meanwhile, and finds it done):
+			     * no events, no task */
 	bool lost;	    /* its exit was never seen (an unwind): no end tree */
 	bool not_read;	    /* its tree was not read (TASK_TREE_NOT_READ): no events */
 	bool first;	    /* no tree of the task before it (its first poll since tracing

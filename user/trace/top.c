@@ -100,7 +100,9 @@ int top__rows(const struct poll_stats *prev, const struct poll_stats *cur, uint3
 	for (uint32_t p = 0; p < nr; p++) {
 		const struct poll_stats *a = &prev[p], *b = &cur[p];
 		uint64_t polls = d(b->records, a->records), wakes = d(b->wakes, a->wakes);
-		uint64_t ends = in->tasks ? d(b->ready, a->ready) : d(b->cancelled, a->cancelled),
+		/* task mode: tasks ended (Ready, or cancelled); else instances cancelled */
+		uint64_t ends = in->tasks ? d(b->ready, a->ready) + d(b->cancelled, a->cancelled)
+					  : d(b->cancelled, a->cancelled),
 			 blocked = d(b->blocked, a->blocked);
 		int64_t live = (int64_t)b->started - (int64_t)b->ended;
 

@@ -111,8 +111,17 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	bpf_program__set_autoload(skel->progs.on_switch, blocking);
 	/* a quarter of the buffer waiting: wake the consumer well before it fills */
 	skel->rodata->wakeup_bytes = rb_size / 4;
-	for (int k = 0; k < TASK_RT_MAX && k < 4; k++)
-		skel->rodata->header_vtable[k] = t->m->runtimes[k].header_vtable;
+	for (int k = 0; k < TASK_RT_MAX && k < 4; k++) {
+		const struct runtime_layout *l = &t->m->runtimes[k];
+
+		skel->rodata->header_vtable[k] = l->header_vtable;
+		skel->rodata->header_state[k] = l->header_state;
+		/* a state word read where the DWARF (or tokio's usual layout) puts it */
+		skel->rodata->cancel_bit[k] =
+		    l->known || l->assumed ? task_runtime__cancel_bit((enum task_runtime)k) : 0;
+		skel->rodata->done_bit[k] =
+		    l->known || l->assumed ? task_runtime__done_bit((enum task_runtime)k) : 0;
+	}
 	if ((r = bpf_map__set_max_entries(skel->maps.wake_types,
 					  t->nr_wake_types ? t->nr_wake_types : 1)) ||
 	    (r = bpf_map__set_max_entries(skel->maps.trace_specs, plan->nr)) ||

@@ -257,6 +257,7 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 		}
 		if (p->completed) {
 			r->completed++;
+			r->cancelled += p->cancelled;
 			key_map__delete(&t->live_tasks, 0, p->header);
 		}
 	} else {
@@ -538,9 +539,9 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 		     "was replaced by a new one at the same place and await within one task "
 		     "poll looks parked throughout, and is not counted (--deep counts every "
 		     "poll where a poll fn exists)\n");
-	fprintf(out, "\n%9s %9s %9s %10s %10s %10s %10s %9s %10s %10s  %s\n", "TASKS", "COMPLETED",
-		"POLLS", "BUSY_MS", "P50_US", "P99_US", "MAX_US", "WAKES", "DELAY50_US",
-		"DELAY99_US", "TASK (ROOT FUTURE)");
+	fprintf(out, "\n%9s %9s %9s %9s %10s %10s %10s %10s %9s %10s %10s  %s\n", "TASKS",
+		"COMPLETED", "CANCELLED", "POLLS", "BUSY_MS", "P50_US", "P99_US", "MAX_US", "WAKES",
+		"DELAY50_US", "DELAY99_US", "TASK (ROOT FUTURE)");
 	for (uint32_t f = 0; f < s->m->nr_futures; f++) {
 		struct task_root_summary *r = &t->roots[f];
 		uint64_t n = r->durations.nr;
@@ -551,9 +552,9 @@ void summary_tasks__print(struct trace_summary *s, FILE *out)
 		sort_u64(r->delays.v, r->delays.nr);
 		future_name(s->m, f, name, sizeof(name));
 		fprintf(out,
-			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64
+			"%9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 			" %10.3f %10.1f %10.1f %10.1f %9" PRIu64 " %10.1f %10.1f  %s\n",
-			r->tasks, r->completed, r->polls, (double)r->busy_ns / 1e6,
+			r->tasks, r->completed, r->cancelled, r->polls, (double)r->busy_ns / 1e6,
 			(double)u64_vec__percentile(r->durations.v, n, 50) / 1e3,
 			(double)u64_vec__percentile(r->durations.v, n, 99) / 1e3,
 			n ? (double)r->durations.v[n - 1] / 1e3 : 0.0, r->wakes,
@@ -578,6 +579,11 @@ void summary_tasks__print_more(struct trace_summary *s, FILE *out)
 			"changed between them is counted as one change, so STARTED and READY may "
 			"be short by up to that many\n",
 			t->concurrent_polls);
+	if (t->finished_polls)
+		fprintf(out,
+			"%" PRIu64 " task polls found their task finished already (the runtime "
+			"polled a task woken after its end): counted apart, in no row\n",
+			t->finished_polls);
 	if (t->lost || t->cut || t->unknown_task_polls || t->untracked_tasks ||
 	    t->untracked_instances || t->not_read)
 		fprintf(out,
@@ -714,6 +720,7 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 			add_u64(e, "root", f);
 			add_u64(e, "tasks", r->tasks);
 			add_u64(e, "completed", r->completed);
+			add_u64(e, "cancelled", r->cancelled);
 			add_u64(e, "polls", r->polls);
 			add_u64(e, "busy_ns", r->busy_ns);
 			add_u64(e, "offcpu_ns", r->offcpu_ns);
