@@ -20,12 +20,13 @@ import util
 class Locks:
     """A running `CRATE locks`: its own line; stop() closes stdin, checks exit 0."""
 
-    def __init__(self, profile, crate="tokio_mt"):
-        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), "locks"],
+    def __init__(self, profile, crate="tokio_mt", mode="locks"):
+        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), mode],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
-        tasks = {"tokio_mt": 8, "smol_app": 2, "async_std_app": 2}[crate]
-        assert self.truth["mode"] == "locks" and self.truth["tasks"] == tasks, self.truth
+        tasks = {("tokio_mt", "locks"): 8, ("smol_app", "locks"): 2, ("async_std_app", "locks"): 2,
+                 ("tokio_mt", "rwlocks"): 9}[(crate, mode)]
+        assert self.truth["mode"] == mode and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
         self.proc.stdin.close()
@@ -36,8 +37,8 @@ class Locks:
 def locks():
     made = []
 
-    def make(profile, crate="tokio_mt"):
-        made.append(Locks(profile, crate))
+    def make(profile, crate="tokio_mt", mode="locks"):
+        made.append(Locks(profile, crate, mode))
         return made[-1]
 
     yield make
@@ -158,6 +159,67 @@ def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
         line = [x for x in dl if x.endswith(f"at {lock['addr']:#x} held by task {e['held_by']}] 1")]
         assert len(line) == 1 and want in line[0], (line, dl, e)
     assert proc.stdout.count("DEADLOCK (task ") == 5, proc.stdout
+    target.stop()
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_rwlock_write_guards_and_a_deadlock_of_three(tmp_path, locks, profile):
+    """`tokio_mt rwlocks` (it prints each lock's address): wr_a holds l1 to write and
+    waits for the Mutex m, mx_b holds m and waits to write l2, wr_c holds l2 to write
+    and waits to read l1: one deadlock of three, each edge's task, line, lock and
+    holder's guard the source's. rw_hold holds `held` to write, rw_read queued to read
+    it: its holder, no cycle. `shared`: wr_stale's write guard was dropped (its slot
+    kept, pointing at it), two rd_holds read it, wr_wait is queued to write and given
+    the permits the readers left: no permit available, yet no write guard holds it,
+    and stacks says none does."""
+    target = locks(profile, mode="rwlocks")
+    truth = target.truth
+    proc, doc, folded = stacks(tmp_path, target.proc.pid)
+    res = {r["id"]: r for r in doc["resources"]}
+    by_addr = {r["addr"]: r for r in doc["resources"] if r["addr"] is not None}
+    lock = {name: by_addr.get(int(truth[name], 16)) for name in ("l1", "l2", "m", "held", "shared")}
+    assert all(lock.values()), (lock, doc["resources"])
+
+    assert len(doc["deadlocks"]) == 1, doc["deadlocks"]
+    edges = {root(doc, e["task"]): e for e in doc["deadlocks"][0]["edges"]}
+    assert sorted(edges) == ["tokio_mt::mx_b", "tokio_mt::wr_a", "tokio_mt::wr_c"], edges
+    # (waiter, what it waits at, the lock, its holder, the holder's guard)
+    want = (("wr_a", "lock", "m", "mx_b", "g"), ("mx_b", "write", "l2", "wr_c", "w"),
+            ("wr_c", "read", "l1", "wr_a", "w"))
+    waits_at = {waiter: at for waiter, at, _, _, _ in want}
+    for waiter, at, name, holder, guard in want:
+        e = edges[f"tokio_mt::{waiter}"]
+        assert e["queued"] and e["line"] == line_of(waiter, at) and res[e["resource"]]["id"] == lock[name]["id"], e
+        assert e["held_by"] == edges[f"tokio_mt::{holder}"]["task"], (e, edges)
+        h = e["holder"]
+        assert h["guard"] == guard and h["held"] and h["frame"] == f"tokio_mt::{holder}", h
+        # the guard is kept across the holder's own wait in the cycle
+        assert h["line"] == line_of(holder, waits_at[holder]), h
+        assert lock[name]["locked"] and lock[name]["kind"] == "exclusive", lock[name]
+    assert lock["l1"]["type"].startswith("tokio::sync::rwlock::RwLock<"), lock["l1"]
+    assert proc.stdout.count("DEADLOCK: 3 tasks wait for each other") == 1, proc.stdout
+
+    # contention: rw_hold holds `held` (w), rw_read queued to read it, no cycle
+    held = lock["held"]
+    holders = [h for h in held["holders"] if h["held"]]
+    assert len(holders) == 1 and root(doc, holders[0]["task"]) == "tokio_mt::rw_hold", held
+    assert holders[0]["guard"] == "w" and holders[0]["line"] == line_of("rw_hold", "Pending"), holders
+    assert [root(doc, w["task"]) for w in held["waiters"]] == ["tokio_mt::rw_read"], held
+    assert held["waiters"][0]["queued"] and held["waiters"][0]["line"] == line_of("rw_read", "read"), held
+    in_cycles = {e["task"] for e in edges.values()}
+    assert holders[0]["task"] not in in_cycles and held["waiters"][0]["task"] not in in_cycles
+
+    # shared: taken in part by the queued writer; wr_stale's kept slot holds nothing,
+    # nor do the readers' guards (a shared lock's state names no reader)
+    shared = lock["shared"]
+    assert shared["locked"] and not [h for h in shared["holders"] if h["held"]], shared
+    slots = sorted(root(doc, h["task"]) for h in shared["holders"])
+    assert slots == ["tokio_mt::rd_hold", "tokio_mt::rd_hold", "tokio_mt::wr_stale"], shared
+    assert [root(doc, w["task"]) for w in shared["waiters"]] == ["tokio_mt::wr_wait"], shared
+    assert shared["waiters"][0]["line"] == line_of("wr_wait", "write"), shared
+    # every lock named is one of the fixture's
+    mine = {int(truth[n], 16) for n in ("l1", "l2", "m", "held", "shared")}
+    assert all(r["addr"] in mine for r in doc["resources"] if r["addr"] is not None), doc["resources"]
     target.stop()
 
 

@@ -91,22 +91,15 @@ def check_clean(doc, tm):
     assert tm["untracked_tasks"] == 0 and tm["untracked_instances"] == 0, tm
 
 
-@pytest.mark.parametrize("profile", util.PROFILES)
-def test_park_pending_at_marked_lines(profile, tmp_path):
-    """tokio_mt park: every parked future is pending at the end at its final marked
-    await (the line it parks on), once per parked instance; every spawned task is
-    counted once and none completed."""
-    b = util.fixture_binary(profile, "tokio_mt")
-    src = util.fixture_source("tokio_mt")
-    summary = tmp_path / "s.json"
-    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--chrome",
-            str(tmp_path / "r.json"), "--summary-json", str(summary), "--", str(b), "park", str(PARK_N)]
+def trace_until_eof(argv):
+    """A trace of a fixture mode that prints one JSON line of its own counts and then
+    waits for EOF on stdin: (that line, the finished run). The line comes from inside
+    a poll: that poll and the tasks' last ones end before the EOF is sent (after it
+    the fixture exits in a poll)."""
     tracer = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=util.san_env())
     try:
-        truth = json.loads(tracer.stdout.readline())  # the fixture prints it once all parked
-        # park_main prints it in the poll that goes on to await stdin's EOF: let that
-        # poll return before the EOF (after it park_main exits the process in a poll)
+        truth = json.loads(tracer.stdout.readline())
         time.sleep(0.5)
         tracer.stdin.close()  # EOF: the fixture exits
         tracer.stdin = None
@@ -118,6 +111,20 @@ def test_park_pending_at_marked_lines(profile, tmp_path):
     proc = subprocess.CompletedProcess(argv, tracer.returncode, out.decode(), err.decode())
     util.assert_no_sanitizer_report(proc)
     assert proc.returncode == 0, util.describe(proc)
+    return truth, proc
+
+
+@pytest.mark.parametrize("profile", util.PROFILES)
+def test_park_pending_at_marked_lines(profile, tmp_path):
+    """tokio_mt park: every parked future is pending at the end at its final marked
+    await (the line it parks on), once per parked instance; every spawned task is
+    counted once and none completed."""
+    b = util.fixture_binary(profile, "tokio_mt")
+    src = util.fixture_source("tokio_mt")
+    summary = tmp_path / "s.json"
+    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--chrome",
+            str(tmp_path / "r.json"), "--summary-json", str(summary), "--", str(b), "park", str(PARK_N)]
+    truth, proc = trace_until_eof(argv)
     assert truth["mode"] == "park" and truth["many_task"] == PARK_N, truth
     doc, tm = task_mode(summary)
     check_clean(doc, tm)
@@ -183,21 +190,7 @@ def test_aborted_tasks_end_cancelled_not_ready(trace_features, crate, profile, t
     summary = tmp_path / "s.json"
     argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--summary-json", str(summary),
             "--", str(util.fixture_binary(profile, crate)), "abort", str(n)]
-    tracer = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=util.san_env())
-    try:
-        truth = json.loads(tracer.stdout.readline())
-        time.sleep(0.5)  # the tasks' last polls have ended: the line came from inside them
-        tracer.stdin.close()  # EOF: the fixture exits
-        tracer.stdin = None
-        out, err = tracer.communicate(timeout=120)
-    finally:
-        if tracer.poll() is None:
-            tracer.kill()
-            tracer.wait()
-    proc = subprocess.CompletedProcess(argv, tracer.returncode, out.decode(), err.decode())
-    util.assert_no_sanitizer_report(proc)
-    assert proc.returncode == 0, util.describe(proc)
+    truth, proc = trace_until_eof(argv)
     assert truth == {"mode": "abort", "abort_victim": n, "cancelled": n, "abort_finisher": n, "returned": n}, truth
     doc, tm = task_mode(summary)
     check_clean(doc, tm)

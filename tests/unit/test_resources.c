@@ -35,7 +35,9 @@ static struct future_wait acquire_wait = {.kind = WAIT_LOCK,
 					  .nr_steps = 1,
 					  .steps = {{0, true}},
 					  .queued = 8,
-					  .state = STATE_OFF};
+					  .state = STATE_OFF,
+					  .asked = 16, /* num_permits (4 bytes) */
+					  .left = 24}; /* its node's state: still owed */
 static struct future_wait join_wait = {.kind = WAIT_JOIN, .nr_steps = 1, .steps = {{0, true}}};
 
 static void build_model(void)
@@ -109,6 +111,8 @@ static void make_task(struct stk_task *t, uint32_t i, uint64_t holds, uint64_t w
 	put64(outer + 8, holds);
 	put64(inner, join ? BASE + 0x800 + waits * 0x10 : waits);
 	put8(inner + 8, queued);
+	put64(inner + 16, 1); /* asked for one, none given yet */
+	put64(inner + 24, 1);
 }
 
 static void set_locked(uint64_t sem, bool locked)
@@ -121,16 +125,22 @@ static void build(struct res_report *r, struct stk_task *t, uint32_t n)
 	CHECK(resources__build(r, &m, t, n, read_image, NULL) == 0);
 }
 
-static void test_cycle_of_two(void)
+/* Two tasks, each holding one locked lock and queued on the other's. */
+static void make_cycle_of_two(struct stk_task *t)
 {
-	struct stk_task t[2];
-	struct res_report r;
-
 	memset(image, 0, sizeof(image));
 	set_locked(SEM1, true);
 	set_locked(SEM2, true);
 	make_task(&t[0], 0, SEM1, SEM2, false, true);
 	make_task(&t[1], 1, SEM2, SEM1, false, true);
+}
+
+static void test_cycle_of_two(void)
+{
+	struct stk_task t[2];
+	struct res_report r;
+
+	make_cycle_of_two(t);
 	build(&r, t, 2);
 	CHECK_EQ_U64(r.nr_res, 2);
 	CHECK_EQ_U64(r.nr_holds, 2);
@@ -298,6 +308,50 @@ static void test_steps_and_states(void)
 	CHECK(m.nr_futures && !future__state_of(&m.futures[0], 0xdead));
 }
 
+/*
+ * A guard that takes all of its lock's permits (a tokio RwLock's write side, not
+ * provable by the state alone): task 0 keeps one on SEM1, without a permit left;
+ * task 1 is queued on SEM1. Held while task 1 was given none of the permits it asked
+ * for (a cycle with task 1 holding SEM2 as a Mutex), not held once it was given
+ * some (they are its, not a writer's: the slot may be stale), nor when the
+ * waiters' counts cannot be told (no offsets: then neither task's).
+ */
+static void test_all_permits(void)
+{
+	struct stk_task t[2];
+	struct res_report r;
+
+	make_cycle_of_two(t);
+	guard.provable = false;
+	guard.all_permits = true;
+	put64(BASE + 0x500 + 0x40 + 16, 1u << 29); /* task 1 asks for them all */
+	put64(BASE + 0x500 + 0x40 + 24, 1u << 29);
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && r.holds[0].held && r.holds[1].held);
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	resources__free(&r);
+	put64(BASE + 0x500 + 0x40 + 24, 2); /* given all but two */
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && !r.holds[0].held && r.holds[1].held);
+	CHECK(r.nr_res == 2 && r.res[r.holds[0].resource].given);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	put64(BASE + 0x500 + 0x40 + 24, 1u << 29);
+	acquire_wait.asked = acquire_wait.left = FUTURE_NO_OFFSET; /* not known: neither */
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && !r.holds[0].held && !r.holds[1].held);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	set_locked(SEM1, false); /* a free lock: no guard holds it, offsets or not */
+	acquire_wait.asked = 16;
+	acquire_wait.left = 24;
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && !r.holds[0].held);
+	resources__free(&r);
+	guard.provable = true;
+	guard.all_permits = false;
+}
+
 int main(void)
 {
 	build_model();
@@ -305,6 +359,7 @@ int main(void)
 	test_cycle_of_two();
 	test_ambiguous_and_self();
 	test_join_cycle_and_bad_pointers();
+	test_all_permits();
 	test_random_images();
 	TEST_MAIN_END();
 }

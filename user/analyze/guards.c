@@ -29,35 +29,36 @@ static const struct {
 	const char *name;
 	enum guard_lock lock;
 	enum lock_family family;
-	bool provable; /* held_guard.provable */
+	bool provable;	  /* held_guard.provable */
+	bool all_permits; /* held_guard.all_permits */
 } known[] = {
-    {"tokio", "MutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true},
-    {"tokio", "OwnedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true},
-    {"tokio", "MappedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true},
-    {"tokio", "RwLockReadGuard", GUARD_SHARED, LOCK_TOKIO, false},
-    {"tokio", "RwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
-    {"tokio", "RwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
-    {"tokio", "OwnedRwLockReadGuard", GUARD_SHARED, LOCK_TOKIO, false},
-    {"tokio", "OwnedRwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
-    {"tokio", "OwnedRwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false},
-    {"tokio", "SemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false},
-    {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false},
-    {"async_lock", "MutexGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true},
-    {"async_lock", "MutexGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true},
-    {"async_lock", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"async_lock", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER, LOCK_NONE, false},
-    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER, LOCK_NONE, false},
-    {"async_lock", "SemaphoreGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER, LOCK_NONE, false},
-    {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"tokio", "MutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true, true},
+    {"tokio", "OwnedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true, true},
+    {"tokio", "MappedMutexGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, true, true},
+    {"tokio", "RwLockReadGuard", GUARD_SHARED, LOCK_TOKIO, false, false},
+    {"tokio", "RwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false, true},
+    {"tokio", "RwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false, true},
+    {"tokio", "OwnedRwLockReadGuard", GUARD_SHARED, LOCK_TOKIO, false, false},
+    {"tokio", "OwnedRwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false, true},
+    {"tokio", "OwnedRwLockMappedWriteGuard", GUARD_EXCLUSIVE, LOCK_TOKIO, false, true},
+    {"tokio", "SemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false, false},
+    {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false, false},
+    {"async_lock", "MutexGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true, false},
+    {"async_lock", "MutexGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true, false},
+    {"async_lock", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"async_lock", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER, LOCK_NONE, false, false},
+    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER, LOCK_NONE, false, false},
+    {"async_lock", "SemaphoreGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER, LOCK_NONE, false, false},
+    {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
     /* a thread lock held across an await: blocks a worker thread while parked */
-    {"std", "MutexGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"std", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false},
-    {"std", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false},
+    {"std", "MutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"std", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"std", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false, false},
 };
 
 /* The known[] entry for a type path, or -1. */
@@ -152,6 +153,7 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 		    guards__state_word(&p.key, known[k].family, &found.state_offset)) {
 			found.family = known[k].family;
 			found.provable = known[k].provable;
+			found.all_permits = known[k].all_permits;
 			found.nr_steps = p.nr_steps;
 			memcpy(found.steps, p.steps, sizeof(found.steps));
 			found.resource = p.name;

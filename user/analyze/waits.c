@@ -27,29 +27,39 @@ enum start {
 	FROM_TASK,   /* a member holding an async-task `Task` inline: its first pointer */
 };
 
+/* tokio's locks: the batch semaphore each holds, named by the lock around it */
+#define TOKIO_SEM                                                                                  \
+	{                                                                                          \
+		.suffix = "batch_semaphore::Semaphore", .named_by_holder = true                    \
+	}
+
 static const struct {
 	const char *crate, *prefix, *contains;
 	enum wait_kind kind;
 	enum start start;
 	const char *member;
 	struct key_kind key;
+	bool names_only; /* future_wait.names_only */
 } waits[] = {
-    {"tokio",
-     "tokio::sync::batch_semaphore::Acquire",
-     NULL,
-     WAIT_LOCK,
-     FROM_MEMBER,
-     "semaphore",
-     {.suffix = "batch_semaphore::Semaphore", .named_by_holder = true}},
+    {"tokio", "tokio::sync::batch_semaphore::Acquire", NULL, WAIT_LOCK, FROM_MEMBER, "semaphore",
+     TOKIO_SEM, false},
     {"async_lock",
      "async_lock::mutex::",
      "::acquire_slow::{async_fn_env",
      WAIT_LOCK,
      FROM_SELF,
      "self",
-     {.prefix = "async_lock::mutex::Mutex<"}},
-    {"tokio", "tokio::runtime::task::join::JoinHandle<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}},
-    {"async_task", "async_task::task::Task<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}},
+     {.prefix = "async_lock::mutex::Mutex<"},
+     false},
+    {"tokio",
+     "tokio::runtime::task::join::JoinHandle<",
+     NULL,
+     WAIT_JOIN,
+     FROM_FIRST,
+     NULL,
+     {0},
+     false},
+    {"async_task", "async_task::task::Task<", NULL, WAIT_JOIN, FROM_FIRST, NULL, {0}, false},
     /* async-std's JoinHandle { handle: Option<async_global_executor::Task<T>>, .. },
      * which holds async-task's Task */
     {"async_std",
@@ -58,56 +68,72 @@ static const struct {
      WAIT_JOIN,
      FROM_TASK,
      "handle",
-     {.prefix = "async_task::task::Task<"}},
+     {.prefix = "async_task::task::Task<"},
+     false},
     {"tokio",
      "tokio::sync::mpsc::",
      "::recv::{async_fn_env",
      WAIT_CHANNEL,
      FROM_SELF,
      "self",
-     {.prefix = "tokio::sync::mpsc::chan::Chan<"}},
+     {.prefix = "tokio::sync::mpsc::chan::Chan<"},
+     false},
     {"tokio",
      "tokio::sync::broadcast::",
      "::recv::{async_fn_env",
      WAIT_CHANNEL,
      FROM_SELF,
      "self",
-     {.prefix = "tokio::sync::broadcast::Shared<"}},
+     {.prefix = "tokio::sync::broadcast::Shared<"},
+     false},
     {"tokio",
      "tokio::sync::watch::",
      "::changed::{async_fn_env",
      WAIT_CHANNEL,
      FROM_SELF,
      "self",
-     {.prefix = "tokio::sync::watch::Shared<"}},
+     {.prefix = "tokio::sync::watch::Shared<"},
+     false},
     {"tokio",
      "tokio::sync::oneshot::Receiver<",
      NULL,
      WAIT_CHANNEL,
      FROM_MEMBER,
      "inner",
-     {.prefix = "tokio::sync::oneshot::Inner<"}},
+     {.prefix = "tokio::sync::oneshot::Inner<"},
+     false},
     {"tokio",
      "tokio::sync::notify::Notified",
      NULL,
      WAIT_NOTIFY,
      FROM_MEMBER,
      "notify",
-     {.exact = "tokio::sync::notify::Notify"}},
+     {.exact = "tokio::sync::notify::Notify"},
+     false},
     {"async_channel",
      "async_channel::Recv<",
      NULL,
      WAIT_CHANNEL,
      FROM_MEMBER,
      "receiver",
-     {.prefix = "async_channel::Channel<"}},
+     {.prefix = "async_channel::Channel<"},
+     false},
     {"async_channel",
      "async_channel::Send<",
      NULL,
      WAIT_CHANNEL,
      FROM_MEMBER,
      "sender",
-     {.prefix = "async_channel::Channel<"}},
+     {.prefix = "async_channel::Channel<"},
+     false},
+    /* tokio's lock methods that await an Acquire: their `self` names the lock (a
+     * RwLock's guards point at its semaphore, not at it) */
+    {"tokio", "tokio::sync::rwlock::", "::{async_fn_env", WAIT_LOCK, FROM_SELF, "self", TOKIO_SEM,
+     true},
+    {"tokio", "tokio::sync::mutex::", "::{async_fn_env", WAIT_LOCK, FROM_SELF, "self", TOKIO_SEM,
+     true},
+    {"tokio", "tokio::sync::semaphore::", "::{async_fn_env", WAIT_LOCK, FROM_SELF, "self",
+     TOKIO_SEM, true},
 };
 
 /* The offset of the first pointer inside a struct, through members held inline
@@ -136,6 +162,25 @@ static bool first_pointer(Dwarf_Die *t, int depth, uint64_t *off, uint32_t *visi
 		}
 	} while (dwarf_siblingof(&m, &m) == 0);
 	return false;
+}
+
+/* tokio's Acquire { node: Waiter { state: AtomicUsize, .. }, num_permits: u32, .. }:
+ * where the permits asked for and those still owed are (future_wait.asked, .left);
+ * left unset unless both are found with the sizes they are read at. */
+static void acquire_permits(Dwarf_Die *acquire, struct future_wait *f)
+{
+	uint64_t node, state, asked;
+	Dwarf_Die nt, st, at;
+	Dwarf_Word size;
+
+	if (!keys__member(acquire, "num_permits", &asked, &at) ||
+	    dwarf_aggregate_size(&at, &size) != 0 || size != 4 ||
+	    !keys__member(acquire, "node", &node, &nt) ||
+	    !keys__member(&nt, "state", &state, &st) || dwarf_aggregate_size(&st, &size) != 0 ||
+	    size != 8)
+		return;
+	f->asked = asked;
+	f->left = node + state;
 }
 
 static int known(const struct future *f)
@@ -190,13 +235,23 @@ static bool way(struct walk *w, struct future_wait *f, Dwarf_Die *die, int k)
 	f->nr_steps = p.nr_steps;
 	memcpy(f->steps, p.steps, sizeof(f->steps));
 	f->type = p.name ? strpool__intern(&w->m->strings, p.name) : NULL;
+	f->back = p.back;
+	if (waits[k].names_only) {
+		/* only a name for the lock its Acquire waits on: useless without one */
+		f->names_only = true;
+		f->family = LOCK_TOKIO;
+		f->queued = f->asked = f->left = FUTURE_NO_OFFSET;
+		return f->type && guards__state_word(&p.key, f->family, &f->state);
+	}
 	if (waits[k].kind != WAIT_LOCK)
 		return true;
 	/* a lock: its family by its key, where the key says it is held */
 	f->family = waits[k].key.named_by_holder ? LOCK_TOKIO : LOCK_ASYNC_LOCK;
-	f->queued = FUTURE_NO_OFFSET;
+	f->queued = f->asked = f->left = FUTURE_NO_OFFSET;
 	if (f->family == LOCK_TOKIO && !keys__member(die, "queued", &f->queued, NULL))
 		return false;
+	if (f->family == LOCK_TOKIO)
+		acquire_permits(die, f);
 	return guards__state_word(&p.key, f->family, &f->state);
 }
 

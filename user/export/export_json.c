@@ -199,6 +199,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 				jw_null(w, "resource");
 			jw_string(w, "lock", guard_lock__name(g->lock));
 			jw_bool(w, "provable", g->provable);
+			jw_bool(w, "all_permits", g->all_permits);
 			jw_string(w, "family", lock_family__name(g->family));
 			if (g->family != LOCK_NONE) {
 				json__write_steps(w, g->steps, g->nr_steps);
@@ -235,6 +236,14 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 			jw_u64(w, "state_offset", fw->state);
 		else
 			jw_null(w, "state_offset");
+		jw_bool(w, "names_only", fw->names_only);
+		if (fw->kind == WAIT_LOCK && fw->asked != FUTURE_NO_OFFSET) {
+			jw_u64(w, "asked_offset", fw->asked);
+			jw_u64(w, "left_offset", fw->left);
+		} else {
+			jw_null(w, "asked_offset");
+			jw_null(w, "left_offset");
+		}
 		jw_object_end(w);
 	} else {
 		jw_null(w, "wait");

@@ -49,7 +49,17 @@ struct future_wait {
 	uint8_t nr_steps;
 	struct await_step steps[GUARD_STEPS];
 	uint64_t queued, state;
+	/* tokio's Acquire: the permits it asked for (`num_permits`, 4 bytes) and those
+	 * still to be given it (its wait-list node's `state` word, 8 bytes): a queued one
+	 * with fewer left than asked holds some of the lock's permits already.
+	 * FUTURE_NO_OFFSET: not found */
+	uint64_t asked, left;
 	const char *type;
+	/* a lock's method (tokio's RwLock::write, Mutex::lock, Semaphore::acquire): not
+	 * the future a task waits in (the Acquire inside it is), but its `self` names
+	 * the lock whose key that Acquire waits on: `type`, the key `back` bytes in */
+	bool names_only;
+	uint64_t back;
 };
 
 /* What a guard holds (guards.c: by its type's name). */
@@ -98,6 +108,11 @@ struct held_guard {
 	 * part (tokio's RwLock: a queued writer takes the permits left, so "none left"
 	 * does not prove a writer holds it) */
 	bool provable;
+	/* it takes every permit of its lock (tokio's Mutex and RwLock write guards): held
+	 * also when no permit is left and no waiter queued on the lock was given any of
+	 * them (then guards hold them all, and only one that takes them all can: stacks,
+	 * which sees the queued waiters) */
+	bool all_permits;
 	uint8_t nr_steps; /* from the guard to the key */
 	struct await_step steps[GUARD_STEPS];
 	uint64_t resource_back; /* the key's offset in the lock (resource != NULL) */

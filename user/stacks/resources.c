@@ -149,7 +149,8 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
 	if (!u64_map__get(&b->awaitees, key, &v)) {
 		v = 0;
 		for (uint32_t i = 0; i < b->m->nr_futures && !v; i++)
-			if (b->m->futures[i].wait && b->m->futures[i].path &&
+			if (b->m->futures[i].wait && !b->m->futures[i].wait->names_only &&
+			    b->m->futures[i].path &&
 			    !strcmp(b->m->futures[i].path, st->awaitee_type))
 				v = i + 1;
 		if (u64_map__set(&b->awaitees, key, v))
@@ -157,6 +158,30 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
 	}
 	*at = f->addr + st->awaitee_offset;
 	return v ? &b->m->futures[v - 1] : NULL;
+}
+
+/*
+ * A lock known by its key only (tokio's semaphore: a RwLock's guards point at it, not
+ * at the lock) named by the lock method the waiting frame was awaited from (a few
+ * frames out: Mutex::lock -> acquire -> Acquire), when that method's `self` leads to
+ * the same key.
+ */
+static void name_by_method(const struct builder *b, const struct task_stack *s, uint32_t k,
+			   uint64_t key, struct resource *x)
+{
+	for (uint32_t j = k, n = 0; j-- > 0 && n < 3; n++) {
+		const struct stack_frame *f = &s->frames[j];
+		const struct future_wait *fw;
+
+		if (f->future < 0 || (uint32_t)f->future >= b->m->nr_futures ||
+		    !(fw = b->m->futures[f->future].wait) || !fw->names_only)
+			continue;
+		if (follow_steps(b, fw->steps, fw->nr_steps, f->addr) == key) {
+			x->type = fw->type;
+			x->lock = key - fw->back;
+		}
+		return;
+	}
 }
 
 /* The innermost frame a task waits in (future.wait), if any: a lock, a task it
@@ -177,10 +202,10 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		f = &s->frames[k];
 		if (f->future < 0 || (uint32_t)f->future >= b->m->nr_futures)
 			continue;
-		if (b->m->futures[f->future].wait) {
+		if (b->m->futures[f->future].wait && !b->m->futures[f->future].wait->names_only) {
 			fut = &b->m->futures[f->future];
 			at = f->addr;
-		} else {
+		} else if (!b->m->futures[f->future].wait) {
 			fut = awaitee_wait(b, f, &at);
 		}
 		if (fut)
@@ -191,6 +216,15 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 	if (fw->kind == WAIT_LOCK && fw->queued != FUTURE_NO_OFFSET &&
 	    b->read(b->ctx, at + fw->queued, &queued, 1))
 		return 0;
+	/* tokio: a queued Acquire is given the permits it asked for as they come free,
+	 * before it runs again: fewer left than asked, and it holds some (unknown counts:
+	 * taken as given, which proves nothing) */
+	uint64_t left = 0;
+	uint32_t asked = 0;
+	bool given = fw->kind == WAIT_LOCK && fw->family == LOCK_TOKIO && queued == 1 &&
+		     (fw->asked == FUTURE_NO_OFFSET ||
+		      b->read(b->ctx, at + fw->asked, &asked, sizeof(asked)) ||
+		      b->read(b->ctx, at + fw->left, &left, sizeof(left)) || left < asked);
 	if (vec__reserve((void **)&r->waits, &b->cap_waits, r->nr_waits + 1, sizeof(*r->waits)))
 		return -ENOMEM;
 	w = &r->waits[r->nr_waits];
@@ -199,7 +233,8 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 			       .kind = fw->kind,
 			       .resource = RES_NONE,
 			       .joins = RES_NONE,
-			       .queued = queued == 1};
+			       .queued = queued == 1,
+			       .given = given};
 	if (fw->kind == WAIT_JOIN) {
 		w->joins = task_of_header(b, key);
 		r->nr_waits++;
@@ -211,10 +246,13 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		return -ENOMEM;
 	struct resource *x = &r->res[w->resource];
 	x->wait_kind = fw->kind;
+	x->given |= given;
 	if (fw->type && !x->type) {
 		x->type = fw->type;
 		x->lock = key;
 	}
+	if (!x->type)
+		name_by_method(b, s, k, key, x);
 	if (!x->via)
 		x->via = fut;
 	r->nr_waits++;
@@ -228,12 +266,24 @@ static bool can_progress(const struct stk_task *t)
 }
 
 /*
- * Exclusive locks two tasks' guards point at: neither claim stands (one slot is
- * stale). Then each lock's holder, its counts, and the holds and waits grouped by
- * resource (by_res_*: a counting sort, linear in tasks).
+ * A guard that takes every permit of its lock (a tokio RwLock's write side) holds it
+ * when none is left and no queued waiter was given any: then guards hold every
+ * permit, and only one that takes them all can (readers take one each, of a count
+ * no program reaches). Then exclusive locks two tasks' guards point at: neither
+ * claim stands (one slot is stale). Then each lock's holder, its counts, and the
+ * holds and waits grouped by resource (by_res_*: a counting sort, linear in tasks).
  */
 static int index_resources(struct res_report *r)
 {
+	for (uint32_t i = 0; i < r->nr_holds; i++) {
+		struct res_hold *h = &r->holds[i];
+		const struct resource *x;
+
+		if (h->held || !h->guard->all_permits || h->resource == RES_NONE)
+			continue;
+		x = &r->res[h->resource];
+		h->held = x->read && x->locked && !x->given;
+	}
 	for (uint32_t i = 0; i < r->nr_res; i++)
 		r->res[i].holder = RES_NONE;
 	for (uint32_t i = 0; i < r->nr_holds; i++) {

@@ -44,6 +44,9 @@ struct res_wait {
 	uint32_t joins;	      /* the task joined (the snapshot's); RES_NONE: not a join */
 	uint8_t kind;	      /* enum wait_kind */
 	bool queued;	      /* in the lock's wait list (tokio's Acquire says so) */
+	/* queued, and given some of the permits it asked for already (or its counts could
+	 * not be read): then "no permit left" does not mean guards hold them all */
+	bool given;
 };
 
 struct resource {
@@ -60,6 +63,7 @@ struct resource {
 	const struct future *via; /* the future its first waiter waits in */
 	uint32_t holder;	  /* the task holding it, RES_NONE: none (or ambiguous) */
 	bool ambiguous;		  /* an exclusive lock two tasks' guards point at */
+	bool given;		  /* a waiter queued on it was given some permits (res_wait) */
 	/* its holds [0] and waits [1]: by_res_*[first_ref[k] .. + nr_refs[k]] */
 	uint32_t first_ref[2], nr_refs[2];
 };
