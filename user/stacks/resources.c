@@ -116,6 +116,7 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 			}
 			if (x->kind == GUARD_OTHER || g->lock == GUARD_EXCLUSIVE)
 				x->kind = g->lock;
+			x->shared_claims += g->lock == GUARD_SHARED;
 			h->held = g->provable && x->read && x->locked;
 		}
 	}
@@ -162,14 +163,14 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
 
 /*
  * A lock known by its key only (tokio's semaphore: a RwLock's guards point at it, not
- * at the lock) named by the lock method the waiting frame was awaited from (a few
- * frames out: Mutex::lock -> acquire -> Acquire), when that method's `self` leads to
- * the same key.
+ * at the lock) named by the lock method the waiting frame k is, or was awaited from
+ * (a few frames out: Mutex::lock -> acquire -> Acquire), when that method's `self`
+ * leads to the same key.
  */
 static void name_by_method(const struct builder *b, const struct task_stack *s, uint32_t k,
 			   uint64_t key, struct resource *x)
 {
-	for (uint32_t j = k, n = 0; j-- > 0 && n < 3; n++) {
+	for (uint32_t j = k + 1, n = 0; j-- > 0 && n < 4; n++) { /* k itself, 3 out */
 		const struct stack_frame *f = &s->frames[j];
 		const struct future_wait *fw;
 
@@ -205,7 +206,8 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		if (b->m->futures[f->future].wait && !b->m->futures[f->future].wait->names_only) {
 			fut = &b->m->futures[f->future];
 			at = f->addr;
-		} else if (!b->m->futures[f->future].wait) {
+		} else {
+			/* (a lock method: the Acquire it awaits, if the stack passed over it) */
 			fut = awaitee_wait(b, f, &at);
 		}
 		if (fut)
@@ -214,8 +216,16 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 	if (!fut || !(fw = fut->wait) || !(key = follow_steps(b, fw->steps, fw->nr_steps, at)))
 		return 0;
 	if (fw->kind == WAIT_LOCK && fw->queued != FUTURE_NO_OFFSET &&
-	    b->read(b->ctx, at + fw->queued, &queued, 1))
+	    b->read(b->ctx, at + fw->queued, &queued, 1)) {
+		/* not seen as a wait, but it may have been given permits: its lock's
+		 * write guards are not proven */
+		uint32_t i = resource_at(b, key, fw->family, fw->state);
+
+		if (i == RES_NONE)
+			return -ENOMEM;
+		r->res[i].given = true;
 		return 0;
+	}
 	/* tokio: a queued Acquire is given the permits it asked for as they come free,
 	 * before it runs again: fewer left than asked, and it holds some (unknown counts:
 	 * taken as given, which proves nothing) */
@@ -268,8 +278,10 @@ static bool can_progress(const struct stk_task *t)
 /*
  * A guard that takes every permit of its lock (a tokio RwLock's write side) holds it
  * when none is left and no queued waiter was given any: then guards hold every
- * permit, and only one that takes them all can (readers take one each, of a count
- * no program reaches). Then exclusive locks two tasks' guards point at: neither
+ * permit, and only one that takes them all can, unless readers do (one each: 2^29
+ * of them by default, but `RwLock::with_max_readers(n)` can make that a few), so no
+ * read guard may claim the lock either: a slot of each kind, one is stale, and
+ * which is not known. Then exclusive locks two tasks' guards point at: neither
  * claim stands (one slot is stale). Then each lock's holder, its counts, and the
  * holds and waits grouped by resource (by_res_*: a counting sort, linear in tasks).
  */
@@ -282,7 +294,7 @@ static int index_resources(struct res_report *r)
 		if (h->held || !h->guard->all_permits || h->resource == RES_NONE)
 			continue;
 		x = &r->res[h->resource];
-		h->held = x->read && x->locked && !x->given;
+		h->held = x->read && x->locked && !x->given && !x->shared_claims;
 	}
 	for (uint32_t i = 0; i < r->nr_res; i++)
 		r->res[i].holder = RES_NONE;

@@ -64,6 +64,7 @@ struct resource {
 	uint32_t holder;	  /* the task holding it, RES_NONE: none (or ambiguous) */
 	bool ambiguous;		  /* an exclusive lock two tasks' guards point at */
 	bool given;		  /* a waiter queued on it was given some permits (res_wait) */
+	uint32_t shared_claims;	  /* read guards pointing at it (held or not) */
 	/* its holds [0] and waits [1]: by_res_*[first_ref[k] .. + nr_refs[k]] */
 	uint32_t first_ref[2], nr_refs[2];
 };

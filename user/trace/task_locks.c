@@ -33,7 +33,8 @@ static int lock_slots(struct lock_table *t, uint32_t f, struct tree_slot *extra,
 	int e;
 
 	*n = 0;
-	if (w && w->kind == WAIT_LOCK && w->family != LOCK_NONE &&
+	/* (a lock method that only names the lock its Acquire waits on: no slot) */
+	if (w && w->kind == WAIT_LOCK && w->family != LOCK_NONE && !w->names_only &&
 	    w->nr_steps <= MODEL_AWAIT_STEPS) {
 		if (*n == cap) {
 			t->cut++;
