@@ -251,6 +251,7 @@ struct task_frame {
 /* task_frame.at_start, read at a task poll's entry (its type known) */
 #define TASK_START_GONE	  1 /* the future was not there: a poll of a finished task */
 #define TASK_START_CANCEL 2 /* the runtime's cancel flag was set: the poll drops the future */
+#define TASK_START_SHARED 4 /* its function is several task types': the type was read */
 
 /* One future type's node of the tree table (model.trees[i]). */
 struct tree_node_spec {
@@ -518,9 +519,6 @@ struct poll_stats {
 	 * returned Pending (task mode: the task's future still there) */
 	__u64 delay_ns;
 	__u64 pending;
-	/* task mode: polls of a task whose future was gone when they began (a wake after
-	 * it finished): neither Ready nor Pending */
-	__u64 finished_polls;
 };
 
 /*
@@ -693,7 +691,7 @@ _Static_assert(sizeof(struct wake_type) == 16, "struct wake_type changed");
 _Static_assert(__builtin_offsetof(struct poll_record, result) == 66, "poll_record.result moved");
 _Static_assert(sizeof(struct poll_stats) % sizeof(__u64) == 0,
 	       "struct poll_stats: only __u64 members (user space sums them word by word)");
-_Static_assert(sizeof(struct poll_stats) == 208 + 16 * TRACE_HIST_BUCKETS,
+_Static_assert(sizeof(struct poll_stats) == 200 + 16 * TRACE_HIST_BUCKETS,
 	       "struct poll_stats changed");
 _Static_assert(sizeof(struct profile_sample) == 48 + 8 * PROFILE_NR_REGS,
 	       "struct profile_sample changed");

@@ -538,11 +538,8 @@ static __always_inline void task_stats_exit(const struct task_frame *t, __u64 no
 		__sync_fetch_and_add(&s->window_polls, 1);
 	if (!ti || !ti->known)
 		return;
-	if (t->at_start & TASK_START_GONE) {
-		/* a poll of a task it finished before: neither Ready nor Pending */
-		__sync_fetch_and_add(&s->finished_polls, 1);
-		return;
-	}
+	if (t->at_start & TASK_START_GONE)
+		return; /* a poll of a task finished before: neither Ready nor Pending */
 	if (!task_future_live(NULL, ti, t->header + ti->future_offset)) {
 		/* the poll finished it: Ready, or dropped it (cancelled when it began) */
 		if (t->at_start & TASK_START_CANCEL)
@@ -644,7 +641,8 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	/* its type now (blocking counts on it; what the header says needs it) */
 	if (t->info == ~0u)
 		t->info = task_type_of(header, spec->future);
-	t->at_start = task_start_flags(header, t->info);
+	t->at_start =
+	    task_start_flags(header, t->info) | (spec->poll == ~0u ? TASK_START_SHARED : 0);
 	if (stats_only) { /* top: its delay */
 		if (wakes_enabled)
 			task_stats_delay(header, t->info, now);
@@ -688,7 +686,10 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 		return;
 	gen = tc->gen + 1;
 	tc->gen = gen;
-	r = read_task_tree(t->header, spec->future, t->info);
+	/* the type its entry probe was planned for; a function several types share
+	 * reads the header's vtable again (a task freed inside the poll: no type, gone) */
+	r = read_task_tree(t->header, spec->future,
+			   (t->at_start & TASK_START_SHARED) ? ~0u : t->info);
 	if (r)
 		send_tree(r, TASK_PHASE_END,
 			  ((t->at_start & TASK_START_GONE) ? TASK_TREE_GONE_AT_START : 0) |
