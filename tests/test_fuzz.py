@@ -90,8 +90,11 @@ def _run_fuzzer(fuzzer, args, cwd, timeout):
     # the target reads no separate debuginfo, but never let libdwfl near a network
     env.pop("DEBUGINFOD_URLS", None)
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+    # started by a shell's own fork, not by pytest's (vfork then exec): Linux carries a
+    # process's peak RSS across exec, so a child of this (large) process would start
+    # with pytest's peak as its own and libFuzzer's -rss_limit_mb would count it
     return subprocess.run(
-        [str(fuzzer), *args],
+        ["/bin/sh", "-c", '"$@" & wait $!', "sh", str(fuzzer), *args],
         cwd=cwd,
         env=env,
         capture_output=True,
