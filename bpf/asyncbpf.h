@@ -248,11 +248,6 @@ struct task_frame {
 	__u32 info;	/* task type: index of its vtable's task_info */
 };
 
-/* task_frame.at_start, read at a task poll's entry (its type known) */
-#define TASK_START_GONE	  1 /* the future was not there: a poll of a finished task */
-#define TASK_START_CANCEL 2 /* the runtime's cancel flag was set: the poll drops the future */
-#define TASK_START_SHARED 4 /* its function is several task types': the type was read */
-
 /* One future type's node of the tree table (model.trees[i]). */
 struct tree_node_spec {
 	/* resource: a lock's key (user/trace/task_locks.h): its state word must be read
@@ -338,6 +333,10 @@ enum task_tree_phase {
  * poll began (a poll of a finished task), the runtime's cancel flag was set then */
 #define TASK_TREE_GONE_AT_START 16
 #define TASK_TREE_CANCELLING	32
+/* task_frame.at_start, read at a task poll's entry: the record's own bits, sent as
+ * they are */
+#define TASK_START_GONE	  TASK_TREE_GONE_AT_START
+#define TASK_START_CANCEL TASK_TREE_CANCELLING
 
 struct task_tree_record {
 	__u32 type; /* RECORD_TASK_TREE */

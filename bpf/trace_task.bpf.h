@@ -342,17 +342,18 @@ static __always_inline int task_future_live(const struct task_cache *tc, const s
  * flag set (tokio's abort, async-task's cancel: the poll drops the future instead of
  * polling it). Its end alone cannot tell these from a poll that finished the future.
  */
-static __always_inline __u32 task_start_flags(__u64 header, __u32 type)
+static __always_inline __u32 task_start_flags(__u64 header, __u32 rt, __u32 type)
 {
-	struct task_info *ti = type != ~0u ? bpf_map_lookup_elem(&task_infos, &type) : NULL;
+	struct task_info *ti;
 	__u64 w = 0;
-	__u32 rt;
 
-	if (!ti || !ti->known)
-		return 0;
-	rt = ti->runtime & 3;
-	if (!done_bit[rt]) /* no state word (a block_on's root): its own __state */
+	rt &= 3;
+	if (!done_bit[rt]) { /* no state word (a block_on's root): its own __state */
+		ti = type != ~0u ? bpf_map_lookup_elem(&task_infos, &type) : NULL;
+		if (!ti || !ti->known)
+			return 0;
 		return task_future_live(NULL, ti, header + ti->future_offset) ? 0 : TASK_START_GONE;
+	}
 	/* one read: the runtime's word says both. Finished first: a task aborted while
 	 * its last poll returned Ready keeps the cancel flag after it; a cancelled one
 	 * still has its future, which this poll drops */
@@ -638,12 +639,11 @@ static __always_inline void task_entry(struct uregs *ctx, const struct poll_spec
 	t->offcpu_at_entry = st->offcpu_ns;
 	t->info = spec->poll; /* its task type, ~0 when the function is shared */
 	st->nr_tasks = n + 1;
-	/* its type now (blocking counts on it; what the header says needs it) */
-	if (t->info == ~0u)
-		t->info = task_type_of(header, spec->future);
-	t->at_start =
-	    task_start_flags(header, t->info) | (spec->poll == ~0u ? TASK_START_SHARED : 0);
-	if (stats_only) { /* top: its delay */
+	/* the runtime's word needs no type (spec->future: the runtime) */
+	t->at_start = task_start_flags(header, spec->future, t->info);
+	if (stats_only) { /* top: its type now (blocking counts on it), its delay */
+		if (t->info == ~0u)
+			t->info = task_type_of(header, spec->future);
 		if (wakes_enabled)
 			task_stats_delay(header, t->info, now);
 		return;
@@ -686,16 +686,10 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 		return;
 	gen = tc->gen + 1;
 	tc->gen = gen;
-	/* the type its entry probe was planned for; a function several types share
-	 * reads the header's vtable again (a task freed inside the poll: no type, gone) */
-	r = read_task_tree(t->header, spec->future,
-			   (t->at_start & TASK_START_SHARED) ? ~0u : t->info);
+	r = read_task_tree(t->header, spec->future, t->info);
 	if (r)
-		send_tree(r, TASK_PHASE_END,
-			  ((t->at_start & TASK_START_GONE) ? TASK_TREE_GONE_AT_START : 0) |
-			      ((t->at_start & TASK_START_CANCEL) ? TASK_TREE_CANCELLING : 0),
-			  pid_tgid, t->start_ns, now, st->offcpu_ns - t->offcpu_at_entry, n - 1, tc,
-			  gen);
+		send_tree(r, TASK_PHASE_END, (__u8)t->at_start, pid_tgid, t->start_ns, now,
+			  st->offcpu_ns - t->offcpu_at_entry, n - 1, tc, gen);
 	/* the tree's walk is the part of this program a hit's measured cost leaves out */
 	count(COUNTER_TREES);
 	count_add(COUNTER_TREE_NS, bpf_ktime_get_ns() - now);

@@ -143,7 +143,7 @@ void json__write_tree(struct json_writer *w, const struct model *m, uint32_t id)
 			jw_u64(w, "at_step", c->at_step);
 			jw_u64(w, "offset", c->offset);
 			jw_u64(w, "size", c->size);
-			jw_string(w, "kind", c->kind == TREE_COND_IN ? "in" : "not_in");
+			jw_string(w, "kind", tree_cond_kind__name(c->kind));
 			jw_u64(w, "lo", c->lo);
 			jw_u64(w, "hi", c->hi);
 			jw_object_end(w);
@@ -195,10 +195,7 @@ void json__write_task_type(struct json_writer *w, const struct model *m, uint32_
 		jw_object(w, NULL);
 		jw_i64(w, "offset", c->offset);
 		jw_u64(w, "size", c->size);
-		jw_string(w, "kind",
-			  c->kind == TREE_COND_NOT_IN	 ? "not_in"
-			  : c->kind == TREE_COND_NO_BITS ? "no_bits"
-							 : "in");
+		jw_string(w, "kind", tree_cond_kind__name(c->kind));
 		jw_u64(w, "lo", c->lo);
 		jw_u64(w, "hi", c->hi);
 		jw_object_end(w);

@@ -196,6 +196,16 @@ const char *task_runtime__name(enum task_runtime r)
 	return "?";
 }
 
+const char *tree_cond_kind__name(enum tree_cond_kind k)
+{
+	switch (k) {
+	case TREE_COND_IN: return "in";
+	case TREE_COND_NOT_IN: return "not_in";
+	case TREE_COND_NO_BITS: return "no_bits";
+	}
+	return "?";
+}
+
 uint64_t task_runtime__cancel_bit(enum task_runtime r)
 {
 	switch (r) {

@@ -754,7 +754,8 @@ const char *guard_lock__name(enum guard_lock l);
 const char *wait_kind__name(enum wait_kind k);
 /* "none", "line-tables-only", "limited", "full": Cargo's names for the `debug` values */
 const char *debuginfo_level__name(enum debuginfo_level l);
-const char *task_runtime__name(enum task_runtime r); /* "tokio", "async-task", "dyn" */
+const char *task_runtime__name(enum task_runtime r);	 /* "tokio", "async-task", "dyn" */
+const char *tree_cond_kind__name(enum tree_cond_kind k); /* "in", "not_in", "no_bits" */
 /* The bit of a task header's state word that says the task is cancelled (the
  * runtimes' own constants: tokio's CANCELLED, async-task's CLOSED); 0 for a runtime
  * without a state word. */

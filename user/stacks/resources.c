@@ -243,8 +243,7 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 			       .kind = fw->kind,
 			       .resource = RES_NONE,
 			       .joins = RES_NONE,
-			       .queued = queued == 1,
-			       .given = given};
+			       .queued = queued == 1};
 	if (fw->kind == WAIT_JOIN) {
 		w->joins = task_of_header(b, key);
 		r->nr_waits++;

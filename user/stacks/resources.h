@@ -44,9 +44,6 @@ struct res_wait {
 	uint32_t joins;	      /* the task joined (the snapshot's); RES_NONE: not a join */
 	uint8_t kind;	      /* enum wait_kind */
 	bool queued;	      /* in the lock's wait list (tokio's Acquire says so) */
-	/* queued, and given some of the permits it asked for already (or its counts could
-	 * not be read): then "no permit left" does not mean guards hold them all */
-	bool given;
 };
 
 struct resource {
@@ -63,8 +60,11 @@ struct resource {
 	const struct future *via; /* the future its first waiter waits in */
 	uint32_t holder;	  /* the task holding it, RES_NONE: none (or ambiguous) */
 	bool ambiguous;		  /* an exclusive lock two tasks' guards point at */
-	bool given;		  /* a waiter queued on it was given some permits (res_wait) */
-	uint32_t shared_claims;	  /* read guards pointing at it (held or not) */
+	/* a waiter queued on it was given some of the permits it asked for already (or
+	 * its counts could not be read): "no permit left" then does not mean guards hold
+	 * them all */
+	bool given;
+	uint32_t shared_claims; /* read guards pointing at it (held or not) */
 	/* its holds [0] and waits [1]: by_res_*[first_ref[k] .. + nr_refs[k]] */
 	uint32_t first_ref[2], nr_refs[2];
 };

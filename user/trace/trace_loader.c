@@ -113,14 +113,14 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	skel->rodata->wakeup_bytes = rb_size / 4;
 	for (int k = 0; k < TASK_RT_MAX && k < 4; k++) {
 		const struct runtime_layout *l = &t->m->runtimes[k];
+		/* a state word read where the DWARF (or tokio's usual layout) puts it */
+		bool word = l->known || l->assumed;
 
 		skel->rodata->header_vtable[k] = l->header_vtable;
 		skel->rodata->header_state[k] = l->header_state;
-		/* a state word read where the DWARF (or tokio's usual layout) puts it */
 		skel->rodata->cancel_bit[k] =
-		    l->known || l->assumed ? task_runtime__cancel_bit((enum task_runtime)k) : 0;
-		skel->rodata->done_bit[k] =
-		    l->known || l->assumed ? task_runtime__done_bit((enum task_runtime)k) : 0;
+		    word ? task_runtime__cancel_bit((enum task_runtime)k) : 0;
+		skel->rodata->done_bit[k] = word ? task_runtime__done_bit((enum task_runtime)k) : 0;
 	}
 	if ((r = bpf_map__set_max_entries(skel->maps.wake_types,
 					  t->nr_wake_types ? t->nr_wake_types : 1)) ||
