@@ -8,7 +8,9 @@
  * makes no holder (a stale guard slot); two tasks' guards on one exclusive lock make
  * neither a holder; a task running can progress (no edge); a waiter not queued is no
  * edge; a task waiting for its own guard's lock is counted, not a deadlock; a join
- * through a task that waits back is a cycle; unreadable pointers are left out.
+ * through a task that waits back is a cycle; unreadable pointers are left out. Locks
+ * held in part (Semaphore permits, RwLock read guards): a possible deadlock when
+ * every slot's task waits in it, proven when the permits add up.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +20,11 @@
 #include "stacks/resources.h"
 #include "testlib.h"
 
-enum { F_OUTER, F_ACQUIRE, F_JOIN, F_READER, NR_F };
+enum { F_OUTER, F_ACQUIRE, F_JOIN, F_READER, F_PERMIT, F_METHOD, NR_F };
 
 static struct future futures[NR_F];
-static struct future_state outer_states[1], reader_states[1];
-static struct held_guard guard, read_guard;
+static struct future_state outer_states[1], reader_states[1], permit_states[1];
+static struct held_guard guard, read_guard, permit_guard;
 static struct model m;
 
 /* the semaphores (keys): permits word at +16 (tokio: available << 1) */
@@ -39,6 +41,18 @@ static struct future_wait acquire_wait = {.kind = WAIT_LOCK,
 					  .asked = 16, /* num_permits (4 bytes) */
 					  .left = 24}; /* its node's state: still owed */
 static struct future_wait join_wait = {.kind = WAIT_JOIN, .nr_steps = 1, .steps = {{0, true}}};
+/* a RwLock's lock method: its `self` (at 0) is the lock, whose semaphore is at 0 in
+ * it and whose count of permits at TOTAL_OFF */
+#define TOTAL_OFF 24
+static struct future_wait method_wait = {.kind = WAIT_LOCK,
+					 .family = LOCK_TOKIO,
+					 .nr_steps = 1,
+					 .steps = {{0, true}},
+					 .state = STATE_OFF,
+					 .type = "tokio::sync::rwlock::RwLock<u64>",
+					 .names_only = true,
+					 .has_total = true,
+					 .total = TOTAL_OFF};
 
 static void build_model(void)
 {
@@ -78,6 +92,19 @@ static void build_model(void)
 	futures[F_READER] = futures[F_OUTER];
 	futures[F_READER].path = "t::reader";
 	futures[F_READER].states = reader_states;
+	/* t::permits: the same, its guard a Semaphore's permit */
+	permit_guard = read_guard;
+	permit_guard.type = "tokio::sync::semaphore::SemaphorePermit";
+	permit_guard.lock = GUARD_PERMITS;
+	permit_states[0] = outer_states[0];
+	permit_states[0].held = &permit_guard;
+	futures[F_PERMIT] = futures[F_OUTER];
+	futures[F_PERMIT].path = "t::permits";
+	futures[F_PERMIT].states = permit_states;
+	futures[F_METHOD] = (struct future){.path = "tokio::sync::rwlock::RwLock::write",
+					    .kind = FUTURE_ASYNC_FN,
+					    .crate_class = CRATE_RUNTIME,
+					    .wait = &method_wait};
 	futures[F_ACQUIRE] = (struct future){.path = "tokio::sync::batch_semaphore::Acquire",
 					     .kind = FUTURE_HANDWRITTEN,
 					     .crate_class = CRATE_RUNTIME,
@@ -374,6 +401,119 @@ static void test_all_permits(void)
 	guard.all_permits = false;
 }
 
+/* Task t's Acquire awaited through a RwLock's lock method (its `self` the lock at
+ * `lock`, which keeps `total` permits), asking for `asked` and still owed `left`. */
+static void wait_by_method(struct stk_task *t, uint64_t lock, uint32_t total, uint64_t asked,
+			   uint64_t left)
+{
+	uint64_t method = t->stack.frames[0].addr + 0x80, inner = t->stack.frames[1].addr;
+
+	t->stack.frames[2] = t->stack.frames[1];
+	t->stack.frames[1] = (struct stack_frame){
+	    .future = F_METHOD, .addr = method, .state = FRAME_OPAQUE, .await_index = -1};
+	t->stack.nr = 3;
+	put64(method, lock);
+	put64(lock + TOTAL_OFF, total);
+	put64(inner + 16, asked);
+	put64(inner + 24, left);
+}
+
+/*
+ * Locks held in part. A Semaphore's permits: task 0 keeps a permit slot on SEM1 (no
+ * permit left) and is queued on SEM2, a Mutex task 1 holds, queued on SEM1: a
+ * possible deadlock, not proven (who holds the permits is not in memory). A second
+ * permit slot on SEM1 kept by a task parked elsewhere: task 1 waits for it too, no
+ * deadlock; that task queued on SEM2 as well: all three deadlocked, the cycle of two
+ * reported. A RwLock's read side whose count of permits is known: held, proven,
+ * when the permits add up (available + given to the queued writer + one a reader ==
+ * its total), several readers each held; not when they do not (a stale slot).
+ */
+static void test_held_in_part(void)
+{
+	struct stk_task t[3];
+	struct res_report r;
+
+	memset(image, 0, sizeof(image));
+	set_locked(SEM1, true);
+	set_locked(SEM2, true);
+	make_task(&t[0], 0, SEM1, SEM2, false, true);
+	t[0].stack.frames[0].future = F_PERMIT;
+	make_task(&t[1], 1, SEM2, SEM1, false, true);
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && !r.holds[0].held && r.holds[1].held);
+	CHECK(resources__claimed(&r.res[r.holds[0].resource]));
+	CHECK(!resources__proven(&r.res[r.holds[0].resource]));
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	CHECK(r.deadlocks[0].nr == 2 && !r.deadlocks[0].proven);
+	resources__free(&r);
+	/* SEM1 free: its permits are not all taken, nothing to wait for */
+	set_locked(SEM1, false);
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	set_locked(SEM1, true);
+	/* task 2 keeps a permit slot on SEM1 too, parked, queued on nothing */
+	make_task(&t[2], 2, SEM1, BASE + 0x300, false, false);
+	t[2].stack.frames[0].future = F_PERMIT;
+	build(&r, t, 3);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	/* ... running: no edge at all */
+	t[2].root.st.running = true;
+	build(&r, t, 3);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	t[2].root.st.running = false;
+	/* ... queued on SEM2 like task 0: every holder of SEM1's permits waits */
+	make_task(&t[2], 2, SEM1, SEM2, false, true);
+	t[2].stack.frames[0].future = F_PERMIT;
+	build(&r, t, 3);
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	CHECK(r.deadlocks[0].nr == 2 && !r.deadlocks[0].proven);
+	resources__free(&r);
+
+	/* a RwLock (SEM1, 8 permits) read by task 0; task 1 queued to write, given 7 */
+	make_task(&t[0], 0, SEM1, SEM2, false, true);
+	t[0].stack.frames[0].future = F_READER;
+	make_task(&t[1], 1, SEM2, SEM1, false, true);
+	wait_by_method(&t[1], SEM1, 8, 8, 1);
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && r.holds[0].held && r.holds[1].held);
+	CHECK(r.res[r.holds[0].resource].counted && r.res[r.holds[0].resource].total == 8);
+	CHECK(r.res[r.holds[0].resource].holder == 0);
+	CHECK(r.nr_deadlocks == 1 && r.deadlocks[0].proven);
+	resources__free(&r);
+	/* given 6: one permit is nobody's that stacks sees (a stale slot, or a reader
+	 * it cannot see): not counted, the read slot not proven, the cycle possible */
+	put64(t[1].stack.frames[2].addr + 24, 2);
+	build(&r, t, 2);
+	CHECK(r.nr_holds == 2 && !r.holds[0].held && !r.res[r.holds[0].resource].counted);
+	CHECK(r.nr_deadlocks == 1 && !r.deadlocks[0].proven);
+	resources__free(&r);
+	/* a second reader, parked elsewhere: both held, the writer waits for both */
+	make_task(&t[2], 2, SEM1, BASE + 0x300, false, false);
+	t[2].stack.frames[0].future = F_READER;
+	build(&r, t, 3);
+	CHECK(r.holds[0].held && r.holds[2].held && r.res[r.holds[0].resource].counted);
+	CHECK(r.res[r.holds[0].resource].holder == RES_NONE);
+	CHECK(resources__proven(&r.res[r.holds[0].resource]));
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	resources__free(&r);
+	/* ... queued on SEM2 too: a deadlock, proven */
+	make_task(&t[2], 2, SEM1, SEM2, false, true);
+	t[2].stack.frames[0].future = F_READER;
+	build(&r, t, 3);
+	CHECK(r.nr_deadlocks == 1 && r.deadlocks[0].proven);
+	resources__free(&r);
+	/* the lock's count of permits not known (a Semaphore's): nothing adds up */
+	method_wait.has_total = false;
+	build(&r, t, 3);
+	CHECK(!r.res[r.holds[0].resource].counted && !r.holds[0].held);
+	CHECK(r.nr_deadlocks == 1 && !r.deadlocks[0].proven);
+	resources__free(&r);
+	method_wait.has_total = true;
+}
+
 int main(void)
 {
 	build_model();
@@ -382,6 +522,7 @@ int main(void)
 	test_ambiguous_and_self();
 	test_join_cycle_and_bad_pointers();
 	test_all_permits();
+	test_held_in_part();
 	test_random_images();
 	TEST_MAIN_END();
 }

@@ -141,6 +141,9 @@ static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, Dwarf
 			p->name = walk__type_path(w, dwarf_dieoffset(by_holder ? holder : mt));
 			p->back = by_holder ? off : 0;
 			p->key = *mt;
+			p->by_holder = by_holder;
+			if (by_holder)
+				p->holder = *holder;
 			return true;
 		}
 		if (find(w, mt, depth + 1, k, p))

@@ -27,7 +27,9 @@ struct key_path {
 	const char *name; /* the type the key is known by (walk's paths); NULL: unnamed */
 	uint64_t back;	  /* the key's offset in that type */
 	Dwarf_Die key;	  /* the key's type */
-	uint32_t visits;  /* members looked at: a search gives up past KEYS_BUDGET */
+	Dwarf_Die holder; /* the type it is named by (by_holder: the key is a member) */
+	bool by_holder;
+	uint32_t visits; /* members looked at: a search gives up past KEYS_BUDGET */
 };
 
 /* Members one search may look at: the types are hostile input, and a graph of types

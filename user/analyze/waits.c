@@ -183,6 +183,21 @@ static void acquire_permits(Dwarf_Die *acquire, struct future_wait *f)
 	f->left = node + state;
 }
 
+/* tokio's RwLock { mr: u32, s: Semaphore, .. }: the permits it was made with
+ * (future_wait.total); a Mutex and a Semaphore keep no such count. */
+static void lock_total(struct key_path *p, struct future_wait *f)
+{
+	Dwarf_Die t;
+	Dwarf_Word size;
+	uint64_t off;
+
+	if (p->by_holder && keys__member(&p->holder, "mr", &off, &t) &&
+	    dwarf_aggregate_size(&t, &size) == 0 && size == 4) {
+		f->has_total = true;
+		f->total = off;
+	}
+}
+
 static int known(const struct future *f)
 {
 	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
@@ -241,6 +256,7 @@ static bool way(struct walk *w, struct future_wait *f, Dwarf_Die *die, int k)
 		f->names_only = true;
 		f->family = LOCK_TOKIO;
 		f->queued = f->asked = f->left = FUTURE_NO_OFFSET;
+		lock_total(&p, f);
 		return f->type && guards__state_word(&p.key, f->family, &f->state);
 	}
 	if (waits[k].kind != WAIT_LOCK)

@@ -237,6 +237,10 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 		else
 			jw_null(w, "state_offset");
 		jw_bool(w, "names_only", fw->names_only);
+		if (fw->has_total)
+			jw_u64(w, "total_offset", fw->total);
+		else
+			jw_null(w, "total_offset");
 		if (fw->kind == WAIT_LOCK && fw->asked != FUTURE_NO_OFFSET) {
 			jw_u64(w, "asked_offset", fw->asked);
 			jw_u64(w, "left_offset", fw->left);

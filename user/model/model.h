@@ -60,6 +60,11 @@ struct future_wait {
 	 * the lock whose key that Acquire waits on: `type`, the key `back` bytes in */
 	bool names_only;
 	uint64_t back;
+	/* names_only: the lock's own count of its permits (tokio's RwLock `mr`, 4
+	 * bytes), `total` bytes into the lock; has_total false: it keeps none (a Mutex,
+	 * a Semaphore) */
+	bool has_total;
+	uint64_t total;
 };
 
 /* What a guard holds (guards.c: by its type's name). */

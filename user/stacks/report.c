@@ -414,7 +414,8 @@ void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct mode
 			fprintf(out, "   %sNO WAKER%s (nothing can wake %s)", red, off,
 				s->groups[g].count == 1 ? "it" : "them");
 		if (t->deadlock)
-			fprintf(out, "   %sDEADLOCK%s (task %u, below)", red, off,
+			fprintf(out, "   %s%sDEADLOCK%s (task %u, below)", red,
+				s->res.deadlocks[t->deadlock - 1].proven ? "" : "POSSIBLE ", off,
 				s->groups[g].first);
 		if (s->watching && s->groups[g].stuck)
 			fprintf(out, "   %u unchanged for >= %.0f s", s->groups[g].stuck,

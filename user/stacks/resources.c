@@ -2,9 +2,11 @@
 /*
  * Resources and deadlocks (resources.h). Everything read from the target is
  * untrusted: a pointer that cannot be read leaves the guard out (counted), a lock is
- * held only when its own state says so, and a cycle is reported only through edges
+ * held only when its own state says so, and a cycle is proven only through edges
  * that are each backed by memory: a task queued on a lock (its Acquire), the lock
- * without a permit left, and exactly one task whose guard points at it.
+ * without a permit left, and exactly one task whose guard points at it. A lock held
+ * in part (permits, read guards) gives edges to every task whose guard points at
+ * it: a cycle through one is a possible deadlock, said so.
  */
 #include "stacks/resources.h"
 
@@ -117,6 +119,9 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 			if (x->kind == GUARD_OTHER || g->lock == GUARD_EXCLUSIVE)
 				x->kind = g->lock;
 			x->shared_claims += g->lock == GUARD_SHARED;
+			x->permit_claims += g->lock == GUARD_PERMITS;
+			x->all_claims += g->all_permits;
+			x->claims++;
 			h->held = g->provable && x->read && x->locked;
 		}
 	}
@@ -178,8 +183,13 @@ static void name_by_method(const struct builder *b, const struct task_stack *s, 
 		    !(fw = b->m->futures[f->future].wait) || !fw->names_only)
 			continue;
 		if (follow_steps(b, fw->steps, fw->nr_steps, f->addr) == key) {
+			uint32_t total;
+
 			x->type = fw->type;
 			x->lock = key - fw->back;
+			if (fw->has_total &&
+			    !b->read(b->ctx, x->lock + fw->total, &total, sizeof(total)))
+				x->total = total;
 		}
 		return;
 	}
@@ -224,6 +234,7 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		if (i == RES_NONE)
 			return -ENOMEM;
 		r->res[i].given = true;
+		r->res[i].given_unknown = true;
 		return 0;
 	}
 	/* tokio: a queued Acquire is given the permits it asked for as they come free,
@@ -231,10 +242,11 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 	 * taken as given, which proves nothing) */
 	uint64_t left = 0;
 	uint32_t asked = 0;
-	bool given = fw->kind == WAIT_LOCK && fw->family == LOCK_TOKIO && queued == 1 &&
-		     (fw->asked == FUTURE_NO_OFFSET ||
-		      b->read(b->ctx, at + fw->asked, &asked, sizeof(asked)) ||
-		      b->read(b->ctx, at + fw->left, &left, sizeof(left)) || left < asked);
+	bool tokio_queued = fw->kind == WAIT_LOCK && fw->family == LOCK_TOKIO && queued == 1;
+	bool unknown = tokio_queued && (fw->asked == FUTURE_NO_OFFSET ||
+					b->read(b->ctx, at + fw->asked, &asked, sizeof(asked)) ||
+					b->read(b->ctx, at + fw->left, &left, sizeof(left)));
+	bool given = tokio_queued && (unknown || left < asked);
 	if (vec__reserve((void **)&r->waits, &b->cap_waits, r->nr_waits + 1, sizeof(*r->waits)))
 		return -ENOMEM;
 	w = &r->waits[r->nr_waits];
@@ -256,11 +268,14 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 	struct resource *x = &r->res[w->resource];
 	x->wait_kind = fw->kind;
 	x->given |= given;
+	x->given_unknown |= unknown;
+	if (given && !unknown)
+		x->given_permits += asked - left;
 	if (fw->type && !x->type) {
 		x->type = fw->type;
 		x->lock = key;
 	}
-	if (!x->type)
+	if (!x->type || !x->total)
 		name_by_method(b, s, k, key, x);
 	if (!x->via)
 		x->via = fut;
@@ -275,6 +290,25 @@ static bool can_progress(const struct stk_task *t)
 }
 
 /*
+ * A tokio lock whose count of permits is known (a RwLock's `mr`): the permits
+ * available, those given to queued waiters and those its guard slots take (one a
+ * read guard, all a write guard) add up to it. A stale slot would count permits no
+ * one holds; a waiter whose counts cannot be read, or a Semaphore permit (its count
+ * is not read), proves nothing.
+ */
+static bool permits_add_up(const struct resource *x)
+{
+	uint64_t sum;
+
+	if (x->family != LOCK_TOKIO || !x->read || !x->total || x->given_unknown || !x->claims ||
+	    x->claims != x->shared_claims + x->all_claims || x->permit_claims)
+		return false;
+	sum =
+	    x->available + x->given_permits + x->shared_claims + (uint64_t)x->all_claims * x->total;
+	return sum == x->total;
+}
+
+/*
  * A guard that takes every permit of its lock (a tokio RwLock's write side) holds it
  * when none is left and no queued waiter was given any: then guards hold every
  * permit, and only one that takes them all can, unless readers do (one each: 2^29
@@ -286,28 +320,44 @@ static bool can_progress(const struct stk_task *t)
  */
 static int index_resources(struct res_report *r)
 {
+	bool *several = calloc(r->nr_res ? r->nr_res : 1, sizeof(bool));
+
+	if (!several)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nr_res; i++)
+		r->res[i].counted = permits_add_up(&r->res[i]);
 	for (uint32_t i = 0; i < r->nr_holds; i++) {
 		struct res_hold *h = &r->holds[i];
 		const struct resource *x;
 
-		if (h->held || !h->guard->all_permits || h->resource == RES_NONE)
+		if (h->held || h->resource == RES_NONE)
 			continue;
 		x = &r->res[h->resource];
-		h->held = x->read && x->locked && !x->given && !x->shared_claims;
+		if (x->counted)
+			h->held = true;
+		else if (h->guard->all_permits)
+			h->held = x->read && x->locked && !x->given && !x->shared_claims;
 	}
 	for (uint32_t i = 0; i < r->nr_res; i++)
 		r->res[i].holder = RES_NONE;
 	for (uint32_t i = 0; i < r->nr_holds; i++) {
+		uint32_t xi = r->holds[i].resource;
 		struct resource *x;
 
 		if (!r->holds[i].held)
 			continue;
-		x = &r->res[r->holds[i].resource];
-		if (x->holder == RES_NONE)
+		x = &r->res[xi];
+		if (x->holder == RES_NONE && !several[xi])
 			x->holder = r->holds[i].task;
+		else if (x->holder != r->holds[i].task && x->counted)
+			several[xi] = true; /* readers: each holds it */
 		else if (x->holder != r->holds[i].task)
 			x->ambiguous = true;
 	}
+	for (uint32_t i = 0; i < r->nr_res; i++)
+		if (several[i])
+			r->res[i].holder = RES_NONE;
+	free(several);
 	for (uint32_t i = 0; i < r->nr_holds; i++) {
 		struct res_hold *h = &r->holds[i];
 
@@ -357,11 +407,124 @@ static int index_resources(struct res_report *r)
 	return 0;
 }
 
+bool resources__claimed(const struct resource *x)
+{
+	return x->family == LOCK_TOKIO && x->holder == RES_NONE && !x->ambiguous && x->read &&
+	       x->locked && (x->shared_claims || x->permit_claims || x->counted);
+}
+
+bool resources__proven(const struct resource *x)
+{
+	return x->holder != RES_NONE || x->counted;
+}
+
+/* The wait-for graph as find_cycles builds it. */
+struct graph {
+	const struct res_report *r;
+	const struct stk_task *tasks;
+	uint32_t nr;
+	uint32_t *next, *via; /* a task's first edge out and the lock it goes through */
+	uint8_t *in;	      /* still possibly deadlocked */
+	uint32_t *stack, depth;
+	uint8_t *done;		/* a lock whose waiters were let go */
+	uint32_t *hold_first;	/* [nr + 1]: a task's holds (they are in task order) */
+	uint32_t *joined_first; /* [nr + 1]: into joiners, by the task joined */
+	uint32_t *joiners;	/* the tasks waiting for a task to finish */
+};
+
+/* Task t cannot be deadlocked: what waits on it can go on once it does. */
+static void let_go(struct graph *g, uint32_t t)
+{
+	if (!g->in[t])
+		return;
+	g->in[t] = 0;
+	g->next[t] = RES_NONE;
+	g->stack[g->depth++] = t;
+}
+
+/*
+ * Lets go of every task that depends on one let go: waiters of a lock it holds (its
+ * proven holder) or has a guard slot on (a lock held in part), and tasks joining it.
+ * Each task is let go once and each lock's waiters looked at once: linear.
+ */
+static void propagate(struct graph *g)
+{
+	const struct res_report *r = g->r;
+
+	while (g->depth) {
+		uint32_t h = g->stack[--g->depth];
+
+		for (uint32_t i = g->hold_first[h]; i < g->hold_first[h + 1]; i++) {
+			uint32_t xi = r->holds[i].resource;
+			const struct resource *x;
+
+			if (xi == RES_NONE || g->done[xi])
+				continue;
+			x = &r->res[xi];
+			if (x->holder != h && !resources__claimed(x))
+				continue; /* a stale slot on a lock another task holds */
+			g->done[xi] = 1;
+			for (uint32_t k = 0; k < x->nr_refs[1]; k++)
+				let_go(g, r->waits[r->by_res_waits[x->first_ref[1] + k]].task);
+		}
+		for (uint32_t k = g->joined_first[h]; k < g->joined_first[h + 1]; k++)
+			let_go(g, g->joiners[k]);
+	}
+}
+
+/*
+ * The edges out of a wait: the lock's proven holder, the task joined, or (a lock held
+ * in part) every task whose guard points at it. 0: no edge (no holder known, a task
+ * that can go on, or itself: counted), else 1 with the first in *first and whether
+ * all of them are in the graph in *all_in (in: 1 for the task's own edges only).
+ */
+static int edges_out(struct graph *g, const struct res_wait *w, uint32_t *first, bool *all_in,
+		     uint32_t *self_waits)
+{
+	const struct res_report *r = g->r;
+	const struct resource *x = w->resource != RES_NONE ? &r->res[w->resource] : NULL;
+	uint32_t h;
+
+	*all_in = true;
+	if (x && resources__claimed(x)) {
+		*first = RES_NONE;
+		for (uint32_t k = 0; k < x->nr_refs[0]; k++) {
+			h = r->holds[r->by_res_holds[x->first_ref[0] + k]].task;
+			if (h == w->task) {
+				(*self_waits)++;
+				return 0;
+			}
+			if (can_progress(&g->tasks[h]))
+				return 0;
+			if (*first == RES_NONE)
+				*first = h;
+			*all_in &= g->in[h] != 0;
+		}
+		return *first != RES_NONE;
+	}
+	/* a join: the task joined, unless it has finished */
+	h = x								   ? x->holder
+	    : w->joins != RES_NONE && !g->tasks[w->joins].root.st.complete ? w->joins
+									   : RES_NONE;
+	if (h == RES_NONE)
+		return 0;
+	if (h == w->task) {
+		(*self_waits)++;
+		return 0;
+	}
+	if (can_progress(&g->tasks[h]))
+		return 0;
+	*first = h;
+	*all_in = g->in[h] != 0;
+	return 1;
+}
+
 /* The cycle through task t of the wait-for graph (next, via) as a deadlock. */
 static int add_cycle(struct res_report *r, const uint32_t *next, const uint32_t *via, uint32_t t)
 {
 	uint32_t n = 0, first = 0, c = t, *ct, *cr;
 	struct res_deadlock *dl;
+	bool proven = true;
 
 	do {
 		n++;
@@ -380,62 +543,124 @@ static int add_cycle(struct res_report *r, const uint32_t *next, const uint32_t 
 	for (uint32_t k = 0; k < n; k++, c = next[c]) {
 		r->cycle_task[first + k] = c;
 		r->cycle_res[first + k] = via[c];
+		proven &= via[c] == RES_NONE || resources__proven(&r->res[via[c]]);
 	}
-	r->deadlocks[r->nr_deadlocks++] = (struct res_deadlock){first, n};
+	r->deadlocks[r->nr_deadlocks++] = (struct res_deadlock){first, n, proven};
+	return 0;
+}
+
+/* Counting sorts: each task's holds, and the tasks joining each task. */
+static int index_graph(struct graph *g)
+{
+	const struct res_report *r = g->r;
+	uint32_t nj = 0;
+
+	g->hold_first = calloc(g->nr + 1, sizeof(uint32_t));
+	g->joined_first = calloc(g->nr + 2, sizeof(uint32_t));
+	if (!g->hold_first || !g->joined_first)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nr_holds; i++)
+		g->hold_first[r->holds[i].task + 1]++;
+	for (uint32_t t = 0; t < g->nr; t++)
+		g->hold_first[t + 1] += g->hold_first[t];
+	for (uint32_t i = 0; i < r->nr_waits; i++)
+		if (g->via[r->waits[i].task] == RES_NONE && g->next[r->waits[i].task] != RES_NONE) {
+			g->joined_first[g->next[r->waits[i].task] + 2]++;
+			nj++;
+		}
+	for (uint32_t t = 0; t < g->nr; t++)
+		g->joined_first[t + 2] += g->joined_first[t + 1];
+	g->joiners = malloc((nj ? nj : 1) * sizeof(uint32_t));
+	if (!g->joiners)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nr_waits; i++) {
+		uint32_t t = r->waits[i].task;
+
+		if (g->via[t] == RES_NONE && g->next[t] != RES_NONE)
+			g->joiners[g->joined_first[g->next[t] + 1]++] = t;
+	}
 	return 0;
 }
 
 /*
- * The wait-for graph: a parked task queued on a lock -> the parked task holding it.
- * Each task waits for one lock and an exclusive lock has one holder, so each task has
- * at most one edge out and every cycle is found by following them.
+ * The wait-for graph: a parked task queued on a lock -> the parked task(s) holding
+ * it, or joining a task -> that task. A task is deadlocked when every task it waits
+ * on is: those that depend on a task that can go on (running or scheduled, or
+ * parked on anything else) are let go from the ones that wait, until none is left
+ * to let go; each of the rest has an edge to one of the rest, so following each
+ * one's first edge finds the cycles among them.
  */
 static int find_cycles(struct res_report *r, const struct stk_task *tasks, uint32_t nr)
 {
-	uint32_t *next = malloc((nr ? nr : 1) * sizeof(*next)),
-		 *via = malloc((nr ? nr : 1) * sizeof(*via));
-	uint8_t *color = calloc(nr ? nr : 1, 1);
+	uint32_t n1 = nr ? nr : 1;
+	struct graph g = {.r = r,
+			  .tasks = tasks,
+			  .nr = nr,
+			  .next = malloc(n1 * sizeof(uint32_t)),
+			  .via = malloc(n1 * sizeof(uint32_t)),
+			  .in = calloc(n1, 1),
+			  .stack = malloc(n1 * sizeof(uint32_t)),
+			  .done = calloc(r->nr_res ? r->nr_res : 1, 1)};
+	uint8_t *color = calloc(n1, 1);
+	uint32_t self_waits = 0;
 	int e = 0;
 
-	if (!next || !via || !color) {
+	if (!g.next || !g.via || !g.in || !g.stack || !g.done || !color) {
 		e = -ENOMEM;
 		goto out;
 	}
 	for (uint32_t i = 0; i < nr; i++)
-		next[i] = via[i] = RES_NONE;
+		g.next[i] = g.via[i] = RES_NONE;
+	/* the waiting tasks with an edge out */
 	for (uint32_t i = 0; i < r->nr_waits; i++) {
 		const struct res_wait *w = &r->waits[i];
-		/* a join: the task joined, unless it has finished */
-		uint32_t h = w->resource != RES_NONE ? r->res[w->resource].holder
-			     : w->joins != RES_NONE && !tasks[w->joins].root.st.complete ? w->joins
-											 : RES_NONE;
+		uint32_t first;
+		bool all_in;
 
-		if (!w->queued || h == RES_NONE || can_progress(&tasks[w->task]))
+		if (!w->queued || can_progress(&tasks[w->task]) ||
+		    !edges_out(&g, w, &first, &all_in, &self_waits))
 			continue;
-		if (h == w->task) {
-			r->self_waits++;
+		g.next[w->task] = first;
+		g.via[w->task] = w->resource;
+		g.in[w->task] = 1;
+	}
+	r->self_waits += self_waits;
+	if ((e = index_graph(&g)))
+		goto out;
+	/* let go of those with an edge to a task outside, and what depends on them */
+	for (uint32_t i = 0; i < r->nr_waits; i++) {
+		const struct res_wait *w = &r->waits[i];
+		uint32_t first;
+		bool all_in;
+
+		if (!g.in[w->task])
 			continue;
+		if (!edges_out(&g, w, &first, &all_in, &self_waits) || !all_in) {
+			let_go(&g, w->task);
+			propagate(&g);
 		}
-		if (can_progress(&tasks[h]))
-			continue;
-		next[w->task] = h;
-		via[w->task] = w->resource;
 	}
 	for (uint32_t i = 0; i < nr && !e; i++) {
 		uint32_t t = i;
 
-		while (t != RES_NONE && color[t] == 0) {
+		while (t != RES_NONE && g.in[t] && color[t] == 0) {
 			color[t] = 1;
-			t = next[t];
+			t = g.next[t];
 		}
-		if (t != RES_NONE && color[t] == 1) /* a cycle through t, new */
-			e = add_cycle(r, next, via, t);
-		for (t = i; t != RES_NONE && color[t] == 1; t = next[t])
+		if (t != RES_NONE && g.in[t] && color[t] == 1) /* a cycle through t, new */
+			e = add_cycle(r, g.next, g.via, t);
+		for (t = i; t != RES_NONE && g.in[t] && color[t] == 1; t = g.next[t])
 			color[t] = 2;
 	}
 out:
-	free(next);
-	free(via);
+	free(g.next);
+	free(g.via);
+	free(g.in);
+	free(g.stack);
+	free(g.done);
+	free(g.hold_first);
+	free(g.joined_first);
+	free(g.joiners);
 	free(color);
 	return e;
 }

@@ -65,6 +65,22 @@ struct resource {
 	 * them all */
 	bool given;
 	uint32_t shared_claims; /* read guards pointing at it (held or not) */
+	uint32_t permit_claims; /* Semaphore permits pointing at it (held or not) */
+	uint32_t all_claims;	/* guards taking all its permits pointing at it */
+	uint32_t claims;	/* guard slots pointing at it */
+	/* the permits it was made with, read from the lock (tokio's RwLock `mr`, named
+	 * by a waiter's lock method); 0: not known */
+	uint64_t total;
+	uint64_t given_permits; /* given to its queued waiters so far */
+	bool given_unknown;	/* a queued waiter's counts could not be read */
+	/*
+	 * Its permits add up: those available, those given to its queued waiters and
+	 * those its guard slots take (a read guard one, a write guard all) make its
+	 * total. Then every slot pointing at it holds (a stale one would take permits
+	 * twice): each read guard is proven held, even by several tasks (holder is
+	 * RES_NONE then, and each waiter waits for all of them).
+	 */
+	bool counted;
 	/* its holds [0] and waits [1]: by_res_*[first_ref[k] .. + nr_refs[k]] */
 	uint32_t first_ref[2], nr_refs[2];
 };
@@ -74,6 +90,14 @@ struct resource {
  * for cycle_task[i + 1] to finish. */
 struct res_deadlock {
 	uint32_t first, nr; /* into cycle_task / cycle_res */
+	/*
+	 * Every edge's holder is proven by memory (res_hold.held) or is a join. Else
+	 * some edge goes through a lock held in part (a Semaphore's permits, a RwLock's
+	 * read side): its state says how many permits are taken, not by whom, and every
+	 * guard slot pointing at it is kept by a task of the deadlock (resources__claimed):
+	 * a possible deadlock, which a guard `stacks` cannot see would end.
+	 */
+	bool proven;
 };
 
 struct res_report {
@@ -95,6 +119,15 @@ struct stk_snapshot;
 struct stk_task;
 
 /*
+ * A lock held in part (tokio: Semaphore permits or a RwLock's read guards point at
+ * it) with no permit left and no holder proven: a waiter depends on every task whose
+ * guard slot points at it (the wait-for graph's edges are to all of them).
+ */
+bool resources__claimed(const struct resource *x);
+/* Its holder, or each of its holders, is proven (held, or resource.counted). */
+bool resources__proven(const struct resource *x);
+
+/*
  * The resources of the snapshot's tasks (those that are not a future inside another
  * task), read through read/ctx. 0 or -ENOMEM.
  */
@@ -110,7 +143,8 @@ void resources__json(struct cJSON *root, const struct stk_snapshot *s, const str
 void resources__task_json(struct cJSON *task, const struct stk_snapshot *s, const struct model *m,
 			  uint32_t id);
 /* A deadlocked task's folded line ends with what it waits for and who holds it:
- * ";[deadlock: waits for LOCK at ADDR held by task N]". */
+ * ";[deadlock: waits for LOCK at ADDR held by task N]" ("possible deadlock" for one
+ * not proven). */
 void resources__folded(FILE *out, const struct stk_snapshot *s, const struct model *m,
 		       uint32_t task);
 

@@ -185,12 +185,52 @@ static uint32_t first_hold(const struct res_report *r, uint32_t task)
 	return first_of_task(r->holds, sizeof(*r->holds), r->nr_holds, task);
 }
 
+/* Task's hold of lock x: the one proven, or (a lock held in part) its guard slot. */
 static const struct res_hold *hold_of(const struct res_report *r, uint32_t task, uint32_t x)
 {
+	bool claimed = resources__claimed(&r->res[x]);
+
 	for (uint32_t i = first_hold(r, task); i < r->nr_holds && r->holds[i].task == task; i++)
-		if (r->holds[i].held && r->holds[i].resource == x)
+		if ((r->holds[i].held || claimed) && r->holds[i].resource == x)
 			return &r->holds[i];
 	return NULL;
+}
+
+/* What a guard slot on a lock held in part is. */
+static const char *claim_kind(const struct res_hold *h)
+{
+	switch (h->guard->lock) {
+	case GUARD_PERMITS: return "a Semaphore permit";
+	case GUARD_SHARED: return "a read guard";
+	default: return "a guard";
+	}
+}
+
+/* The lock of a possible deadlock's edge, said for what it is not proven. */
+static void print_unproven(FILE *out, const struct stk_snapshot *s, const struct model *m,
+			   const struct res_deadlock *dl)
+{
+	const struct res_report *r = &s->res;
+
+	for (uint32_t k = 0; k < dl->nr; k++) {
+		uint32_t x = r->cycle_res[dl->first + k];
+		uint32_t slots;
+
+		if (x == RES_NONE || resources__proven(&r->res[x]))
+			continue;
+		slots = r->res[x].nr_refs[0];
+		fputs("  not proven: ", out);
+		print_lock(out, m, &r->res[x]);
+		fprintf(out,
+			" is held in part (%s): its state says that no permit is left, not who "
+			"holds them; %s pointing at it is kept by %s of this cycle, but a guard "
+			"`stacks` cannot see (a thread's, one kept outside a task's futures)%s "
+			"would end it\n",
+			r->res[x].permit_claims ? "by permits" : "to read",
+			slots == 1 ? "the only guard slot" : "every guard slot",
+			slots == 1 ? "a task" : "tasks",
+			r->res[x].permit_claims ? " or add_permits" : "");
+	}
 }
 
 /* A task's wait (at most one). */
@@ -226,7 +266,8 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 	for (uint32_t d = 0; d < r->nr_deadlocks; d++) {
 		const struct res_deadlock *dl = &r->deadlocks[d];
 
-		fprintf(out, "\n%sDEADLOCK%s: %u tasks wait for each other", red, off, dl->nr);
+		fprintf(out, "\n%s%sDEADLOCK%s: %u tasks wait for each other", red,
+			dl->proven ? "" : "POSSIBLE ", off, dl->nr);
 		if (s->watching)
 			fprintf(out, "   unchanged for >= %.0f s", standing_s(s, dl));
 		fputs("\n", out);
@@ -255,8 +296,12 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 			fputs("\n    held by ", out);
 			if (hh)
 				print_holder(out, s, m, hh);
+			if (hh && !hh->held)
+				fprintf(out, " (%s)", claim_kind(hh));
 			fputs("\n", out);
 		}
+		if (!dl->proven)
+			print_unproven(out, s, m, dl);
 	}
 	for (uint32_t i = 0; i < r->nr_res; i++) {
 		const struct resource *x = &r->res[i];
@@ -279,10 +324,12 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 		for (uint32_t k = 0; k < x->nr_refs[0]; k++) {
 			const struct res_hold *h = &r->holds[ref_of(r, x, 0, k)];
 
-			if (!h->held)
+			if (!h->held && !resources__claimed(x))
 				continue;
-			fputs("    held by ", out);
+			fputs(h->held ? "    held by " : "    a guard slot of ", out);
 			print_holder(out, s, m, h);
+			if (!h->held)
+				fprintf(out, " (%s, not proven held)", claim_kind(h));
 			fputs("\n", out);
 		}
 		for (uint32_t k = 0; k < x->nr_refs[1]; k++) {
@@ -402,6 +449,11 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			cJSON_AddNullToObject(o, "locked");
 			cJSON_AddNullToObject(o, "available_permits");
 		}
+		if (x->total)
+			cJSON_AddNumberToObject(o, "total_permits", (double)x->total);
+		else
+			cJSON_AddNullToObject(o, "total_permits");
+		cJSON_AddBoolToObject(o, "permits_add_up", x->counted);
 		hs = cJSON_AddArrayToObject(o, "holders");
 		for (uint32_t k = 0; hs && k < x->nr_refs[0]; k++)
 			cJSON_AddItemToArray(hs, hold_json(s, m, &r->holds[ref_of(r, x, 0, k)]));
@@ -417,6 +469,7 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 		if (!o)
 			break;
 		cJSON_AddNumberToObject(o, "unchanged_s", standing_s(s, dl));
+		cJSON_AddBoolToObject(o, "proven", dl->proven);
 		edges = cJSON_AddArrayToObject(o, "edges");
 		for (uint32_t k = 0; edges && k < dl->nr; k++) {
 			uint32_t t = r->cycle_task[dl->first + k], x = r->cycle_res[dl->first + k],
@@ -431,6 +484,8 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 				cJSON_AddNullToObject(e, "held_by");
 			else
 				cJSON_AddNumberToObject(e, "held_by", h);
+			cJSON_AddBoolToObject(e, "proven",
+					      x == RES_NONE || resources__proven(&r->res[x]));
 			if (hh)
 				cJSON_AddItemToObject(e, "holder", hold_json(s, m, hh));
 			cJSON_AddItemToArray(edges, e);
@@ -479,7 +534,7 @@ void resources__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 
 			if (r->cycle_task[dl->first + k] != task)
 				continue;
-			fputs(";[deadlock: waits for ", out);
+			fprintf(out, ";[%sdeadlock: waits for ", dl->proven ? "" : "possible ");
 			if (x == RES_NONE) {
 				fprintf(out, "task %u to finish]",
 					r->cycle_task[dl->first + (k + 1) % dl->nr]);
