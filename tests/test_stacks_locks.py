@@ -25,7 +25,8 @@ class Locks:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
         tasks = {("tokio_mt", "locks"): 8, ("smol_app", "locks"): 2, ("async_std_app", "locks"): 2,
-                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 8}[(crate, mode)]
+                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 8, ("smol_app", "semaphores"): 8,
+                 ("async_std_app", "semaphores"): 8}[(crate, mode)]
         assert self.truth["mode"] == mode and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
@@ -224,19 +225,21 @@ def test_rwlock_write_guards_and_a_deadlock_of_three(tmp_path, locks, profile):
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
-def test_semaphore_and_read_guard_cycles(tmp_path, locks, profile):
-    """`tokio_mt semaphores` (it prints each lock's address and the permits left):
+@pytest.mark.parametrize("crate", ["tokio_mt", "smol_app", "async_std_app"])
+def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
+    """`CRATE semaphores` (it prints each lock's address and the permits left), on
+    tokio and on async-lock (smol's and async-std's locks):
     sm_a keeps the only permit of `sem` and waits for the Mutex m, sm_b keeps m and
     waits to write the RwLock l, sm_c keeps l to write and waits for a permit of
     `sem`: a cycle of three through a Mutex, a RwLock and a Semaphore, reported as a
     possible deadlock (a Semaphore does not say who holds its permits: nothing in
     memory proves sm_a's slot is not stale), with each edge's task, line and lock.
     rd_x reads `read` and waits for m2, mx_y keeps m2 and waits to write `read`: the
-    RwLock's permits add up (its `mr`), so the read guard is held and the deadlock
-    proven. `pair` has two permits, pm_idle keeps one at a pending(), pm_cyc the
-    other waiting for m3, pm_w keeps m3 waiting for `pair`: pm_idle waits for no
-    lock, so nothing there is called deadlocked."""
-    target = locks(profile, mode="semaphores")
+    RwLock's permits add up (tokio: its `mr`; async-lock: its count of readers), so
+    the read guard is held and the deadlock proven. `pair` has two permits, pm_idle
+    keeps one at a pending(), pm_cyc the other waiting for m3, pm_w keeps m3 waiting
+    for `pair`: pm_idle waits for no lock, so nothing there is called deadlocked."""
+    target = locks(profile, crate, mode="semaphores")
     truth = target.truth
     assert truth["sem_available"] == 0 and truth["pair_available"] == 0, truth
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
@@ -245,14 +248,17 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, profile):
     names = ("sem", "m", "l", "read", "m2", "pair", "m3")
     lock = {name: by_addr.get(int(truth[name], 16)) for name in names}
     assert all(lock.values()), (lock, doc["resources"])
-    assert lock["sem"]["type"] == "tokio::sync::semaphore::Semaphore", lock["sem"]
-    assert lock["read"]["type"].startswith("tokio::sync::rwlock::RwLock<"), lock["read"]
+    tokio = crate == "tokio_mt"
+    sem_type = "tokio::sync::semaphore::Semaphore" if tokio else "async_lock::semaphore::Semaphore"
+    assert lock["sem"]["type"] == sem_type, lock["sem"]
+    rw_type = "tokio::sync::rwlock::RwLock<" if tokio else "async_lock::rwlock::RwLock<"
+    assert lock["read"]["type"].startswith(rw_type), lock["read"]
 
     cycles = {}
     for d in doc["deadlocks"]:
-        cycles[tuple(sorted(root(doc, e["task"]) for e in d["edges"]))] = d
-    sem_cycle = ("tokio_mt::sm_a", "tokio_mt::sm_b", "tokio_mt::sm_c")
-    read_cycle = ("tokio_mt::mx_y", "tokio_mt::rd_x")
+        cycles[tuple(sorted(root(doc, e["task"], crate) for e in d["edges"]))] = d
+    sem_cycle = (f"{crate}::sm_a", f"{crate}::sm_b", f"{crate}::sm_c")
+    read_cycle = (f"{crate}::mx_y", f"{crate}::rd_x")
     assert sorted(cycles) == sorted([sem_cycle, read_cycle]), doc["deadlocks"]
     # (waiter, what it waits at, the lock, its holder, the holder's guard, proven)
     want = {sem_cycle: (("sm_a", "lock", "m", "sm_b", "g", True), ("sm_b", "write", "l", "sm_c", "w", True),
@@ -260,35 +266,37 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, profile):
             read_cycle: (("rd_x", "lock", "m2", "mx_y", "g", True), ("mx_y", "write", "read", "rd_x", "r", True))}
     for key, edges_want in want.items():
         d = cycles[key]
-        edges = {root(doc, e["task"]): e for e in d["edges"]}
+        edges = {root(doc, e["task"], crate): e for e in d["edges"]}
         waits_at = {waiter: at for waiter, at, *_ in edges_want}
         assert d["proven"] == all(p for *_, p in edges_want), d
         for waiter, at, name, holder, guard, proven in edges_want:
-            e = edges[f"tokio_mt::{waiter}"]
-            assert e["queued"] and e["line"] == line_of(waiter, at), e
+            e = edges[f"{crate}::{waiter}"]
+            assert e["queued"] and e["line"] == line_of(waiter, at, crate=crate), e
             assert res[e["resource"]]["id"] == lock[name]["id"], (e, lock[name])
-            assert e["held_by"] == edges[f"tokio_mt::{holder}"]["task"] and e["proven"] == proven, e
+            assert e["held_by"] == edges[f"{crate}::{holder}"]["task"] and e["proven"] == proven, e
             h = e["holder"]
-            assert h["guard"] == guard and h["held"] == proven and h["frame"] == f"tokio_mt::{holder}", h
-            assert h["line"] == line_of(holder, waits_at[holder]), h
+            assert h["guard"] == guard and h["held"] == proven and h["frame"] == f"{crate}::{holder}", h
+            assert h["line"] == line_of(holder, waits_at[holder], crate=crate), h
     assert lock["sem"]["locked"] and lock["sem"]["kind"] == "permits", lock["sem"]
     assert not lock["sem"]["permits_add_up"] and lock["sem"]["total_permits"] is None, lock["sem"]
-    # the read side: its permits add up to the lock's own count
-    assert lock["read"]["permits_add_up"] and lock["read"]["total_permits"] > 1, lock["read"]
+    assert lock["sem"]["available_permits"] == truth["sem_available"], lock["sem"]
+    # the read side: its permits add up to the lock's own count (tokio), its readers (async-lock)
+    assert lock["read"]["permits_add_up"], lock["read"]
+    assert (lock["read"]["total_permits"] > 1) if tokio else (lock["read"]["total_permits"] is None), lock["read"]
     assert proc.stdout.count("POSSIBLE DEADLOCK: 3 tasks wait for each other") == 1, proc.stdout
     assert proc.stdout.count("\nDEADLOCK: 2 tasks wait for each other") == 1, proc.stdout
-    assert proc.stdout.count("not proven: tokio::sync::semaphore::Semaphore at " + truth["sem"]) == 1, proc.stdout
+    assert proc.stdout.count(f"not proven: {sem_type} at " + truth["sem"]) == 1, proc.stdout
     assert folded.count(";[possible deadlock: waits for ") == 3, folded
     assert folded.count(";[deadlock: waits for ") == 2, folded
 
     # pair: both permits' slots listed, neither proven; pm_w waits for it, no cycle
     pair = lock["pair"]
-    slots = sorted(root(doc, h["task"]) for h in pair["holders"])
-    assert slots == ["tokio_mt::pm_cyc", "tokio_mt::pm_idle"] and not any(h["held"] for h in pair["holders"]), pair
-    assert [root(doc, w["task"]) for w in pair["waiters"]] == ["tokio_mt::pm_w"], pair
-    assert pair["waiters"][0]["line"] == line_of("pm_w", "acquire"), pair
-    in_cycles = {root(doc, e["task"]) for d in doc["deadlocks"] for e in d["edges"]}
-    assert not in_cycles & {"tokio_mt::pm_idle", "tokio_mt::pm_cyc", "tokio_mt::pm_w"}, in_cycles
+    slots = sorted(root(doc, h["task"], crate) for h in pair["holders"])
+    assert slots == [f"{crate}::pm_cyc", f"{crate}::pm_idle"] and not any(h["held"] for h in pair["holders"]), pair
+    assert [root(doc, w["task"], crate) for w in pair["waiters"]] == [f"{crate}::pm_w"], pair
+    assert pair["waiters"][0]["line"] == line_of("pm_w", "acquire", crate=crate), pair
+    in_cycles = {root(doc, e["task"], crate) for d in doc["deadlocks"] for e in d["edges"]}
+    assert not in_cycles & {f"{crate}::pm_idle", f"{crate}::pm_cyc", f"{crate}::pm_w"}, in_cycles
     mine = {int(truth[n], 16) for n in names}
     assert all(r["addr"] in mine for r in doc["resources"] if r["addr"] is not None), doc["resources"]
     target.stop()

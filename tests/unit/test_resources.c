@@ -20,11 +20,23 @@
 #include "stacks/resources.h"
 #include "testlib.h"
 
-enum { F_OUTER, F_ACQUIRE, F_JOIN, F_READER, F_PERMIT, F_METHOD, NR_F };
+enum {
+	F_OUTER,
+	F_ACQUIRE,
+	F_JOIN,
+	F_READER,
+	F_PERMIT,
+	F_METHOD,
+	F_AWRITER,
+	F_AREADER,
+	F_AWAIT,
+	NR_F
+};
 
 static struct future futures[NR_F];
 static struct future_state outer_states[1], reader_states[1], permit_states[1];
-static struct held_guard guard, read_guard, permit_guard;
+static struct future_state awriter_states[1], areader_states[1];
+static struct held_guard guard, read_guard, permit_guard, awrite_guard, aread_guard;
 static struct model m;
 
 /* the semaphores (keys): permits word at +16 (tokio: available << 1) */
@@ -53,6 +65,19 @@ static struct future_wait method_wait = {.kind = WAIT_LOCK,
 					 .names_only = true,
 					 .has_total = true,
 					 .total = TOTAL_OFF};
+
+/* async-lock's RwLock::write: its `self` (at 0) the RwLock, whose `state` is at
+ * STATE_OFF: bit 0 a writer, 2 a reader */
+static struct future_wait async_rw_wait = {.kind = WAIT_LOCK,
+					   .family = LOCK_ASYNC_RWLOCK,
+					   .nr_steps = 1,
+					   .steps = {{0, true}},
+					   .queued = FUTURE_NO_OFFSET,
+					   .asked = FUTURE_NO_OFFSET,
+					   .left = FUTURE_NO_OFFSET,
+					   .state = STATE_OFF,
+					   .type = "async_lock::rwlock::RwLock<u64>",
+					   .over_inner = true};
 
 static void build_model(void)
 {
@@ -105,6 +130,29 @@ static void build_model(void)
 					    .kind = FUTURE_ASYNC_FN,
 					    .crate_class = CRATE_RUNTIME,
 					    .wait = &method_wait};
+	/* t::awriter / t::areader: async-lock RwLock guards */
+	awrite_guard = guard;
+	awrite_guard.type = "async_lock::rwlock::RwLockWriteGuard<u64>";
+	awrite_guard.resource = "async_lock::rwlock::RwLock<u64>";
+	awrite_guard.family = LOCK_ASYNC_RWLOCK;
+	aread_guard = awrite_guard;
+	aread_guard.type = "async_lock::rwlock::RwLockReadGuard<u64>";
+	aread_guard.lock = GUARD_SHARED;
+	aread_guard.provable = false;
+	awriter_states[0] = outer_states[0];
+	awriter_states[0].held = &awrite_guard;
+	areader_states[0] = outer_states[0];
+	areader_states[0].held = &aread_guard;
+	futures[F_AWRITER] = futures[F_OUTER];
+	futures[F_AWRITER].path = "t::awriter";
+	futures[F_AWRITER].states = awriter_states;
+	futures[F_AREADER] = futures[F_OUTER];
+	futures[F_AREADER].path = "t::areader";
+	futures[F_AREADER].states = areader_states;
+	futures[F_AWAIT] = (struct future){.path = "async_lock::rwlock::RwLock::write",
+					   .kind = FUTURE_ASYNC_FN,
+					   .crate_class = CRATE_RUNTIME,
+					   .wait = &async_rw_wait};
 	futures[F_ACQUIRE] = (struct future){.path = "tokio::sync::batch_semaphore::Acquire",
 					     .kind = FUTURE_HANDWRITTEN,
 					     .crate_class = CRATE_RUNTIME,
@@ -514,6 +562,55 @@ static void test_held_in_part(void)
 	method_wait.has_total = true;
 }
 
+/*
+ * async-lock's RwLock (its state word: bit 0 a writer, 2 per reader), waited on
+ * through RwLock::write, a few frames out of the inner Mutex's wait (over_inner).
+ * Task 0 writes RWL and waits for SEM2 (a tokio Mutex task 1 holds), task 1 waits to
+ * write RWL: the write guard holds it when the word is its writer bit alone (1),
+ * proven; not with readers in (3: a writer waiting for them). Task 0 reading RWL
+ * (word 3: a reader and task 1's writer bit): its read slot held, proven, when the
+ * readers counted are the read slots; not when they are not (5: a reader unseen).
+ */
+static void test_async_lock_rwlock(void)
+{
+	struct stk_task t[2];
+	struct res_report r;
+	const uint64_t rwl = BASE + 0x300;
+
+	memset(image, 0, sizeof(image));
+	set_locked(SEM2, true);
+	make_task(&t[0], 0, rwl, SEM2, false, true);
+	t[0].stack.frames[0].future = F_AWRITER;
+	make_task(&t[1], 1, SEM2, rwl, false, true);
+	/* task 1: its RwLock::write frame, then the inner Mutex's Acquire-like wait */
+	wait_by_method(&t[1], rwl, 0, 1, 1);
+	t[1].stack.frames[1].future = F_AWAIT;
+	put64(rwl + STATE_OFF, 1);
+	build(&r, t, 2);
+	CHECK(r.nr_waits == 2 && r.waits[1].resource == r.holds[0].resource);
+	CHECK(r.holds[0].held && r.res[r.holds[0].resource].holder == 0);
+	CHECK(r.nr_deadlocks == 1 && r.deadlocks[0].proven);
+	resources__free(&r);
+	put64(rwl + STATE_OFF, 3); /* a reader in: the write slot is stale */
+	build(&r, t, 2);
+	CHECK(!r.holds[0].held && r.nr_deadlocks == 0);
+	resources__free(&r);
+	t[0].stack.frames[0].future = F_AREADER;
+	build(&r, t, 2);
+	CHECK(r.holds[0].held && r.res[r.holds[0].resource].counted);
+	CHECK(r.nr_deadlocks == 1 && r.deadlocks[0].proven);
+	resources__free(&r);
+	put64(rwl + STATE_OFF, 5); /* two readers, one slot: not counted, possible */
+	build(&r, t, 2);
+	CHECK(!r.holds[0].held && !r.res[r.holds[0].resource].counted);
+	CHECK(r.nr_deadlocks == 1 && !r.deadlocks[0].proven);
+	resources__free(&r);
+	put64(rwl + STATE_OFF, 0); /* free: nothing to wait for */
+	build(&r, t, 2);
+	CHECK(r.nr_deadlocks == 0);
+	resources__free(&r);
+}
+
 int main(void)
 {
 	build_model();
@@ -523,6 +620,7 @@ int main(void)
 	test_join_cycle_and_bad_pointers();
 	test_all_permits();
 	test_held_in_part();
+	test_async_lock_rwlock();
 	test_random_images();
 	TEST_MAIN_END();
 }

@@ -45,13 +45,16 @@ static const struct {
     {"tokio", "OwnedSemaphorePermit", GUARD_PERMITS, LOCK_TOKIO, false, false},
     {"async_lock", "MutexGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true, false},
     {"async_lock", "MutexGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_LOCK, true, false},
-    {"async_lock", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false, false},
-    {"async_lock", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false, false},
-    {"async_lock", "RwLockUpgradableReadGuard", GUARD_OTHER, LOCK_NONE, false, false},
-    {"async_lock", "RwLockReadGuardArc", GUARD_OTHER, LOCK_NONE, false, false},
-    {"async_lock", "RwLockWriteGuardArc", GUARD_OTHER, LOCK_NONE, false, false},
-    {"async_lock", "SemaphoreGuard", GUARD_OTHER, LOCK_NONE, false, false},
-    {"async_lock", "SemaphoreGuardArc", GUARD_OTHER, LOCK_NONE, false, false},
+    /* an upgradable read guard is a reader (it also keeps the RwLock's inner
+     * Mutex, which only writers and other upgradable readers wait for) */
+    {"async_lock", "RwLockReadGuard", GUARD_SHARED, LOCK_ASYNC_RWLOCK, false, false},
+    {"async_lock", "RwLockWriteGuard", GUARD_EXCLUSIVE, LOCK_ASYNC_RWLOCK, true, false},
+    {"async_lock", "RwLockUpgradableReadGuard", GUARD_SHARED, LOCK_ASYNC_RWLOCK, false, false},
+    {"async_lock", "RwLockReadGuardArc", GUARD_SHARED, LOCK_ASYNC_RWLOCK, false, false},
+    {"async_lock", "RwLockWriteGuardArc", GUARD_EXCLUSIVE, LOCK_ASYNC_RWLOCK, true, false},
+    {"async_lock", "RwLockUpgradableReadGuardArc", GUARD_SHARED, LOCK_ASYNC_RWLOCK, false, false},
+    {"async_lock", "SemaphoreGuard", GUARD_PERMITS, LOCK_ASYNC_SEMAPHORE, false, false},
+    {"async_lock", "SemaphoreGuardArc", GUARD_PERMITS, LOCK_ASYNC_SEMAPHORE, false, false},
     {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
     {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
     {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
@@ -105,22 +108,35 @@ bool guards__is_guard(const char *path)
 }
 
 /* What each family's key is, and its state word: tokio's `permits: AtomicUsize`
- * (in the semaphore every tokio lock holds), async-lock's Mutex `state` (an atomic
- * is its integer). */
+ * (in the semaphore every tokio lock holds), async-lock's Mutex and RwLock `state`,
+ * its Semaphore's `count` (an atomic is its integer). An async-lock RwLock's write
+ * guard also keeps the RwLock's inner Mutex: its way is to the RwLock, found first
+ * as the type searched for. */
 static const struct key_kind tokio_key = {.suffix = "batch_semaphore::Semaphore",
 					  .named_by_holder = true};
 static const struct key_kind async_lock_key = {.prefix = "async_lock::mutex::Mutex<"};
+static const struct key_kind async_rwlock_key = {.prefix = "async_lock::rwlock::RwLock<"};
+static const struct key_kind async_semaphore_key = {.exact = "async_lock::semaphore::Semaphore"};
 
 const struct key_kind *guards__key(enum lock_family family)
 {
-	return family == LOCK_TOKIO	   ? &tokio_key
-	       : family == LOCK_ASYNC_LOCK ? &async_lock_key
-					   : NULL;
+	switch (family) {
+	case LOCK_TOKIO: return &tokio_key;
+	case LOCK_ASYNC_LOCK: return &async_lock_key;
+	case LOCK_ASYNC_RWLOCK: return &async_rwlock_key;
+	case LOCK_ASYNC_SEMAPHORE: return &async_semaphore_key;
+	case LOCK_NONE: break;
+	}
+	return NULL;
 }
 
 bool guards__state_word(Dwarf_Die *key, enum lock_family family, uint64_t *off)
 {
-	return keys__member(key, family == LOCK_TOKIO ? "permits" : "state", off, NULL);
+	const char *word = family == LOCK_TOKIO		    ? "permits"
+			   : family == LOCK_ASYNC_SEMAPHORE ? "count"
+							    : "state";
+
+	return keys__member(key, word, off, NULL);
 }
 
 static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,

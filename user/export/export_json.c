@@ -237,6 +237,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 		else
 			jw_null(w, "state_offset");
 		jw_bool(w, "names_only", fw->names_only);
+		jw_bool(w, "over_inner", fw->over_inner);
 		if (fw->has_total)
 			jw_u64(w, "total_offset", fw->total);
 		else

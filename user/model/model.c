@@ -307,6 +307,8 @@ const char *lock_family__name(enum lock_family f)
 	switch (f) {
 	case LOCK_TOKIO: return "tokio";
 	case LOCK_ASYNC_LOCK: return "async-lock";
+	case LOCK_ASYNC_RWLOCK: return "async-lock-rwlock";
+	case LOCK_ASYNC_SEMAPHORE: return "async-lock-semaphore";
 	case LOCK_NONE: break;
 	}
 	return "none";
@@ -314,14 +316,28 @@ const char *lock_family__name(enum lock_family f)
 
 bool lock_family__locked(uint8_t family, uint64_t word)
 {
-	return family == LOCK_TOKIO	   ? (word >> 1) == 0
-	       : family == LOCK_ASYNC_LOCK ? (word & 1) != 0
-					   : false;
+	switch (family) {
+	case LOCK_TOKIO: return (word >> 1) == 0;
+	case LOCK_ASYNC_LOCK: return (word & 1) != 0;
+	case LOCK_ASYNC_RWLOCK: return word != 0;
+	case LOCK_ASYNC_SEMAPHORE: return word == 0;
+	}
+	return false;
+}
+
+bool lock_family__held(uint8_t family, uint64_t word)
+{
+	return family == LOCK_ASYNC_RWLOCK ? word == 1 : lock_family__locked(family, word);
+}
+
+uint64_t lock_family__readers(uint8_t family, uint64_t word)
+{
+	return family == LOCK_ASYNC_RWLOCK ? word >> 1 : 0;
 }
 
 uint64_t lock_family__permits(uint8_t family, uint64_t word)
 {
-	return family == LOCK_TOKIO ? word >> 1 : 0;
+	return family == LOCK_TOKIO ? word >> 1 : family == LOCK_ASYNC_SEMAPHORE ? word : 0;
 }
 
 const char *guard_lock__name(enum guard_lock l)

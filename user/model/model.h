@@ -65,6 +65,10 @@ struct future_wait {
 	 * a Semaphore) */
 	bool has_total;
 	uint64_t total;
+	/* the wait of a lock method that awaits another lock's first (async-lock's
+	 * RwLock::write its inner Mutex): found a few frames out of that wait, it is
+	 * the one the task waits on */
+	bool over_inner;
 };
 
 /* What a guard holds (guards.c: by its type's name). */
@@ -84,6 +88,11 @@ enum lock_family {
 	/* async-lock's Mutex (async-std's, smol's): the Mutex is the key, bit 0 of its
 	 * `state` word says locked */
 	LOCK_ASYNC_LOCK,
+	/* async-lock's RwLock: the RwLock is the key, its `state` word bit 0 a writer
+	 * (holding it, or waiting for the readers to leave), the rest its readers */
+	LOCK_ASYNC_RWLOCK,
+	/* async-lock's Semaphore: the key, its `count` word the permits available */
+	LOCK_ASYNC_SEMAPHORE,
 };
 
 /* What a waiting future waits for (future.wait_kind). */
@@ -732,16 +741,27 @@ const char *future_kind__name(enum future_kind k);
 const char *state_kind__name(enum state_kind k);
 const char *exit_kind__name(enum exit_kind k);
 const char *crate_class__name(enum crate_class c);
-/* "tokio", "async-lock", "none" */
+/* "tokio", "async-lock", "async-lock-rwlock", "async-lock-semaphore", "none" */
 const char *lock_family__name(enum lock_family f);
 /*
  * What a lock's state word says (enum lock_family): tokio's batch semaphore keeps its
  * available permits shifted left by one, bit 0 saying closed
  * (tokio/src/sync/batch_semaphore.rs, PERMIT_SHIFT): locked when none is left;
  * async-lock's Mutex sets bit 0 while locked, the other bits counting starved lock
- * operations (async-lock/src/mutex.rs). Permits: tokio's only (0 for the others).
+ * operations (async-lock/src/mutex.rs); its RwLock is locked with a writer (bit 0,
+ * WRITER_BIT) or a reader (each adds ONE_READER, 2), its Semaphore when `count`, its
+ * permits left, is 0 (async-lock/src/rwlock.rs, semaphore.rs). Permits: tokio's and
+ * async-lock's Semaphore's available (0 for the others).
  */
 bool lock_family__locked(uint8_t family, uint64_t word);
+/*
+ * Does the word prove its one exclusive guard holds it (held_guard.provable)? A Mutex
+ * locked; a tokio lock with no permit left; async-lock's RwLock with its writer bit
+ * alone (a writer with readers still in waits for them to leave).
+ */
+bool lock_family__held(uint8_t family, uint64_t word);
+/* async-lock's RwLock: its readers (0 for the others). */
+uint64_t lock_family__readers(uint8_t family, uint64_t word);
 /*
  * Where n steps (struct await_step) lead from addr, each pointer on the way read with
  * read (0 on success: stacks' reader of a target's memory); *ptr_at: where the last

@@ -54,6 +54,7 @@ static uint32_t resource_at(struct builder *b, uint64_t key, uint8_t family, uin
 	*x = (struct resource){.key = key, .family = family, .kind = GUARD_OTHER};
 	if (family != LOCK_NONE && read_u64(b, key + state_offset, &v)) {
 		x->read = true;
+		x->word = v;
 		x->available = lock_family__permits(family, v);
 		x->locked = lock_family__locked(family, v);
 	}
@@ -122,7 +123,7 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 			x->permit_claims += g->lock == GUARD_PERMITS;
 			x->all_claims += g->all_permits;
 			x->claims++;
-			h->held = g->provable && x->read && x->locked;
+			h->held = g->provable && x->read && lock_family__held(x->family, x->word);
 		}
 	}
 	return 0;
@@ -223,6 +224,20 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		if (fut)
 			break;
 	}
+	/* a lock method awaiting another lock first (async-lock's RwLock::write its
+	 * inner Mutex) a few frames out: the task waits on the method's lock */
+	for (uint32_t j = k, n = 0; fut && j-- > 0 && n < 3; n++) {
+		const struct stack_frame *o = &s->frames[j];
+		const struct future_wait *ow;
+
+		if (o->future < 0 || (uint32_t)o->future >= b->m->nr_futures ||
+		    !(ow = b->m->futures[o->future].wait) || !ow->over_inner)
+			continue;
+		fut = &b->m->futures[o->future];
+		at = o->addr;
+		k = j;
+		break;
+	}
 	if (!fut || !(fw = fut->wait) || !(key = follow_steps(b, fw->steps, fw->nr_steps, at)))
 		return 0;
 	if (fw->kind == WAIT_LOCK && fw->queued != FUTURE_NO_OFFSET &&
@@ -300,6 +315,12 @@ static bool permits_add_up(const struct resource *x)
 {
 	uint64_t sum;
 
+	/* async-lock's RwLock counts its readers: as many as the read slots on it (its
+	 * write slots are proven apart: by its writer bit alone) */
+	if (x->family == LOCK_ASYNC_RWLOCK)
+		return x->read && x->shared_claims &&
+		       lock_family__readers(x->family, x->word) == x->shared_claims;
+
 	if (x->family != LOCK_TOKIO || !x->read || !x->total || x->given_unknown || !x->claims ||
 	    x->claims != x->shared_claims + x->all_claims || x->permit_claims)
 		return false;
@@ -333,7 +354,8 @@ static int index_resources(struct res_report *r)
 		if (h->held || h->resource == RES_NONE)
 			continue;
 		x = &r->res[h->resource];
-		if (x->counted)
+		if (x->counted &&
+		    (x->family != LOCK_ASYNC_RWLOCK || h->guard->lock == GUARD_SHARED))
 			h->held = true;
 		else if (h->guard->all_permits)
 			h->held = x->read && x->locked && !x->given && !x->shared_claims;
@@ -409,7 +431,7 @@ static int index_resources(struct res_report *r)
 
 bool resources__claimed(const struct resource *x)
 {
-	return x->family == LOCK_TOKIO && x->holder == RES_NONE && !x->ambiguous && x->read &&
+	return x->family != LOCK_NONE && x->holder == RES_NONE && !x->ambiguous && x->read &&
 	       x->locked && (x->shared_claims || x->permit_claims || x->counted);
 }
 
@@ -489,7 +511,11 @@ static int edges_out(struct graph *g, const struct res_wait *w, uint32_t *first,
 	if (x && resources__claimed(x)) {
 		*first = RES_NONE;
 		for (uint32_t k = 0; k < x->nr_refs[0]; k++) {
-			h = r->holds[r->by_res_holds[x->first_ref[0] + k]].task;
+			const struct res_hold *hh = &r->holds[r->by_res_holds[x->first_ref[0] + k]];
+
+			h = hh->task;
+			if (h == w->task && hh->frame >= w->frame)
+				continue; /* the lock method's own guard, being taken */
 			if (h == w->task) {
 				(*self_waits)++;
 				return 0;

@@ -54,7 +54,8 @@ struct resource {
 	uint8_t kind;	    /* enum guard_lock of its guards; GUARD_OTHER: waiters only */
 	bool read;	    /* its state word was read */
 	bool locked;	    /* it says the lock is held (tokio: no permit left) */
-	uint64_t available; /* tokio: permits available now */
+	uint64_t available; /* tokio, async-lock's Semaphore: permits available now */
+	uint64_t word;	    /* its state word, as read */
 	uint32_t holders, waiters;
 	uint8_t wait_kind;	  /* enum wait_kind of its waiters: a lock, a channel, a Notify */
 	const struct future *via; /* the future its first waiter waits in */

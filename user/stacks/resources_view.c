@@ -229,7 +229,9 @@ static void print_unproven(FILE *out, const struct stk_snapshot *s, const struct
 			r->res[x].permit_claims ? "by permits" : "to read",
 			slots == 1 ? "the only guard slot" : "every guard slot",
 			slots == 1 ? "a task" : "tasks",
-			r->res[x].permit_claims ? " or add_permits" : "");
+			r->res[x].permit_claims && r->res[x].family == LOCK_TOKIO
+			    ? " or add_permits"
+			    : "");
 	}
 }
 
@@ -440,7 +442,7 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 		cJSON_AddStringToObject(o, "kind", guard_lock__name(x->kind));
 		if (x->read) {
 			cJSON_AddBoolToObject(o, "locked", x->locked);
-			if (x->family == LOCK_TOKIO)
+			if (x->family == LOCK_TOKIO || x->family == LOCK_ASYNC_SEMAPHORE)
 				cJSON_AddNumberToObject(o, "available_permits",
 							(double)x->available);
 			else

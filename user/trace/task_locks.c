@@ -204,5 +204,5 @@ uint32_t task_locks__strip(const struct lock_table *t, struct task_tree *tree,
 
 bool task_locks__locked(const struct lock_seen *s)
 {
-	return !s->unreadable && lock_family__locked(s->family, s->word);
+	return !s->unreadable && lock_family__held(s->family, s->word);
 }

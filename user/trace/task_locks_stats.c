@@ -145,6 +145,14 @@ static void close_hold(struct task_locks *l, struct lt_task *t, uint32_t h, uint
 	t->holds[h] = t->holds[--t->nr_holds];
 }
 
+static bool over_inner(const struct model *m, const struct lock_seen *s)
+{
+	int32_t f = s->pseudo ? s->pseudo->future : -1;
+
+	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].wait &&
+	       m->futures[f].wait->over_inner;
+}
+
 int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_t start_ns,
 		    uint64_t end_ns, bool completed, const struct lock_seen *seen, uint32_t nr)
 {
@@ -173,9 +181,13 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 	t = &l->tasks[task];
 	if (root >= 0)
 		t->root = root;
+	/* the innermost (the tree is breadth first), unless a lock method that awaits
+	 * another lock first is outside it (async-lock's RwLock::write, its inner Mutex:
+	 * future_wait.over_inner), as stacks takes it */
 	for (uint32_t k = 0; k < nr && !completed; k++)
-		if (seen[k].kind == LOCK_PSEUDO_WAIT && !seen[k].unreadable)
-			wait = &seen[k]; /* the innermost (the tree is breadth first) */
+		if (seen[k].kind == LOCK_PSEUDO_WAIT && !seen[k].unreadable &&
+		    !(wait && over_inner(l->m, wait)))
+			wait = &seen[k];
 	/* waits: over when the task no longer waits for that lock */
 	if (t->wait.key && (!wait || wait->key != t->wait.key))
 		close_wait(l, t, start_ns);
