@@ -152,15 +152,17 @@ def test_off_cpu_intervals_add_up_to_the_kernels_sums(sampling, tmp_path, profil
     """`handwritten switch N` blocks in read thousands of times (test_profile.py's
     off-CPU test): the kernel sums them per stack and never resets; each interval's
     file holds what grew since the last. So the blocks over all the files are exactly
-    the blocks the run summed, none twice, none lost between intervals."""
+    the blocks the run summed, none twice, none lost between intervals. 400,000
+    switches take 2-6 s (7-15 us each on these VMs): several 1 s intervals."""
     d = tmp_path / "prof"
     proc = util.run_asyncbpf("profile", "--off-cpu", "--every", "1", "--pprof-dir", d, "--",
-                             util.fixture_binary(profile, "handwritten"), "switch", "60000", timeout=180)
+                             util.fixture_binary(profile, "handwritten"), "switch", "400000", timeout=180)
     if proc.returncode and "tp_btf" in proc.stderr:
         pytest.skip("tp_btf unavailable, no off-CPU profiling")
     assert proc.returncode == 0, util.describe(proc)
     run = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
-    assert run["mode"] == "switch" and run["polls"] == 60000, proc.stdout
+    assert run["mode"] == "switch" and run["polls"] == 400000, proc.stdout
+    assert run["elapsed_ns"] > 1.5e9, run  # (else fewer than two intervals: a faster machine)
     n = offcpu_counts(proc.stderr)
     names = pprof_files(d)
     assert len(names) >= 2, (names, util.describe(proc))

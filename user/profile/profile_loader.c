@@ -29,6 +29,9 @@ struct profiler {
 	int stats_fd;	   /* BPF_ENABLE_STATS while held, or 0 */
 };
 
+/* The off-CPU ring, in --ringbuf-size (docs/profile.md, "Off-CPU"). */
+#define OFFCPU_RING_FACTOR 4
+
 static bool libbpf_verbose;
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -89,9 +92,16 @@ int profiler__load(struct profiler *p, char *err, size_t errlen)
 	/* the consumer polls every 100 ms; a quarter full wakes it sooner */
 	skel->rodata->wake_bytes = ring / 4;
 	r = bpf_map__set_max_entries(skel->maps.profile_events, ring);
+	/* the off-CPU ring holds the stacks sent before the first rules come back: the
+	 * consumer's first walk sets libdw up (~10 ms), and a target blocking every
+	 * ~7 us sends 1,000-4,000 stacks meanwhile (handwritten switch, 2 CPUs), more
+	 * than a ring as large as the samples' holds */
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.offcpu_events,
-					     o->offcpu ? ring : round_pow2(1));
+					     !o->offcpu ? round_pow2(1)
+					     : ring <= (1u << 30) / OFFCPU_RING_FACTOR
+						 ? OFFCPU_RING_FACTOR * ring
+						 : (1u << 30));
 	if (!r && !o->offcpu) /* its tables are never used: one entry each */
 		r = shrink_offcpu_maps(skel);
 	if (r) {
