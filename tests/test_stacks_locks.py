@@ -25,8 +25,8 @@ class Locks:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
         tasks = {("tokio_mt", "locks"): 8, ("smol_app", "locks"): 2, ("async_std_app", "locks"): 2,
-                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 8, ("smol_app", "semaphores"): 8,
-                 ("async_std_app", "semaphores"): 8}[(crate, mode)]
+                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 12, ("smol_app", "semaphores"): 12,
+                 ("async_std_app", "semaphores"): 12}[(crate, mode)]
         assert self.truth["mode"] == mode and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
@@ -238,14 +238,18 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
     RwLock's permits add up (tokio: its `mr`; async-lock: its count of readers), so
     the read guard is held and the deadlock proven. `pair` has two permits, pm_idle
     keeps one at a pending(), pm_cyc the other waiting for m3, pm_w keeps m3 waiting
-    for `pair`: pm_idle waits for no lock, so nothing there is called deadlocked."""
+    for `pair`: pm_idle waits for no lock, so nothing there is called deadlocked.
+    ch_a keeps the only sender of a channel and waits for the Mutex m4, ch_b keeps
+    m4 and waits for a message on that channel: a deadlock, proven (the channel
+    counts one sender, ch_a's slot; no weak sender). cx_a and cx_b do the same on a
+    channel main keeps another sender of: not a deadlock."""
     target = locks(profile, crate, mode="semaphores")
     truth = target.truth
     assert truth["sem_available"] == 0 and truth["pair_available"] == 0, truth
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
     res = {r["id"]: r for r in doc["resources"]}
     by_addr = {r["addr"]: r for r in doc["resources"] if r["addr"] is not None}
-    names = ("sem", "m", "l", "read", "m2", "pair", "m3")
+    names = ("sem", "m", "l", "read", "m2", "pair", "m3", "m4", "m5")
     lock = {name: by_addr.get(int(truth[name], 16)) for name in names}
     assert all(lock.values()), (lock, doc["resources"])
     tokio = crate == "tokio_mt"
@@ -259,11 +263,14 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
         cycles[tuple(sorted(root(doc, e["task"], crate) for e in d["edges"]))] = d
     sem_cycle = (f"{crate}::sm_a", f"{crate}::sm_b", f"{crate}::sm_c")
     read_cycle = (f"{crate}::mx_y", f"{crate}::rd_x")
-    assert sorted(cycles) == sorted([sem_cycle, read_cycle]), doc["deadlocks"]
+    chan_cycle = (f"{crate}::ch_a", f"{crate}::ch_b")
+    assert sorted(cycles) == sorted([sem_cycle, read_cycle, chan_cycle]), doc["deadlocks"]
     # (waiter, what it waits at, the lock, its holder, the holder's guard, proven)
     want = {sem_cycle: (("sm_a", "lock", "m", "sm_b", "g", True), ("sm_b", "write", "l", "sm_c", "w", True),
                         ("sm_c", "acquire", "sem", "sm_a", "p", False)),
-            read_cycle: (("rd_x", "lock", "m2", "mx_y", "g", True), ("mx_y", "write", "read", "rd_x", "r", True))}
+            read_cycle: (("rd_x", "lock", "m2", "mx_y", "g", True), ("mx_y", "write", "read", "rd_x", "r", True)),
+            chan_cycle: (("ch_a", "lock", "m4", "ch_b", "g", True),
+                         ("ch_b", "recv" if tokio else "Recv", None, "ch_a", "tx", True))}
     for key, edges_want in want.items():
         d = cycles[key]
         edges = {root(doc, e["task"], crate): e for e in d["edges"]}
@@ -272,7 +279,13 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
         for waiter, at, name, holder, guard, proven in edges_want:
             e = edges[f"{crate}::{waiter}"]
             assert e["queued"] and e["line"] == line_of(waiter, at, crate=crate), e
-            assert res[e["resource"]]["id"] == lock[name]["id"], (e, lock[name])
+            if name is None:  # the channel: its senders are all ch_a's
+                chan = res[e["resource"]]
+                assert e["what"] == "channel" and chan["kind"] == "sender" and chan["senders"] == 1, chan
+                assert chan["senders_add_up"] and [root(doc, h["task"], crate) for h in chan["holders"]] == \
+                    [f"{crate}::ch_a"], chan
+            else:
+                assert res[e["resource"]]["id"] == lock[name]["id"], (e, lock[name])
             assert e["held_by"] == edges[f"{crate}::{holder}"]["task"] and e["proven"] == proven, e
             h = e["holder"]
             assert h["guard"] == guard and h["held"] == proven and h["frame"] == f"{crate}::{holder}", h
@@ -284,10 +297,10 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
     assert lock["read"]["permits_add_up"], lock["read"]
     assert (lock["read"]["total_permits"] > 1) if tokio else (lock["read"]["total_permits"] is None), lock["read"]
     assert proc.stdout.count("POSSIBLE DEADLOCK: 3 tasks wait for each other") == 1, proc.stdout
-    assert proc.stdout.count("\nDEADLOCK: 2 tasks wait for each other") == 1, proc.stdout
+    assert proc.stdout.count("\nDEADLOCK: 2 tasks wait for each other") == 2, proc.stdout
     assert proc.stdout.count(f"not proven: {sem_type} at " + truth["sem"]) == 1, proc.stdout
     assert folded.count(";[possible deadlock: waits for ") == 3, folded
-    assert folded.count(";[deadlock: waits for ") == 2, folded
+    assert folded.count(";[deadlock: waits for ") == 4, folded
 
     # pair: both permits' slots listed, neither proven; pm_w waits for it, no cycle
     pair = lock["pair"]
@@ -297,8 +310,15 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
     assert pair["waiters"][0]["line"] == line_of("pm_w", "acquire", crate=crate), pair
     in_cycles = {root(doc, e["task"], crate) for d in doc["deadlocks"] for e in d["edges"]}
     assert not in_cycles & {f"{crate}::pm_idle", f"{crate}::pm_cyc", f"{crate}::pm_w"}, in_cycles
+    # cx_b's channel: main keeps another sender; not counted, no edge
+    assert not in_cycles & {f"{crate}::cx_a", f"{crate}::cx_b"}, in_cycles
+    cx_b = [t for t in doc["tasks"] if root(doc, t["id"], crate) == f"{crate}::cx_b"]
+    assert len(cx_b) == 1 and cx_b[0]["waits_on"]["what"] == "channel", cx_b
+    cx_chan = res[cx_b[0]["waits_on"]["resource"]]
+    assert cx_chan["senders"] == 2 and not cx_chan["senders_add_up"], cx_chan
     mine = {int(truth[n], 16) for n in names}
-    assert all(r["addr"] in mine for r in doc["resources"] if r["addr"] is not None), doc["resources"]
+    assert all(r["addr"] in mine for r in doc["resources"] if r["addr"] is not None and r["what"] == "lock"), \
+        doc["resources"]
     target.stop()
 
 
@@ -434,4 +454,8 @@ def test_analyzer_guards_per_await(tmp_path, crate, guard, family, profile):
     waits = {f["wait"]["what"] for f in model["futures"] if f["wait"]}
     assert "lock" in waits and "join" in waits, waits
     lock = [f for f in model["futures"] if f["wait"] and f["wait"]["what"] == "lock"]
-    assert all(f["wait"]["family"] == family and f["wait"]["state_offset"] is not None for f in lock), lock
+    assert all(f["wait"]["state_offset"] is not None for f in lock), lock
+    # a Mutex's waits are its family's (async-lock's RwLock and Semaphore have their own)
+    mutex = [f for f in lock if "::mutex::" in f["name"] or "batch_semaphore" in f["name"]]
+    assert mutex and all(f["wait"]["family"] == family for f in mutex), lock
+    assert all(f["wait"]["family"] in (family, "async-lock-rwlock", "async-lock-semaphore") for f in lock), lock

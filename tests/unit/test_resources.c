@@ -520,6 +520,18 @@ static void test_held_in_part(void)
 	CHECK(r.deadlocks[0].nr == 2 && !r.deadlocks[0].proven);
 	resources__free(&r);
 
+	/* task 1 keeps a permit slot on SEM1 too while asking for more: not a self
+	 * wait, it waits for task 0's permit (and task 0 for it): possible */
+	make_task(&t[0], 0, SEM1, SEM2, false, true);
+	t[0].stack.frames[0].future = F_PERMIT;
+	make_task(&t[1], 1, SEM1, SEM1, false, true);
+	t[1].stack.frames[0].future = F_PERMIT;
+	make_task(&t[2], 2, SEM2, BASE + 0x300, false, false);
+	build(&r, t, 3);
+	CHECK_EQ_U64(r.self_waits, 0);
+	CHECK_EQ_U64(r.nr_deadlocks, 0); /* task 0 waits for SEM2, which task 2 keeps */
+	resources__free(&r);
+
 	/* a RwLock (SEM1, 8 permits) read by task 0; task 1 queued to write, given 7 */
 	make_task(&t[0], 0, SEM1, SEM2, false, true);
 	t[0].stack.frames[0].future = F_READER;
@@ -547,12 +559,37 @@ static void test_held_in_part(void)
 	CHECK(resources__proven(&r.res[r.holds[0].resource]));
 	CHECK_EQ_U64(r.nr_deadlocks, 0);
 	resources__free(&r);
+	/* a reader queued behind the writer given permits (FIFO: it waits for that
+	 * writer too, which no slot says): no edge from it */
+	{
+		struct stk_task t4[4] = {t[0], t[1], t[2]};
+
+		make_task(&t4[3], 3, SEM2, SEM1, false, true);
+		build(&r, t4, 4);
+		CHECK(r.nr_waits >= 2 && r.res[r.holds[0].resource].given_permits == 6);
+		for (uint32_t d = 0; d < r.nr_deadlocks; d++)
+			for (uint32_t k = 0; k < r.deadlocks[d].nr; k++)
+				CHECK(r.cycle_task[r.deadlocks[d].first + k] != 3);
+		resources__free(&r);
+	}
 	/* ... queued on SEM2 too: a deadlock, proven */
 	make_task(&t[2], 2, SEM1, SEM2, false, true);
 	t[2].stack.frames[0].future = F_READER;
 	build(&r, t, 3);
 	CHECK(r.nr_deadlocks == 1 && r.deadlocks[0].proven);
 	resources__free(&r);
+	/* a task running (anywhere): a guard it took since it last parked is not seen,
+	 * so nothing adds up */
+	{
+		struct stk_task t4[4] = {t[0], t[1], t[2]};
+
+		make_task(&t4[3], 3, 0, BASE + 0x300, false, false);
+		t4[3].root.st.running = true;
+		build(&r, t4, 4);
+		CHECK(r.running == 1 && !r.res[r.holds[0].resource].counted);
+		CHECK(r.nr_deadlocks == 1 && !r.deadlocks[0].proven);
+		resources__free(&r);
+	}
 	/* the lock's count of permits not known (a Semaphore's): nothing adds up */
 	method_wait.has_total = false;
 	build(&r, t, 3);

@@ -64,14 +64,33 @@ static const struct {
     {"std", "RwLockWriteGuard", GUARD_OTHER, LOCK_NONE, false, false},
 };
 
-/* The known[] entry for a type path, or -1. */
-static int known_index(const char *path)
+/*
+ * Channel senders kept across an await: a receiver parked on the channel waits for
+ * what they send. The channel counts its senders (`count`): when that many sender
+ * slots point at it, they are all its senders. tokio's WeakSender shares the
+ * channel's Arc and can become a sender: its strong count must then be the senders'
+ * and the receiver's (weak). oneshot, broadcast and watch senders have no way to an
+ * mpsc Chan: not senders here.
+ */
+static const struct {
+	const char *crate, *name;
+	struct key_kind key;
+	const char *count;
+	bool weak;
+} senders[] = {
+    {"tokio", "Sender", {.prefix = "tokio::sync::mpsc::chan::Chan<"}, "tx_count", true},
+    {"tokio", "UnboundedSender", {.prefix = "tokio::sync::mpsc::chan::Chan<"}, "tx_count", true},
+    {"async_channel", "Sender", {.prefix = "async_channel::Channel<"}, "sender_count", false},
+};
+
+/* Is a type path crate::...::name<..> (its crate and last path segment)? */
+static bool is_named(const char *path, const char *crate, const char *name)
 {
 	size_t crate_len, name_len;
 	const char *gen, *last, *p;
 
 	if (!path)
-		return -1;
+		return false;
 	gen = strchr(path, '<');
 	name_len = gen ? (size_t)(gen - path) : strlen(path);
 	last = path;
@@ -79,26 +98,46 @@ static int known_index(const char *path)
 		if (p[0] == ':' && p[1] == ':')
 			last = p + 2;
 	if (last == path)
-		return -1; /* no crate */
+		return false; /* no crate */
 	crate_len = (size_t)(strstr(path, "::") - path);
 	name_len -= (size_t)(last - path);
+	return strlen(crate) == crate_len && !strncmp(path, crate, crate_len) &&
+	       strlen(name) == name_len && !strncmp(last, name, name_len);
+}
+
+static int sender_index(const char *path)
+{
+	for (size_t i = 0; i < sizeof(senders) / sizeof(senders[0]); i++)
+		if (is_named(path, senders[i].crate, senders[i].name))
+			return (int)i;
+	return -1;
+}
+
+/* The known[] entry for a type path, or -1. */
+static int known_index(const char *path)
+{
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strlen(known[i].crate) == crate_len &&
-		    !strncmp(path, known[i].crate, crate_len) &&
-		    strlen(known[i].name) == name_len && !strncmp(last, known[i].name, name_len))
+		if (is_named(path, known[i].crate, known[i].name))
 			return (int)i;
 	return -1;
 }
 
 /* Could a type of this DW_AT_name (`MutexGuard<u64>`) be a known guard? */
+static bool name_is(const char *name, const char *want)
+{
+	size_t n = strlen(want);
+
+	return !strncmp(name, want, n) && (name[n] == '<' || !name[n]);
+}
+
 static bool maybe_guard(const char *name)
 {
-	for (size_t i = 0; name && i < sizeof(known) / sizeof(known[0]); i++) {
-		size_t n = strlen(known[i].name);
-
-		if (!strncmp(name, known[i].name, n) && (name[n] == '<' || !name[n]))
+	for (size_t i = 0; name && i < sizeof(known) / sizeof(known[0]); i++)
+		if (name_is(name, known[i].name))
 			return true;
-	}
+	for (size_t i = 0; name && i < sizeof(senders) / sizeof(senders[0]); i++)
+		if (name_is(name, senders[i].name))
+			return true;
 	return false;
 }
 
@@ -139,6 +178,42 @@ bool guards__state_word(Dwarf_Die *key, enum lock_family family, uint64_t *off)
 	return keys__member(key, word, off, NULL);
 }
 
+/* A sender's way to its channel, the channel's count of senders, and (tokio) the
+ * Arc's strong count: the struct the way's last pointer reaches (ArcInner). */
+static bool sender(Dwarf_Die *t, int k, struct walk *w, struct held_guard *g)
+{
+	struct key_path p;
+	uint64_t back = 0, strong;
+
+	if (!keys__find(w, t, &senders[k].key, &p) ||
+	    !keys__member(&p.key, senders[k].count, &g->state_offset, NULL))
+		return false;
+	if (senders[k].weak) {
+		const char *n = p.has_pointee ? dwarf_diename(&p.pointee) : NULL;
+
+		if (!n || strncmp(n, "ArcInner<", 9) || !p.nr_steps ||
+		    !keys__member(&p.pointee, "strong", &strong, NULL))
+			return false; /* no proof without it */
+		if (!p.steps[p.nr_steps - 1].deref)
+			back = p.steps[p.nr_steps - 1].offset;
+		g->has_strong = true;
+		g->strong = (int64_t)strong - (int64_t)back;
+	}
+	g->lock = GUARD_SENDER;
+	g->nr_steps = p.nr_steps;
+	memcpy(g->steps, p.steps, sizeof(g->steps));
+	g->resource = p.name;
+	return true;
+}
+
+static bool held_at(const struct future_state *s, uint64_t offset)
+{
+	for (uint32_t i = 0; i < s->nr_held; i++)
+		if (s->held[i].offset == offset)
+			return true;
+	return false;
+}
+
 static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t variant_at,
 		       struct future_state *s)
 {
@@ -161,12 +236,18 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 		if (!maybe_guard(dwarf_diename(&t)))
 			continue;
 		path = walk__type_path(w, dwarf_dieoffset(&t));
-		if ((k = known_index(path)) < 0)
-			continue;
-		found.lock = known[k].lock;
-		if (known[k].family != LOCK_NONE &&
-		    keys__find(w, &t, guards__key(known[k].family), &p) &&
-		    guards__state_word(&p.key, known[k].family, &found.state_offset)) {
+		if ((k = known_index(path)) < 0) {
+			/* a channel's sender, if its way leads to the channel */
+			if ((k = sender_index(path)) < 0 || !sender(&t, k, w, &found))
+				continue;
+		} else {
+			found.lock = known[k].lock;
+		}
+		if (found.lock == GUARD_SENDER) {
+			/* found above */
+		} else if (known[k].family != LOCK_NONE &&
+			   keys__find(w, &t, guards__key(known[k].family), &p) &&
+			   guards__state_word(&p.key, known[k].family, &found.state_offset)) {
 			found.family = known[k].family;
 			found.provable = known[k].provable;
 			found.all_permits = known[k].all_permits;
@@ -175,6 +256,8 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 			found.resource = p.name;
 			found.resource_back = p.back;
 		}
+		if (held_at(s, variant_at + off))
+			continue; /* listed twice (an argument the variant keeps) */
 		if (s->nr_held == cap) {
 			cap = cap ? cap * 2 : 2;
 			g = realloc(s->held, cap * sizeof(*g));

@@ -110,7 +110,8 @@ static bool find(struct walk *w, Dwarf_Die *t, int depth, const struct key_kind 
 static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, Dwarf_Die *holder,
 		   const struct key_kind *k, struct key_path *p)
 {
-	Dwarf_Die pointee;
+	Dwarf_Die pointee, last = p->pointee;
+	bool had_last = p->has_pointee;
 	uint8_t n = p->nr_steps;
 
 	if (n >= GUARD_STEPS || ++p->visits > KEYS_BUDGET)
@@ -120,6 +121,8 @@ static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, Dwarf
 			return false;
 		p->steps[n] = (struct await_step){off, true};
 		p->nr_steps = n + 1;
+		p->pointee = pointee;
+		p->has_pointee = true;
 		if (keys__match(w, &pointee, k)) {
 			/* a pointer to the key itself: tokio's semaphore has no lock to name */
 			p->name = k->named_by_holder
@@ -150,6 +153,8 @@ static bool member(struct walk *w, uint64_t off, Dwarf_Die *mt, int depth, Dwarf
 			return true;
 	}
 	p->nr_steps = n;
+	p->pointee = last; /* (a pointer of a way that failed) */
+	p->has_pointee = had_last;
 	return false;
 }
 
@@ -224,6 +229,7 @@ bool keys__find(struct walk *w, Dwarf_Die *t, const struct key_kind *k, struct k
 {
 	p->nr_steps = 0;
 	p->visits = 0;
+	p->has_pointee = false;
 	return find(w, t, 0, k, p) && compact(p);
 }
 
@@ -232,5 +238,6 @@ bool keys__from_member(struct walk *w, uint64_t off, Dwarf_Die *mtype, const str
 {
 	p->nr_steps = 0;
 	p->visits = 0;
+	p->has_pointee = false;
 	return member(w, off, mtype, 0, NULL, k, p) && compact(p);
 }

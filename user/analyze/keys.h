@@ -29,6 +29,9 @@ struct key_path {
 	Dwarf_Die key;	  /* the key's type */
 	Dwarf_Die holder; /* the type it is named by (by_holder: the key is a member) */
 	bool by_holder;
+	/* the struct the way's last pointer points at (an Arc's ArcInner) */
+	Dwarf_Die pointee;
+	bool has_pointee;
 	uint32_t visits; /* members looked at: a search gives up past KEYS_BUDGET */
 };
 

@@ -43,6 +43,7 @@ static const struct {
 	bool names_only;	 /* future_wait.names_only */
 	enum lock_family family; /* a lock's (WAIT_LOCK) */
 	bool over_inner;	 /* future_wait.over_inner */
+	bool receives;		 /* future_wait.receives */
 } waits[] = {
     {.crate = "tokio",
      .prefix = "tokio::sync::batch_semaphore::Acquire",
@@ -100,7 +101,8 @@ static const struct {
      .kind = WAIT_CHANNEL,
      .start = FROM_SELF,
      .member = "self",
-     .key = {.prefix = "tokio::sync::mpsc::chan::Chan<"}},
+     .key = {.prefix = "tokio::sync::mpsc::chan::Chan<"},
+     .receives = true},
     {.crate = "tokio",
      .prefix = "tokio::sync::broadcast::",
      .contains = "::recv::{async_fn_env",
@@ -132,7 +134,8 @@ static const struct {
      .kind = WAIT_CHANNEL,
      .start = FROM_MEMBER,
      .member = "receiver",
-     .key = {.prefix = "async_channel::Channel<"}},
+     .key = {.prefix = "async_channel::Channel<"},
+     .receives = true},
     {.crate = "async_channel",
      .prefix = "async_channel::Send<",
      .kind = WAIT_CHANNEL,
@@ -318,6 +321,7 @@ int waits__find(struct walk *w)
 		    !dwarf_offdie(w->dw, f->die_offset, &die) || !way(w, &fw, &die, k))
 			continue;
 		fw.kind = waits[k].kind;
+		fw.receives = waits[k].receives;
 		if (!(f->wait = malloc(sizeof(*f->wait))))
 			return -ENOMEM;
 		*f->wait = fw;

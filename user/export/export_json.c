@@ -201,7 +201,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 			jw_bool(w, "provable", g->provable);
 			jw_bool(w, "all_permits", g->all_permits);
 			jw_string(w, "family", lock_family__name(g->family));
-			if (g->family != LOCK_NONE) {
+			if (g->family != LOCK_NONE || g->lock == GUARD_SENDER) {
 				json__write_steps(w, g->steps, g->nr_steps);
 				jw_u64(w, "resource_back", g->resource_back);
 				jw_u64(w, "state_offset", g->state_offset);
@@ -210,6 +210,10 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 				jw_null(w, "resource_back");
 				jw_null(w, "state_offset");
 			}
+			if (g->has_strong)
+				jw_i64(w, "strong_offset", g->strong);
+			else
+				jw_null(w, "strong_offset");
 			jw_object_end(w);
 		}
 		jw_array_end(w);
@@ -238,6 +242,7 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 			jw_null(w, "state_offset");
 		jw_bool(w, "names_only", fw->names_only);
 		jw_bool(w, "over_inner", fw->over_inner);
+		jw_bool(w, "receives", fw->receives);
 		if (fw->has_total)
 			jw_u64(w, "total_offset", fw->total);
 		else

@@ -346,6 +346,7 @@ const char *guard_lock__name(enum guard_lock l)
 	case GUARD_EXCLUSIVE: return "exclusive";
 	case GUARD_SHARED: return "shared";
 	case GUARD_PERMITS: return "permits";
+	case GUARD_SENDER: return "sender";
 	case GUARD_OTHER: break;
 	}
 	return "other";

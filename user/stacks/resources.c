@@ -17,6 +17,7 @@
 #include "lib/hashmap.h"
 #include "lib/vec.h"
 #include "stacks/report.h"
+#include "stacks/wait_graph.h"
 
 struct builder {
 	struct res_report *r;
@@ -83,9 +84,43 @@ static const struct future_state *state_of(const struct model *m, const struct s
 	return future__state_of(fut, f->discr);
 }
 
+/* A channel's sender kept across an await: the channel, its count of senders. */
+static int add_sender(struct builder *b, struct res_hold *h, const struct held_guard *g)
+{
+	uint64_t key = follow_steps(b, g->steps, g->nr_steps, h->addr), v;
+	struct resource *x;
+
+	if (!key) {
+		b->r->unread++;
+		return 0;
+	}
+	if ((h->resource = resource_at(b, key, LOCK_NONE, 0)) == RES_NONE)
+		return -ENOMEM;
+	x = &b->r->res[h->resource];
+	if (!x->type && g->resource) {
+		x->type = g->resource;
+		x->lock = key;
+	}
+	x->kind = GUARD_SENDER;
+	x->sender_slots++;
+	if (read_u64(b, key + g->state_offset, &v)) {
+		x->senders = v;
+		x->senders_read = true;
+	}
+	if (g->has_strong) {
+		x->weak = true;
+		if (read_u64(b, key + (uint64_t)g->strong, &v)) {
+			x->strong = v;
+			x->strong_read = true;
+		}
+	}
+	return 0;
+}
+
 static int add_holds(struct builder *b, uint32_t task, const struct task_stack *s)
 {
 	struct res_report *r = b->r;
+	int e;
 
 	for (uint32_t k = 0; k < s->nr; k++) {
 		const struct future_state *st = state_of(b->m, &s->frames[k]);
@@ -104,6 +139,11 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 					       .guard = g,
 					       .addr = s->frames[k].addr + g->offset,
 					       .resource = RES_NONE};
+			if (g->lock == GUARD_SENDER) {
+				if ((e = add_sender(b, h, g)))
+					return e;
+				continue;
+			}
 			if (g->family == LOCK_NONE ||
 			    !(key = follow_steps(b, g->steps, g->nr_steps, h->addr))) {
 				r->unread++;
@@ -127,6 +167,16 @@ static int add_holds(struct builder *b, uint32_t task, const struct task_stack *
 		}
 	}
 	return 0;
+}
+
+/* tokio's spawn_blocking tasks (its worker threads among them) run a closure for
+ * good: no await, so no guard slot that a running one could have changed. */
+static bool blocking_task(const struct model *m, const struct stk_task *t)
+{
+	int32_t f = t->stack.nr ? t->stack.frames[0].future : -1;
+
+	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].path &&
+	       !strncmp(m->futures[f].path, "tokio::runtime::blocking::task::BlockingTask<", 45);
 }
 
 /* The task whose header is at header, or RES_NONE. */
@@ -290,18 +340,16 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		x->type = fw->type;
 		x->lock = key;
 	}
-	if (!x->type || !x->total)
+	if (!x->type || (!x->total && !x->named)) {
 		name_by_method(b, s, k, key, x);
+		x->named = true;
+	}
 	if (!x->via)
 		x->via = fut;
+	w->given = given;
+	w->receives = fw->receives;
 	r->nr_waits++;
 	return 0;
-}
-
-/* A task that can go on by itself: running now, or woken and in a run queue. */
-static bool can_progress(const struct stk_task *t)
-{
-	return t->root.runtime != TASK_RT_DYN && (t->root.st.running || t->root.st.scheduled);
 }
 
 /*
@@ -311,12 +359,17 @@ static bool can_progress(const struct stk_task *t)
  * one holds; a waiter whose counts cannot be read, or a Semaphore permit (its count
  * is not read), proves nothing.
  */
-static bool permits_add_up(const struct resource *x)
+static bool permits_add_up(const struct resource *x, uint32_t running)
 {
 	uint64_t sum;
 
 	/* async-lock's RwLock counts its readers: as many as the read slots on it (its
 	 * write slots are proven apart: by its writer bit alone) */
+	if (running)
+		return false;	     /* a guard taken since its task last parked is not seen */
+	if (x->kind == GUARD_SENDER) /* a channel: every sender a slot's */
+		return x->senders_read && x->sender_slots && x->senders == x->sender_slots &&
+		       (!x->weak || (x->strong_read && x->strong == x->senders + 1));
 	if (x->family == LOCK_ASYNC_RWLOCK)
 		return x->read && x->shared_claims &&
 		       lock_family__readers(x->family, x->word) == x->shared_claims;
@@ -346,7 +399,7 @@ static int index_resources(struct res_report *r)
 	if (!several)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < r->nr_res; i++)
-		r->res[i].counted = permits_add_up(&r->res[i]);
+		r->res[i].counted = permits_add_up(&r->res[i], r->running);
 	for (uint32_t i = 0; i < r->nr_holds; i++) {
 		struct res_hold *h = &r->holds[i];
 		const struct resource *x;
@@ -429,268 +482,6 @@ static int index_resources(struct res_report *r)
 	return 0;
 }
 
-bool resources__claimed(const struct resource *x)
-{
-	return x->family != LOCK_NONE && x->holder == RES_NONE && !x->ambiguous && x->read &&
-	       x->locked && (x->shared_claims || x->permit_claims || x->counted);
-}
-
-bool resources__proven(const struct resource *x)
-{
-	return x->holder != RES_NONE || x->counted;
-}
-
-/* The wait-for graph as find_cycles builds it. */
-struct graph {
-	const struct res_report *r;
-	const struct stk_task *tasks;
-	uint32_t nr;
-	uint32_t *next, *via; /* a task's first edge out and the lock it goes through */
-	uint8_t *in;	      /* still possibly deadlocked */
-	uint32_t *stack, depth;
-	uint8_t *done;		/* a lock whose waiters were let go */
-	uint32_t *hold_first;	/* [nr + 1]: a task's holds (they are in task order) */
-	uint32_t *joined_first; /* [nr + 1]: into joiners, by the task joined */
-	uint32_t *joiners;	/* the tasks waiting for a task to finish */
-};
-
-/* Task t cannot be deadlocked: what waits on it can go on once it does. */
-static void let_go(struct graph *g, uint32_t t)
-{
-	if (!g->in[t])
-		return;
-	g->in[t] = 0;
-	g->next[t] = RES_NONE;
-	g->stack[g->depth++] = t;
-}
-
-/*
- * Lets go of every task that depends on one let go: waiters of a lock it holds (its
- * proven holder) or has a guard slot on (a lock held in part), and tasks joining it.
- * Each task is let go once and each lock's waiters looked at once: linear.
- */
-static void propagate(struct graph *g)
-{
-	const struct res_report *r = g->r;
-
-	while (g->depth) {
-		uint32_t h = g->stack[--g->depth];
-
-		for (uint32_t i = g->hold_first[h]; i < g->hold_first[h + 1]; i++) {
-			uint32_t xi = r->holds[i].resource;
-			const struct resource *x;
-
-			if (xi == RES_NONE || g->done[xi])
-				continue;
-			x = &r->res[xi];
-			if (x->holder != h && !resources__claimed(x))
-				continue; /* a stale slot on a lock another task holds */
-			g->done[xi] = 1;
-			for (uint32_t k = 0; k < x->nr_refs[1]; k++)
-				let_go(g, r->waits[r->by_res_waits[x->first_ref[1] + k]].task);
-		}
-		for (uint32_t k = g->joined_first[h]; k < g->joined_first[h + 1]; k++)
-			let_go(g, g->joiners[k]);
-	}
-}
-
-/*
- * The edges out of a wait: the lock's proven holder, the task joined, or (a lock held
- * in part) every task whose guard points at it. 0: no edge (no holder known, a task
- * that can go on, or itself: counted), else 1 with the first in *first and whether
- * all of them are in the graph in *all_in (in: 1 for the task's own edges only).
- */
-static int edges_out(struct graph *g, const struct res_wait *w, uint32_t *first, bool *all_in,
-		     uint32_t *self_waits)
-{
-	const struct res_report *r = g->r;
-	const struct resource *x = w->resource != RES_NONE ? &r->res[w->resource] : NULL;
-	uint32_t h;
-
-	*all_in = true;
-	if (x && resources__claimed(x)) {
-		*first = RES_NONE;
-		for (uint32_t k = 0; k < x->nr_refs[0]; k++) {
-			const struct res_hold *hh = &r->holds[r->by_res_holds[x->first_ref[0] + k]];
-
-			h = hh->task;
-			if (h == w->task && hh->frame >= w->frame)
-				continue; /* the lock method's own guard, being taken */
-			if (h == w->task) {
-				(*self_waits)++;
-				return 0;
-			}
-			if (can_progress(&g->tasks[h]))
-				return 0;
-			if (*first == RES_NONE)
-				*first = h;
-			*all_in &= g->in[h] != 0;
-		}
-		return *first != RES_NONE;
-	}
-	/* a join: the task joined, unless it has finished */
-	h = x								   ? x->holder
-	    : w->joins != RES_NONE && !g->tasks[w->joins].root.st.complete ? w->joins
-									   : RES_NONE;
-	if (h == RES_NONE)
-		return 0;
-	if (h == w->task) {
-		(*self_waits)++;
-		return 0;
-	}
-	if (can_progress(&g->tasks[h]))
-		return 0;
-	*first = h;
-	*all_in = g->in[h] != 0;
-	return 1;
-}
-
-/* The cycle through task t of the wait-for graph (next, via) as a deadlock. */
-static int add_cycle(struct res_report *r, const uint32_t *next, const uint32_t *via, uint32_t t)
-{
-	uint32_t n = 0, first = 0, c = t, *ct, *cr;
-	struct res_deadlock *dl;
-	bool proven = true;
-
-	do {
-		n++;
-		c = next[c];
-	} while (c != t);
-	for (uint32_t d = 0; d < r->nr_deadlocks; d++)
-		first += r->deadlocks[d].nr;
-	if ((ct = realloc(r->cycle_task, (first + n) * sizeof(*ct))))
-		r->cycle_task = ct;
-	if ((cr = realloc(r->cycle_res, (first + n) * sizeof(*cr))))
-		r->cycle_res = cr;
-	if ((dl = realloc(r->deadlocks, (r->nr_deadlocks + 1) * sizeof(*dl))))
-		r->deadlocks = dl;
-	if (!ct || !cr || !dl)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < n; k++, c = next[c]) {
-		r->cycle_task[first + k] = c;
-		r->cycle_res[first + k] = via[c];
-		proven &= via[c] == RES_NONE || resources__proven(&r->res[via[c]]);
-	}
-	r->deadlocks[r->nr_deadlocks++] = (struct res_deadlock){first, n, proven};
-	return 0;
-}
-
-/* Counting sorts: each task's holds, and the tasks joining each task. */
-static int index_graph(struct graph *g)
-{
-	const struct res_report *r = g->r;
-	uint32_t nj = 0;
-
-	g->hold_first = calloc(g->nr + 1, sizeof(uint32_t));
-	g->joined_first = calloc(g->nr + 2, sizeof(uint32_t));
-	if (!g->hold_first || !g->joined_first)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < r->nr_holds; i++)
-		g->hold_first[r->holds[i].task + 1]++;
-	for (uint32_t t = 0; t < g->nr; t++)
-		g->hold_first[t + 1] += g->hold_first[t];
-	for (uint32_t i = 0; i < r->nr_waits; i++)
-		if (g->via[r->waits[i].task] == RES_NONE && g->next[r->waits[i].task] != RES_NONE) {
-			g->joined_first[g->next[r->waits[i].task] + 2]++;
-			nj++;
-		}
-	for (uint32_t t = 0; t < g->nr; t++)
-		g->joined_first[t + 2] += g->joined_first[t + 1];
-	g->joiners = malloc((nj ? nj : 1) * sizeof(uint32_t));
-	if (!g->joiners)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < r->nr_waits; i++) {
-		uint32_t t = r->waits[i].task;
-
-		if (g->via[t] == RES_NONE && g->next[t] != RES_NONE)
-			g->joiners[g->joined_first[g->next[t] + 1]++] = t;
-	}
-	return 0;
-}
-
-/*
- * The wait-for graph: a parked task queued on a lock -> the parked task(s) holding
- * it, or joining a task -> that task. A task is deadlocked when every task it waits
- * on is: those that depend on a task that can go on (running or scheduled, or
- * parked on anything else) are let go from the ones that wait, until none is left
- * to let go; each of the rest has an edge to one of the rest, so following each
- * one's first edge finds the cycles among them.
- */
-static int find_cycles(struct res_report *r, const struct stk_task *tasks, uint32_t nr)
-{
-	uint32_t n1 = nr ? nr : 1;
-	struct graph g = {.r = r,
-			  .tasks = tasks,
-			  .nr = nr,
-			  .next = malloc(n1 * sizeof(uint32_t)),
-			  .via = malloc(n1 * sizeof(uint32_t)),
-			  .in = calloc(n1, 1),
-			  .stack = malloc(n1 * sizeof(uint32_t)),
-			  .done = calloc(r->nr_res ? r->nr_res : 1, 1)};
-	uint8_t *color = calloc(n1, 1);
-	uint32_t self_waits = 0;
-	int e = 0;
-
-	if (!g.next || !g.via || !g.in || !g.stack || !g.done || !color) {
-		e = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t i = 0; i < nr; i++)
-		g.next[i] = g.via[i] = RES_NONE;
-	/* the waiting tasks with an edge out */
-	for (uint32_t i = 0; i < r->nr_waits; i++) {
-		const struct res_wait *w = &r->waits[i];
-		uint32_t first;
-		bool all_in;
-
-		if (!w->queued || can_progress(&tasks[w->task]) ||
-		    !edges_out(&g, w, &first, &all_in, &self_waits))
-			continue;
-		g.next[w->task] = first;
-		g.via[w->task] = w->resource;
-		g.in[w->task] = 1;
-	}
-	r->self_waits += self_waits;
-	if ((e = index_graph(&g)))
-		goto out;
-	/* let go of those with an edge to a task outside, and what depends on them */
-	for (uint32_t i = 0; i < r->nr_waits; i++) {
-		const struct res_wait *w = &r->waits[i];
-		uint32_t first;
-		bool all_in;
-
-		if (!g.in[w->task])
-			continue;
-		if (!edges_out(&g, w, &first, &all_in, &self_waits) || !all_in) {
-			let_go(&g, w->task);
-			propagate(&g);
-		}
-	}
-	for (uint32_t i = 0; i < nr && !e; i++) {
-		uint32_t t = i;
-
-		while (t != RES_NONE && g.in[t] && color[t] == 0) {
-			color[t] = 1;
-			t = g.next[t];
-		}
-		if (t != RES_NONE && g.in[t] && color[t] == 1) /* a cycle through t, new */
-			e = add_cycle(r, g.next, g.via, t);
-		for (t = i; t != RES_NONE && g.in[t] && color[t] == 1; t = g.next[t])
-			color[t] = 2;
-	}
-out:
-	free(g.next);
-	free(g.via);
-	free(g.in);
-	free(g.stack);
-	free(g.done);
-	free(g.hold_first);
-	free(g.joined_first);
-	free(g.joiners);
-	free(color);
-	return e;
-}
-
 int resources__build(struct res_report *r, const struct model *m, const struct stk_task *tasks,
 		     uint32_t nr, stacks_read_fn read, void *ctx)
 {
@@ -701,9 +492,12 @@ int resources__build(struct res_report *r, const struct model *m, const struct s
 	u64_map__init(&b.by_key);
 	u64_map__init(&b.awaitees);
 	u64_map__init(&b.headers);
-	for (uint32_t i = 0; i < nr && !e; i++)
+	for (uint32_t i = 0; i < nr && !e; i++) {
 		if (tasks[i].root.header && !tasks[i].inner)
 			e = u64_map__set(&b.headers, tasks[i].root.header, i);
+		r->running +=
+		    !tasks[i].inner && tasks[i].root.st.running && !blocking_task(m, &tasks[i]);
+	}
 	for (uint32_t i = 0; i < nr && !e; i++) {
 		if (tasks[i].inner)
 			continue;
@@ -715,7 +509,7 @@ int resources__build(struct res_report *r, const struct model *m, const struct s
 	u64_map__free(&b.headers);
 	if (!e) {
 		if (!(e = index_resources(r)))
-			e = find_cycles(r, tasks, nr);
+			e = wait_graph__cycles(r, tasks, nr);
 	}
 	if (e)
 		resources__free(r);

@@ -44,6 +44,8 @@ struct res_wait {
 	uint32_t joins;	      /* the task joined (the snapshot's); RES_NONE: not a join */
 	uint8_t kind;	      /* enum wait_kind */
 	bool queued;	      /* in the lock's wait list (tokio's Acquire says so) */
+	bool given;	      /* tokio: queued and given some permits (or its counts unread) */
+	bool receives;	      /* waits for a message (future_wait.receives) */
 };
 
 struct resource {
@@ -74,12 +76,22 @@ struct resource {
 	uint64_t total;
 	uint64_t given_permits; /* given to its queued waiters so far */
 	bool given_unknown;	/* a queued waiter's counts could not be read */
+	bool named;		/* a waiter's lock method was looked for its name */
+	/* a channel: its count of senders (as read), the sender slots pointing at it,
+	 * and (tokio) its Arc's strong count, which weak senders share */
+	uint64_t senders, strong;
+	uint32_t sender_slots;
+	bool senders_read, strong_read, weak;
 	/*
 	 * Its permits add up: those available, those given to its queued waiters and
 	 * those its guard slots take (a read guard one, a write guard all) make its
-	 * total. Then every slot pointing at it holds (a stale one would take permits
-	 * twice): each read guard is proven held, even by several tasks (holder is
-	 * RES_NONE then, and each waiter waits for all of them).
+	 * total (async-lock's RwLock: its readers are its read slots), and no task was
+	 * running (a guard a task took since it last parked is not in its slots). Then,
+	 * every guard being seen, every slot pointing at it holds (a stale one would
+	 * take permits twice): each read guard is proven held, even by several tasks
+	 * (holder is RES_NONE then, and each waiter waits for all of them). A channel:
+	 * its count of senders is its sender slots (and its Arc's strong count those
+	 * and the receiver's: no weak sender), so every sender is a slot's.
 	 */
 	bool counted;
 	/* its holds [0] and waits [1]: by_res_*[first_ref[k] .. + nr_refs[k]] */
@@ -113,6 +125,7 @@ struct res_report {
 	uint32_t *cycle_task, *cycle_res;
 	uint32_t *by_res_holds, *by_res_waits; /* indices into holds / waits, by resource */
 	uint32_t self_waits; /* a task waiting for a lock its own guard's slot points at */
+	uint32_t running;    /* tasks running when read: their guards may be unseen */
 	uint32_t unread;     /* guards whose lock could not be read (or is not decoded) */
 };
 

@@ -213,22 +213,26 @@ static void print_unproven(FILE *out, const struct stk_snapshot *s, const struct
 	const struct res_report *r = &s->res;
 
 	for (uint32_t k = 0; k < dl->nr; k++) {
-		uint32_t x = r->cycle_res[dl->first + k];
-		uint32_t slots;
+		uint32_t x = r->cycle_res[dl->first + k], slots, j;
 
 		if (x == RES_NONE || resources__proven(&r->res[x]))
 			continue;
+		for (j = 0; j < k && r->cycle_res[dl->first + j] != x; j++)
+			;
+		if (j < k)
+			continue; /* said for an edge before */
 		slots = r->res[x].nr_refs[0];
 		fputs("  not proven: ", out);
 		print_lock(out, m, &r->res[x]);
 		fprintf(out,
 			" is held in part (%s): its state says that no permit is left, not who "
-			"holds them; %s pointing at it is kept by %s of this cycle, but a guard "
-			"`stacks` cannot see (a thread's, one kept outside a task's futures)%s "
+			"holds them; %s pointing at it %s kept by %s parked waiting for locks "
+			"that tasks of this cycle hold, but a guard `stacks` cannot see (a "
+			"thread's, one kept outside a task's futures, one a running task took)%s "
 			"would end it\n",
-			r->res[x].permit_claims ? "by permits" : "to read",
+			r->res[x].permit_claims ? "by permits" : "by readers",
 			slots == 1 ? "the only guard slot" : "every guard slot",
-			slots == 1 ? "a task" : "tasks",
+			slots == 1 ? "is" : "are", slots == 1 ? "a task" : "tasks",
 			r->res[x].permit_claims && r->res[x].family == LOCK_TOKIO
 			    ? " or add_permits"
 			    : "");
@@ -293,9 +297,20 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 					name);
 				continue;
 			}
-			fputs(" waits for ", out);
-			print_lock(out, m, &r->res[x]);
-			fputs("\n    held by ", out);
+			if (r->res[x].kind == GUARD_SENDER) {
+				fputs(" waits for a message on ", out);
+				print_lock(out, m, &r->res[x]);
+				fputs(r->res[x].sender_slots == 1
+					  ? "\n    whose only sender is kept by "
+					  : "\n    whose every sender is kept by a task as stuck, "
+					    "among "
+					    "them ",
+				      out);
+			} else {
+				fputs(" waits for ", out);
+				print_lock(out, m, &r->res[x]);
+				fputs("\n    held by ", out);
+			}
 			if (hh)
 				print_holder(out, s, m, hh);
 			if (hh && !hh->held)
@@ -455,7 +470,12 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			cJSON_AddNumberToObject(o, "total_permits", (double)x->total);
 		else
 			cJSON_AddNullToObject(o, "total_permits");
-		cJSON_AddBoolToObject(o, "permits_add_up", x->counted);
+		cJSON_AddBoolToObject(o, "permits_add_up", x->counted && x->kind != GUARD_SENDER);
+		if (x->kind == GUARD_SENDER && x->senders_read)
+			cJSON_AddNumberToObject(o, "senders", (double)x->senders);
+		else
+			cJSON_AddNullToObject(o, "senders");
+		cJSON_AddBoolToObject(o, "senders_add_up", x->counted && x->kind == GUARD_SENDER);
 		hs = cJSON_AddArrayToObject(o, "holders");
 		for (uint32_t k = 0; hs && k < x->nr_refs[0]; k++)
 			cJSON_AddItemToArray(hs, hold_json(s, m, &r->holds[ref_of(r, x, 0, k)]));
@@ -536,7 +556,9 @@ void resources__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 
 			if (r->cycle_task[dl->first + k] != task)
 				continue;
-			fprintf(out, ";[%sdeadlock: waits for ", dl->proven ? "" : "possible ");
+			fprintf(out, ";[%sdeadlock: waits for %s", dl->proven ? "" : "possible ",
+				x != RES_NONE && r->res[x].kind == GUARD_SENDER ? "a message on "
+										: "");
 			if (x == RES_NONE) {
 				fprintf(out, "task %u to finish]",
 					r->cycle_task[dl->first + (k + 1) % dl->nr]);
@@ -549,7 +571,9 @@ void resources__folded(FILE *out, const struct stk_snapshot *s, const struct mod
 			} else {
 				fprintf(out, "the lock of semaphore 0x%" PRIx64, r->res[x].key);
 			}
-			fprintf(out, " held by task %u]",
+			fprintf(out,
+				r->res[x].kind == GUARD_SENDER ? " sent to by task %u]"
+							       : " held by task %u]",
 				r->cycle_task[dl->first + (k + 1) % dl->nr]);
 			return;
 		}
