@@ -25,8 +25,8 @@ class Locks:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
         tasks = {("tokio_mt", "locks"): 8, ("smol_app", "locks"): 2, ("async_std_app", "locks"): 2,
-                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 12, ("smol_app", "semaphores"): 12,
-                 ("async_std_app", "semaphores"): 12}[(crate, mode)]
+                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 23, ("smol_app", "semaphores"): 23,
+                 ("async_std_app", "semaphores"): 23}[(crate, mode)]
         assert self.truth["mode"] == mode and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
@@ -242,14 +242,16 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
     ch_a keeps the only sender of a channel and waits for the Mutex m4, ch_b keeps
     m4 and waits for a message on that channel: a deadlock, proven (the channel
     counts one sender, ch_a's slot; no weak sender). cx_a and cx_b do the same on a
-    channel main keeps another sender of: not a deadlock."""
+    channel main keeps another sender of: not a deadlock. busy_holder keeps m6 while
+    it keeps working (a 1 ms timer in a loop) with 10 busy_waiters queued on it:
+    contention, not a deadlock."""
     target = locks(profile, crate, mode="semaphores")
     truth = target.truth
     assert truth["sem_available"] == 0 and truth["pair_available"] == 0, truth
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
     res = {r["id"]: r for r in doc["resources"]}
     by_addr = {r["addr"]: r for r in doc["resources"] if r["addr"] is not None}
-    names = ("sem", "m", "l", "read", "m2", "pair", "m3", "m4", "m5")
+    names = ("sem", "m", "l", "read", "m2", "pair", "m3", "m4", "m5", "m6")
     lock = {name: by_addr.get(int(truth[name], 16)) for name in names}
     assert all(lock.values()), (lock, doc["resources"])
     tokio = crate == "tokio_mt"
@@ -316,6 +318,15 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
     assert len(cx_b) == 1 and cx_b[0]["waits_on"]["what"] == "channel", cx_b
     cx_chan = res[cx_b[0]["waits_on"]["resource"]]
     assert cx_chan["senders"] == 2 and not cx_chan["senders_add_up"], cx_chan
+    # m6: its holder working, its 10 waiters queued, none deadlocked
+    m6 = lock["m6"]
+    assert [root(doc, h["task"], crate) for h in m6["holders"] if h["held"]] == [f"{crate}::busy_holder"], m6
+    waiters = [w for w in m6["waiters"] if w["queued"]]
+    assert len(waiters) == 10 == truth["busy_waiter"], m6
+    assert all(root(doc, w["task"], crate) == f"{crate}::busy_waiter" and w["line"] == line_of("busy_waiter", "lock",
+                                                                                                crate=crate)
+               for w in waiters), m6
+    assert not in_cycles & {f"{crate}::busy_holder", f"{crate}::busy_waiter"}, in_cycles
     mine = {int(truth[n], 16) for n in names}
     assert all(r["addr"] in mine for r in doc["resources"] if r["addr"] is not None and r["what"] == "lock"), \
         doc["resources"]
