@@ -258,6 +258,15 @@ static void test_cycle_of_two(void)
 	resources__free(&r);
 	t[1].root.st.running = false;
 
+	/* task 0's lock awaited in a select! or under a timeout (its frame awaits
+	 * other futures too): another branch may end the wait, no edge */
+	t[0].stack.frames[0].branches = 1;
+	build(&r, t, 2);
+	CHECK_EQ_U64(r.nr_deadlocks, 0);
+	CHECK(r.nr_waits == 2 && r.waits[0].alternatives);
+	resources__free(&r);
+	t[0].stack.frames[0].branches = 0;
+
 	/* task 0's Acquire not queued: not waiting in the lock's list, no edge */
 	put8(t[0].stack.frames[1].addr + 8, 0);
 	build(&r, t, 2);
@@ -606,7 +615,8 @@ static void test_held_in_part(void)
  * write RWL: the write guard holds it when the word is its writer bit alone (1),
  * proven; not with readers in (3: a writer waiting for them). Task 0 reading RWL
  * (word 3: a reader and task 1's writer bit): its read slot held, proven, when the
- * readers counted are the read slots; not when they are not (5: a reader unseen).
+ * readers counted are the read slots; no edge when they are not (5: a reader
+ * unseen, which may go on).
  */
 static void test_async_lock_rwlock(void)
 {
@@ -637,10 +647,11 @@ static void test_async_lock_rwlock(void)
 	CHECK(r.holds[0].held && r.res[r.holds[0].resource].counted);
 	CHECK(r.nr_deadlocks == 1 && r.deadlocks[0].proven);
 	resources__free(&r);
-	put64(rwl + STATE_OFF, 5); /* two readers, one slot: not counted, possible */
+	put64(rwl + STATE_OFF, 5); /* two readers, one slot: a reader out of sight, which
+				    * may go on: no edge */
 	build(&r, t, 2);
 	CHECK(!r.holds[0].held && !r.res[r.holds[0].resource].counted);
-	CHECK(r.nr_deadlocks == 1 && !r.deadlocks[0].proven);
+	CHECK(r.nr_deadlocks == 0);
 	resources__free(&r);
 	put64(rwl + STATE_OFF, 0); /* free: nothing to wait for */
 	build(&r, t, 2);

@@ -182,7 +182,7 @@ bool guards__state_word(Dwarf_Die *key, enum lock_family family, uint64_t *off)
  * Arc's strong count: the struct the way's last pointer reaches (ArcInner). */
 static bool sender(Dwarf_Die *t, int k, struct walk *w, struct held_guard *g)
 {
-	struct key_path p;
+	struct key_path p = {0};
 	uint64_t back = 0, strong;
 
 	if (!keys__find(w, t, &senders[k].key, &p) ||
@@ -197,7 +197,7 @@ static bool sender(Dwarf_Die *t, int k, struct walk *w, struct held_guard *g)
 		if (!p.steps[p.nr_steps - 1].deref)
 			back = p.steps[p.nr_steps - 1].offset;
 		g->has_strong = true;
-		g->strong = (int64_t)strong - (int64_t)back;
+		g->strong = strong - back; /* (modulo 2^64: DWARF's offsets are untrusted) */
 	}
 	g->lock = GUARD_SENDER;
 	g->nr_steps = p.nr_steps;
@@ -225,7 +225,7 @@ static int find_guards(struct walk *w, Dwarf_Die *variant_struct, uint64_t varia
 	do {
 		const char *path, *name = dwarf_diename(&m);
 		struct held_guard *g, found = {0};
-		struct key_path p;
+		struct key_path p = {0};
 		uint64_t off;
 		int k;
 

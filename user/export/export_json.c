@@ -210,8 +210,8 @@ static void write_future(struct json_writer *w, const struct model *m, uint32_t 
 				jw_null(w, "resource_back");
 				jw_null(w, "state_offset");
 			}
-			if (g->has_strong)
-				jw_i64(w, "strong_offset", g->strong);
+			if (g->has_strong) /* signed: the count lies before the key */
+				jw_i64(w, "strong_offset", (int64_t)g->strong);
 			else
 				jw_null(w, "strong_offset");
 			jw_object_end(w);

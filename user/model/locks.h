@@ -120,9 +120,9 @@ struct held_guard {
 	uint64_t state_offset;	/* the state word in the key (a sender: the channel's
 				 * count of senders) */
 	/* a sender whose channel is in an Arc that weak senders share too (tokio's):
-	 * the Arc's strong count, `strong` bytes from the key (negative: before it) */
+	 * the Arc's strong count at key + strong (modulo 2^64: before the key) */
 	bool has_strong;
-	int64_t strong;
+	uint64_t strong;
 };
 
 /* "tokio", "async-lock", "async-lock-rwlock", "async-lock-semaphore", "none" */

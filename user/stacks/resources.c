@@ -109,7 +109,7 @@ static int add_sender(struct builder *b, struct res_hold *h, const struct held_g
 	}
 	if (g->has_strong) {
 		x->weak = true;
-		if (read_u64(b, key + (uint64_t)g->strong, &v)) {
+		if (read_u64(b, key + g->strong, &v)) {
 			x->strong = v;
 			x->strong_read = true;
 		}
@@ -223,7 +223,7 @@ static const struct future *awaitee_wait(struct builder *b, const struct stack_f
  * (a few frames out: Mutex::lock -> acquire -> Acquire), when that method's `self`
  * leads to the same key.
  */
-static void name_by_method(const struct builder *b, const struct task_stack *s, uint32_t k,
+static bool name_by_method(const struct builder *b, const struct task_stack *s, uint32_t k,
 			   uint64_t key, struct resource *x)
 {
 	for (uint32_t j = k + 1, n = 0; j-- > 0 && n < 4; n++) { /* k itself, 3 out */
@@ -242,8 +242,9 @@ static void name_by_method(const struct builder *b, const struct task_stack *s, 
 			    !b->read(b->ctx, x->lock + fw->total, &total, sizeof(total)))
 				x->total = total;
 		}
-		return;
+		return true;
 	}
+	return false;
 }
 
 /* The innermost frame a task waits in (future.wait), if any: a lock, a task it
@@ -340,13 +341,14 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 		x->type = fw->type;
 		x->lock = key;
 	}
-	if (!x->type || (!x->total && !x->named)) {
-		name_by_method(b, s, k, key, x);
+	if ((!x->type || (!x->total && !x->named)) && name_by_method(b, s, k, key, x))
 		x->named = true;
-	}
 	if (!x->via)
 		x->via = fut;
 	w->given = given;
+	/* a join!, select! or timeout on the way to it: another branch may end the wait */
+	for (uint32_t j = 0; j <= k && j < s->nr; j++)
+		w->alternatives |= s->frames[j].branches > 0;
 	w->receives = fw->receives;
 	r->nr_waits++;
 	return 0;

@@ -46,6 +46,9 @@ struct res_wait {
 	bool queued;	      /* in the lock's wait list (tokio's Acquire says so) */
 	bool given;	      /* tokio: queued and given some permits (or its counts unread) */
 	bool receives;	      /* waits for a message (future_wait.receives) */
+	/* a frame on the way to it awaits other futures too (join!, select!, a timeout):
+	 * another branch may end the wait, which is no edge of the wait-for graph */
+	bool alternatives;
 };
 
 struct resource {
@@ -133,12 +136,15 @@ struct stk_snapshot;
 struct stk_task;
 
 /*
- * A lock held in part (tokio: Semaphore permits or a RwLock's read guards point at
- * it) with no permit left and no holder proven: a waiter depends on every task whose
- * guard slot points at it (the wait-for graph's edges are to all of them).
+ * A lock held in part (Semaphore permits or a RwLock's read guards point at it; an
+ * async-lock RwLock: with as many readers as read slots at most) with no permit left
+ * and no holder proven, or a channel whose senders are all slots' (resource.counted):
+ * a waiter depends on every task whose guard slot points at it (the wait-for graph's
+ * edges are to all of them; of a counted lock, to those proven to hold it).
  */
 bool resources__claimed(const struct resource *x);
-/* Its holder, or each of its holders, is proven (held, or resource.counted). */
+/* Its holder, or each of its holders, is proven (held, or resource.counted; never a
+ * channel's: a stale sender slot and one kept out of sight count alike). */
 bool resources__proven(const struct resource *x);
 
 /*

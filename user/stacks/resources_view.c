@@ -189,11 +189,17 @@ static uint32_t first_hold(const struct res_report *r, uint32_t task)
 static const struct res_hold *hold_of(const struct res_report *r, uint32_t task, uint32_t x)
 {
 	bool claimed = resources__claimed(&r->res[x]);
+	const struct res_hold *slot = NULL;
 
-	for (uint32_t i = first_hold(r, task); i < r->nr_holds && r->holds[i].task == task; i++)
-		if ((r->holds[i].held || claimed) && r->holds[i].resource == x)
+	for (uint32_t i = first_hold(r, task); i < r->nr_holds && r->holds[i].task == task; i++) {
+		if (r->holds[i].resource != x)
+			continue;
+		if (r->holds[i].held)
 			return &r->holds[i];
-	return NULL;
+		if (claimed && !slot)
+			slot = &r->holds[i];
+	}
+	return slot;
 }
 
 /* What a guard slot on a lock held in part is. */
@@ -213,29 +219,39 @@ static void print_unproven(FILE *out, const struct stk_snapshot *s, const struct
 	const struct res_report *r = &s->res;
 
 	for (uint32_t k = 0; k < dl->nr; k++) {
-		uint32_t x = r->cycle_res[dl->first + k], slots, j;
+		uint32_t xi = r->cycle_res[dl->first + k], slots, j;
+		const struct resource *x;
 
-		if (x == RES_NONE || resources__proven(&r->res[x]))
+		if (xi == RES_NONE || resources__proven(&r->res[xi]))
 			continue;
-		for (j = 0; j < k && r->cycle_res[dl->first + j] != x; j++)
+		for (j = 0; j < k && r->cycle_res[dl->first + j] != xi; j++)
 			;
 		if (j < k)
 			continue; /* said for an edge before */
-		slots = r->res[x].nr_refs[0];
+		x = &r->res[xi];
+		slots = x->kind == GUARD_SENDER ? x->sender_slots : x->nr_refs[0];
 		fputs("  not proven: ", out);
-		print_lock(out, m, &r->res[x]);
+		print_lock(out, m, x);
+		if (x->kind == GUARD_SENDER) {
+			fprintf(
+			    out,
+			    ": it counts %" PRIu64
+			    " sender%s, as many as the sender slots pointing "
+			    "at it, each kept by a task deadlocked too; but a stale slot (a sender "
+			    "moved or dropped before the await) and a sender kept out of sight (in "
+			    "a struct, a thread, a weak sender upgraded) count alike\n",
+			    x->senders, x->senders == 1 ? "" : "s");
+			continue;
+		}
 		fprintf(out,
-			" is held in part (%s): its state says that no permit is left, not who "
-			"holds them; %s pointing at it %s kept by %s parked waiting for locks "
-			"that tasks of this cycle hold, but a guard `stacks` cannot see (a "
-			"thread's, one kept outside a task's futures, one a running task took)%s "
-			"would end it\n",
-			r->res[x].permit_claims ? "by permits" : "by readers",
+			" is held in part (%s): its state says that some hold it, not which; %s "
+			"pointing at it %s kept by %s deadlocked too, but a guard `stacks` cannot "
+			"see (a thread's, one kept outside a task's futures, one a running task "
+			"took)%s would end it\n",
+			x->permit_claims ? "by permits" : "by readers",
 			slots == 1 ? "the only guard slot" : "every guard slot",
 			slots == 1 ? "is" : "are", slots == 1 ? "a task" : "tasks",
-			r->res[x].permit_claims && r->res[x].family == LOCK_TOKIO
-			    ? " or add_permits"
-			    : "");
+			x->permit_claims && x->family == LOCK_TOKIO ? " or add_permits" : "");
 	}
 }
 
@@ -364,9 +380,10 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 		fprintf(out, "  ... and %u more (--json lists them all)\n", more);
 	if (r->self_waits)
 		fprintf(out,
-			"  %u task%s wait%s for a lock that a guard slot of its own points at: a "
-			"guard reassigned by that very await, or a task locking twice (not "
-			"told apart: not called a deadlock)\n",
+			"  %u task%s wait%s for a lock (or a message) that a guard (or sender) "
+			"slot of its own points at: a guard reassigned by that very await, a "
+			"task locking twice, or receiving what only it could send (not told "
+			"apart: not called a deadlock)\n",
 			r->self_waits, r->self_waits == 1 ? "" : "s",
 			r->self_waits == 1 ? "s" : "");
 	print_others(out, s, m, bold, off);
@@ -427,6 +444,7 @@ static cJSON *wait_json(const struct stk_snapshot *s, const struct model *m,
 	else
 		cJSON_AddNullToObject(o, "joins");
 	cJSON_AddBoolToObject(o, "queued", w->queued);
+	cJSON_AddBoolToObject(o, "alternatives", w->alternatives);
 	return where_json(o, where(m, &s->tasks[w->task].stack, w->frame));
 }
 

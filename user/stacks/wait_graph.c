@@ -23,13 +23,26 @@ bool resources__claimed(const struct resource *x)
 		return false;
 	if (x->kind == GUARD_SENDER)
 		return x->counted; /* a channel whose every sender is a slot's */
+	/* async-lock's RwLock counts its readers: none (a writer holds it) or more than
+	 * its read slots (one is out of sight) say the slots are not all it waits for */
+	if (x->family == LOCK_ASYNC_RWLOCK &&
+	    (!lock_family__readers(x->family, x->word) ||
+	     lock_family__readers(x->family, x->word) > x->shared_claims))
+		return false;
 	return x->family != LOCK_NONE && x->read && x->locked &&
 	       (x->shared_claims || x->permit_claims || x->counted);
 }
 
 bool resources__proven(const struct resource *x)
 {
-	return x->holder != RES_NONE || x->counted;
+	return x->kind != GUARD_SENDER && (x->holder != RES_NONE || x->counted);
+}
+
+/* A slot a waiter of lock x waits for: of a counted lock, only those proven held
+ * (a stale write slot beside counted readers holds nothing). */
+static bool slot_counts(const struct resource *x, const struct res_hold *h)
+{
+	return !x->counted || h->held;
 }
 
 /* The wait-for graph as wait_graph__cycles builds it. */
@@ -90,7 +103,8 @@ static void propagate(struct graph *g)
 			if (xi == RES_NONE || g->done[xi])
 				continue;
 			x = &r->res[xi];
-			if (x->holder != h && !resources__claimed(x))
+			if ((x->holder != h && !resources__claimed(x)) ||
+			    !slot_counts(x, &r->holds[i]))
 				continue; /* a stale slot on a lock another task holds */
 			let_go_waiters(g, xi);
 		}
@@ -111,8 +125,11 @@ static void look_at_slots(struct graph *g, uint32_t xi)
 	g->seen[xi] = 1;
 	f[0] = f[1] = RES_NONE;
 	for (uint32_t k = 0; k < x->nr_refs[0]; k++) {
-		uint32_t h = g->r->holds[g->r->by_res_holds[x->first_ref[0] + k]].task;
+		const struct res_hold *hh = &g->r->holds[g->r->by_res_holds[x->first_ref[0] + k]];
+		uint32_t h = hh->task;
 
+		if (!slot_counts(x, hh))
+			continue;
 		g->moving[xi] |= can_progress(&g->tasks[h]);
 		if (f[0] == RES_NONE)
 			f[0] = h;
@@ -133,6 +150,8 @@ static int edges_out(struct graph *g, const struct res_wait *w, uint32_t *first,
 	const struct resource *x = w->resource != RES_NONE ? &r->res[w->resource] : NULL;
 	uint32_t h;
 
+	if (w->alternatives)
+		return 0; /* another branch of a join!, select! or timeout may end it */
 	if (x && x->kind == GUARD_SENDER && !w->receives)
 		return 0; /* waits for room: its senders cannot give it */
 	if (x && resources__claimed(x)) {
@@ -146,9 +165,10 @@ static int edges_out(struct graph *g, const struct res_wait *w, uint32_t *first,
 			const struct res_hold *hh = &r->holds[i];
 
 			if (hh->resource != w->resource || hh->frame >= w->frame ||
-			    hh->guard->lock == GUARD_PERMITS)
+			    hh->guard->lock == GUARD_PERMITS || hh->guard->lock == GUARD_SENDER)
 				continue; /* its lock method's guard being taken; permits kept
-					   * while asking for more: not a self wait */
+					   * while asking for more, a sender of the channel it
+					   * receives on: not a self wait */
 			(*self_waits)++;
 			return 0;
 		}
@@ -310,7 +330,8 @@ int wait_graph__cycles(struct res_report *r, const struct stk_task *tasks, uint3
 		if (!g.seen[xi] || g.done[xi])
 			continue;
 		for (uint32_t k = 0; k < x->nr_refs[0] && !g.done[xi]; k++)
-			if (!g.in[r->holds[r->by_res_holds[x->first_ref[0] + k]].task]) {
+			if (slot_counts(x, &r->holds[r->by_res_holds[x->first_ref[0] + k]]) &&
+			    !g.in[r->holds[r->by_res_holds[x->first_ref[0] + k]].task]) {
 				let_go_waiters(&g, xi);
 				propagate(&g);
 			}
