@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/walk.h"
 #include "lib/hashmap.h"
 #include "lib/vec.h"
 #include "stacks/report.h"
@@ -176,7 +177,7 @@ static bool blocking_task(const struct model *m, const struct stk_task *t)
 	int32_t f = t->stack.nr ? t->stack.frames[0].future : -1;
 
 	return f >= 0 && (uint32_t)f < m->nr_futures && m->futures[f].path &&
-	       !strncmp(m->futures[f].path, "tokio::runtime::blocking::task::BlockingTask<", 45);
+	       starts_with(m->futures[f].path, "tokio::runtime::blocking::task::BlockingTask<");
 }
 
 /* The task whose header is at header, or RES_NONE. */
@@ -355,23 +356,24 @@ static int add_wait(struct builder *b, const struct stk_task *tasks, uint32_t ta
 }
 
 /*
- * A tokio lock whose count of permits is known (a RwLock's `mr`): the permits
- * available, those given to queued waiters and those its guard slots take (one a
- * read guard, all a write guard) add up to it. A stale slot would count permits no
- * one holds; a waiter whose counts cannot be read, or a Semaphore permit (its count
- * is not read), proves nothing.
+ * resource.counted: a tokio lock whose count of permits is known (a RwLock's `mr`):
+ * the permits available, those given to queued waiters and those its guard slots
+ * take (one a read guard, all a write guard) add up to it. A stale slot would count
+ * permits no one holds; a waiter whose counts cannot be read, or a Semaphore permit
+ * (its count is not read), proves nothing. async-lock's RwLock and channels count
+ * their readers and senders themselves.
  */
 static bool permits_add_up(const struct resource *x, uint32_t running)
 {
 	uint64_t sum;
 
-	/* async-lock's RwLock counts its readers: as many as the read slots on it (its
-	 * write slots are proven apart: by its writer bit alone) */
 	if (running)
 		return false;	     /* a guard taken since its task last parked is not seen */
 	if (x->kind == GUARD_SENDER) /* a channel: every sender a slot's */
 		return x->senders_read && x->sender_slots && x->senders == x->sender_slots &&
 		       (!x->weak || (x->strong_read && x->strong == x->senders + 1));
+	/* async-lock's RwLock counts its readers: as many as the read slots on it (its
+	 * write slots are proven apart: by its writer bit alone) */
 	if (x->family == LOCK_ASYNC_RWLOCK)
 		return x->read && x->shared_claims &&
 		       lock_family__readers(x->family, x->word) == x->shared_claims;
