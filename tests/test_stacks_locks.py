@@ -8,7 +8,9 @@ is free), and join_a holding a Mutex while it awaits join_b's JoinHandle, join_b
 waiting for that Mutex (a deadlock through a join); it prints each lock's address
 itself. Every line is the source's
 `// AWAIT caller->callee` marker. `tokio_mt park`'s dead_a/dead_b are the deadlock of
-two of test_stacks_runtimes.py."""
+two of test_stacks_runtimes.py. tokio_mt's `locks`, `rwlocks` and `semaphores` run on
+its multi-thread runtime and, given `ct`, on a current-thread one (tokio's other
+scheduler: another task header, another schedule vtable)."""
 import json
 import subprocess
 
@@ -18,15 +20,19 @@ import util
 
 
 class Locks:
-    """A running `CRATE locks`: its own line; stop() closes stdin, checks exit 0."""
+    """A running `CRATE locks`: its own line; stop() closes stdin, checks exit 0.
+    tokio_mt's modes run on a multi-thread runtime, or with `ct` on a current-thread
+    one (flavor), which their line says."""
 
-    def __init__(self, profile, crate="tokio_mt", mode="locks"):
-        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), mode],
+    def __init__(self, profile, crate="tokio_mt", mode="locks", flavor=None):
+        self.proc = subprocess.Popen([str(util.fixture_binary(profile, crate)), mode] + (["ct"] if flavor == "ct" else []),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.truth = json.loads(self.proc.stdout.readline())
+        if crate == "tokio_mt":
+            assert self.truth["runtime"] == ("current_thread" if flavor == "ct" else "multi_thread"), self.truth
         tasks = {("tokio_mt", "locks"): 8, ("smol_app", "locks"): 2, ("async_std_app", "locks"): 2,
-                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 23, ("smol_app", "semaphores"): 23,
-                 ("async_std_app", "semaphores"): 23}[(crate, mode)]
+                 ("tokio_mt", "rwlocks"): 9, ("tokio_mt", "semaphores"): 25, ("smol_app", "semaphores"): 25,
+                 ("async_std_app", "semaphores"): 25, ("tokio_ct", "futlocks"): 4}[(crate, mode)]
         assert self.truth["mode"] == mode and self.truth["tasks"] == tasks, self.truth
 
     def stop(self):
@@ -38,8 +44,8 @@ class Locks:
 def locks():
     made = []
 
-    def make(profile, crate="tokio_mt", mode="locks"):
-        made.append(Locks(profile, crate, mode))
+    def make(profile, crate="tokio_mt", mode="locks", flavor=None):
+        made.append(Locks(profile, crate, mode, flavor))
         return made[-1]
 
     yield make
@@ -72,8 +78,9 @@ def root(doc, task_id, crate="tokio_mt"):
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
-def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
-    target = locks(profile)
+@pytest.mark.parametrize("flavor", ["mt", "ct"])
+def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, flavor, profile):
+    target = locks(profile, flavor=flavor)
     truth = target.truth
     addr = {int(a, 16): name for name, a in
             [("ring0", truth["ring"][0]), ("ring1", truth["ring"][1]), ("ring2", truth["ring"][2]),
@@ -164,7 +171,8 @@ def test_locks_holders_waiters_and_the_deadlock(tmp_path, locks, profile):
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
-def test_rwlock_write_guards_and_a_deadlock_of_three(tmp_path, locks, profile):
+@pytest.mark.parametrize("flavor", ["mt", "ct"])
+def test_rwlock_write_guards_and_a_deadlock_of_three(tmp_path, locks, flavor, profile):
     """`tokio_mt rwlocks` (it prints each lock's address): wr_a holds l1 to write and
     waits for the Mutex m, mx_b holds m and waits to write l2, wr_c holds l2 to write
     and waits to read l1: one deadlock of three, each edge's task, line, lock and
@@ -173,7 +181,7 @@ def test_rwlock_write_guards_and_a_deadlock_of_three(tmp_path, locks, profile):
     kept, pointing at it), two rd_holds read it, wr_wait is queued to write and given
     the permits the readers left: no permit available, yet no write guard holds it,
     and stacks says none does."""
-    target = locks(profile, mode="rwlocks")
+    target = locks(profile, mode="rwlocks", flavor=flavor)
     truth = target.truth
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
     res = {r["id"]: r for r in doc["resources"]}
@@ -225,8 +233,9 @@ def test_rwlock_write_guards_and_a_deadlock_of_three(tmp_path, locks, profile):
 
 
 @pytest.mark.parametrize("profile", ["debug", "release"])
-@pytest.mark.parametrize("crate", ["tokio_mt", "smol_app", "async_std_app"])
-def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
+@pytest.mark.parametrize("crate,flavor", [("tokio_mt", "mt"), ("tokio_mt", "ct"), ("smol_app", None),
+                                          ("async_std_app", None)])
+def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, flavor, profile):
     """`CRATE semaphores` (it prints each lock's address and the permits left), on
     tokio and on async-lock (smol's and async-std's locks):
     sm_a keeps the only permit of `sem` and waits for the Mutex m, sm_b keeps m and
@@ -245,14 +254,15 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
     out of sight would count alike). cx_a and cx_b do the same on a
     channel main keeps another sender of: not a deadlock. busy_holder keeps m6 while
     it keeps working (a 1 ms timer in a loop) with 10 busy_waiters queued on it:
-    contention, not a deadlock."""
-    target = locks(profile, crate, mode="semaphores")
+    contention, not a deadlock. behind_a keeps m7 and waits for m2 (mx_y's),
+    behind_b waits for m7: stuck behind the read cycle, listed under it, in none."""
+    target = locks(profile, crate, mode="semaphores", flavor=flavor)
     truth = target.truth
     assert truth["sem_available"] == 0 and truth["pair_available"] == 0, truth
     proc, doc, folded = stacks(tmp_path, target.proc.pid)
     res = {r["id"]: r for r in doc["resources"]}
     by_addr = {r["addr"]: r for r in doc["resources"] if r["addr"] is not None}
-    names = ("sem", "m", "l", "read", "m2", "pair", "m3", "m4", "m5", "m6")
+    names = ("sem", "m", "l", "read", "m2", "pair", "m3", "m4", "m5", "m6", "m7")
     lock = {name: by_addr.get(int(truth[name], 16)) for name in names}
     assert all(lock.values()), (lock, doc["resources"])
     tokio = crate == "tokio_mt"
@@ -331,6 +341,23 @@ def test_semaphore_and_read_guard_cycles(tmp_path, locks, crate, profile):
                                                                                                 crate=crate)
                for w in waiters), m6
     assert not in_cycles & {f"{crate}::busy_holder", f"{crate}::busy_waiter"}, in_cycles
+    # behind the read cycle, in none: behind_a queued on m2 (mx_y's), behind_b on m7
+    # (behind_a's); listed under that deadlock only, each with its lock and line
+    assert not in_cycles & {f"{crate}::behind_a", f"{crate}::behind_b"}, in_cycles
+    read_dl = cycles[read_cycle]
+    behind = {root(doc, b["task"], crate): b for b in read_dl["behind"]}
+    assert sorted(behind) == [f"{crate}::behind_a", f"{crate}::behind_b"], read_dl["behind"]
+    assert all(not d["behind"] for d in doc["deadlocks"] if d is not read_dl), doc["deadlocks"]
+    mx_y = {e["task"] for e in read_dl["edges"] if root(doc, e["task"], crate) == f"{crate}::mx_y"}
+    ba, bb = behind[f"{crate}::behind_a"], behind[f"{crate}::behind_b"]
+    assert res[ba["resource"]]["id"] == lock["m2"]["id"] and ba["waits_for"] in mx_y, (ba, mx_y)
+    assert ba["queued"] and ba["line"] == line_of("behind_a", "lock", crate=crate), ba
+    assert res[bb["resource"]]["id"] == lock["m7"]["id"] and bb["waits_for"] == ba["task"], (bb, ba)
+    assert bb["queued"] and bb["line"] == line_of("behind_b", "lock", crate=crate), bb
+    assert proc.stdout.count("2 more tasks wait behind it (stuck while it stands):") == 1, proc.stdout
+    # and each one's group says so, pointing at the deadlock's first task
+    first = read_dl["edges"][0]["task"]
+    assert proc.stdout.count(f"behind the DEADLOCK of task {first} (stuck while it stands)") == 2, proc.stdout
     mine = {int(truth[n], 16) for n in names}
     assert all(r["addr"] in mine for r in doc["resources"] if r["addr"] is not None and r["what"] == "lock"), \
         doc["resources"]
@@ -474,3 +501,40 @@ def test_analyzer_guards_per_await(tmp_path, crate, guard, family, profile):
     mutex = [f for f in lock if "::mutex::" in f["name"] or "batch_semaphore" in f["name"]]
     assert mutex and all(f["wait"]["family"] == family for f in mutex), lock
     assert all(f["wait"]["family"] in (family, "async-lock-rwlock", "async-lock-semaphore") for f in lock), lock
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_futures_util_mutex(tmp_path, locks, profile):
+    """`tokio_ct futlocks`: futures-util's Mutex (futures::lock), which any runtime
+    can use: fut_a keeps m1 (g) and waits for m2 at its last lock(), fut_b the other
+    way: a proven deadlock (bit 0 of each Mutex's state says locked, one guard slot
+    points at each); fut_hold keeps `held` at a pending() with fut_wait queued on it:
+    its holder and waiter, no cycle. Addresses: the fixture's own printout."""
+    crate = "tokio_ct"
+    target = locks(profile, crate, mode="futlocks")
+    truth = target.truth
+    proc, doc, _ = stacks(tmp_path, target.proc.pid)
+    by_addr = {r["addr"]: r for r in doc["resources"] if r["addr"] is not None}
+    lock = {n: by_addr.get(int(truth[n], 16)) for n in ("m1", "m2", "held")}
+    assert all(lock.values()), (lock, doc["resources"])
+    for x in lock.values():
+        assert x["type"] == "futures_util::lock::mutex::Mutex<u64>" and x["family"] == "futures-util", x
+        assert x["locked"] and x["kind"] == "exclusive", x
+    assert len(doc["deadlocks"]) == 1 and doc["deadlocks"][0]["proven"], doc["deadlocks"]
+    edges = {root(doc, e["task"], crate): e for e in doc["deadlocks"][0]["edges"]}
+    assert sorted(edges) == [f"{crate}::fut_a", f"{crate}::fut_b"], edges
+    for me, other, waits in (("fut_a", "fut_b", "m2"), ("fut_b", "fut_a", "m1")):
+        e = edges[f"{crate}::{me}"]
+        last = line_of(me, "MutexLockFuture", crate=crate)
+        assert e["queued"] and e["line"] == last and e["resource"] == lock[waits]["id"], e
+        assert e["held_by"] == edges[f"{crate}::{other}"]["task"] and e["proven"], e
+        h = e["holder"]
+        assert h["guard"] == "g" and h["held"] and h["line"] == line_of(other, "MutexLockFuture", crate=crate), h
+    held = lock["held"]
+    holders = [h for h in held["holders"] if h["held"]]
+    assert [root(doc, h["task"], crate) for h in holders] == [f"{crate}::fut_hold"], held
+    assert holders[0]["guard"] == "g" and holders[0]["line"] == line_of("fut_hold", "Pending", crate=crate), holders
+    assert [root(doc, w["task"], crate) for w in held["waiters"]] == [f"{crate}::fut_wait"], held
+    assert held["waiters"][0]["line"] == line_of("fut_wait", "MutexLockFuture", crate=crate), held
+    assert proc.stdout.count("\nDEADLOCK: 2 tasks wait for each other") == 1, proc.stdout
+    target.stop()

@@ -274,6 +274,39 @@ static void test_cycle_of_two(void)
 	resources__free(&r);
 }
 
+/* Tasks stuck behind a cycle: listed under its deadlock, in no cycle themselves. */
+static void test_behind(void)
+{
+	const uint64_t sem3 = BASE + 0x300;
+	struct stk_task t[4];
+	struct res_report r;
+
+	make_cycle_of_two(t);
+	set_locked(sem3, true);
+	make_task(&t[2], 2, sem3, SEM1, false, true); /* keeps sem3, queued on task 0's */
+	make_task(&t[3], 3, 0, sem3, false, true);    /* queued on task 2's */
+	build(&r, t, 4);
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	CHECK_EQ_U64(r.deadlocks[0].nr, 2);
+	CHECK_EQ_U64(r.nr_behind, 2);
+	for (uint32_t i = 0; i < r.nr_behind; i++) {
+		const struct res_behind *b = &r.behind[i];
+
+		CHECK(b->task == 2 || b->task == 3);
+		CHECK_EQ_U64(b->deadlock, 0);
+		CHECK_EQ_U64(b->next, b->task == 2 ? 0 : 2);
+		CHECK(b->res != RES_NONE && r.res[b->res].key == (b->task == 2 ? SEM1 : sem3));
+	}
+	resources__free(&r);
+
+	/* task 2 running: it may let go of sem3, so task 3 is not stuck; task 2 no part */
+	t[2].root.st.running = true;
+	build(&r, t, 4);
+	CHECK_EQ_U64(r.nr_deadlocks, 1);
+	CHECK_EQ_U64(r.nr_behind, 0);
+	resources__free(&r);
+}
+
 static void test_ambiguous_and_self(void)
 {
 	struct stk_task t[3];
@@ -373,6 +406,21 @@ static void test_random_images(void)
 					return;
 				}
 			}
+		/* a task behind a deadlock: of a deadlock found, in no cycle, not itself */
+		for (uint32_t i = 0; i < r.nr_behind; i++) {
+			bool ok = r.behind[i].deadlock < r.nr_deadlocks &&
+				  r.behind[i].next != r.behind[i].task && r.behind[i].next < 4;
+
+			for (uint32_t d = 0; ok && d < r.nr_deadlocks; d++)
+				for (uint32_t k = 0; k < r.deadlocks[d].nr; k++)
+					ok &= r.cycle_task[r.deadlocks[d].first + k] !=
+					      r.behind[i].task;
+			if (!ok) {
+				CHECK(0);
+				resources__free(&r);
+				return;
+			}
+		}
 		resources__free(&r);
 	}
 	CHECK(1);
@@ -659,11 +707,31 @@ static void test_async_lock_rwlock(void)
 	resources__free(&r);
 }
 
+/* What each family's state word says (model.c, lock_family__*), against the crates'
+ * own constants: tokio's PERMIT_SHIFT, async-lock's and futures-util's bit 0, async-lock's
+ * WRITER_BIT and ONE_READER. */
+static void test_families(void)
+{
+	CHECK(lock_family__locked(LOCK_TOKIO, 0) && !lock_family__locked(LOCK_TOKIO, 1u << 1));
+	CHECK(lock_family__locked(LOCK_TOKIO, 1) /* closed, no permit */);
+	CHECK(lock_family__held(LOCK_ASYNC_LOCK, 1) && !lock_family__held(LOCK_ASYNC_LOCK, 2));
+	/* futures-util: IS_LOCKED 1, HAS_WAITERS 2 */
+	CHECK(lock_family__held(LOCK_FUTURES, 1) && lock_family__held(LOCK_FUTURES, 3));
+	CHECK(!lock_family__locked(LOCK_FUTURES, 0) && !lock_family__locked(LOCK_FUTURES, 2));
+	CHECK(!strcmp(lock_family__name(LOCK_FUTURES), "futures-util"));
+	CHECK(lock_family__held(LOCK_ASYNC_RWLOCK, 1) && !lock_family__held(LOCK_ASYNC_RWLOCK, 3));
+	CHECK_EQ_U64(lock_family__readers(LOCK_ASYNC_RWLOCK, 2 * 5), 5);
+	CHECK_EQ_U64(lock_family__permits(LOCK_ASYNC_SEMAPHORE, 4), 4);
+	CHECK_EQ_U64(lock_family__permits(LOCK_FUTURES, 4), 0);
+}
+
 int main(void)
 {
 	build_model();
+	test_families();
 	test_steps_and_states();
 	test_cycle_of_two();
+	test_behind();
 	test_ambiguous_and_self();
 	test_join_cycle_and_bad_pointers();
 	test_all_permits();

@@ -55,9 +55,9 @@ static const struct {
     {"async_lock", "RwLockUpgradableReadGuardArc", GUARD_SHARED, LOCK_ASYNC_RWLOCK, false, false},
     {"async_lock", "SemaphoreGuard", GUARD_PERMITS, LOCK_ASYNC_SEMAPHORE, false, false},
     {"async_lock", "SemaphoreGuardArc", GUARD_PERMITS, LOCK_ASYNC_SEMAPHORE, false, false},
-    {"futures_util", "MutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
-    {"futures_util", "OwnedMutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
-    {"futures_util", "MappedMutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
+    {"futures_util", "MutexGuard", GUARD_EXCLUSIVE, LOCK_FUTURES, true, false},
+    {"futures_util", "OwnedMutexGuard", GUARD_EXCLUSIVE, LOCK_FUTURES, true, false},
+    {"futures_util", "MappedMutexGuard", GUARD_EXCLUSIVE, LOCK_FUTURES, true, false},
     /* a thread lock held across an await: blocks a worker thread while parked */
     {"std", "MutexGuard", GUARD_OTHER, LOCK_NONE, false, false},
     {"std", "RwLockReadGuard", GUARD_OTHER, LOCK_NONE, false, false},
@@ -156,6 +156,7 @@ static const struct key_kind tokio_key = {.suffix = "batch_semaphore::Semaphore"
 static const struct key_kind async_lock_key = {.prefix = "async_lock::mutex::Mutex<"};
 static const struct key_kind async_rwlock_key = {.prefix = "async_lock::rwlock::RwLock<"};
 static const struct key_kind async_semaphore_key = {.exact = "async_lock::semaphore::Semaphore"};
+static const struct key_kind futures_key = {.prefix = "futures_util::lock::mutex::Mutex<"};
 
 const struct key_kind *guards__key(enum lock_family family)
 {
@@ -164,6 +165,7 @@ const struct key_kind *guards__key(enum lock_family family)
 	case LOCK_ASYNC_LOCK: return &async_lock_key;
 	case LOCK_ASYNC_RWLOCK: return &async_rwlock_key;
 	case LOCK_ASYNC_SEMAPHORE: return &async_semaphore_key;
+	case LOCK_FUTURES: return &futures_key;
 	case LOCK_NONE: break;
 	}
 	return NULL;

@@ -80,6 +80,9 @@ enum lock_family {
 	LOCK_ASYNC_RWLOCK,
 	/* async-lock's Semaphore: the key, its `count` word the permits available */
 	LOCK_ASYNC_SEMAPHORE,
+	/* futures-util's Mutex (futures::lock): the Mutex is the key, bit 0 of its
+	 * `state` word says locked (IS_LOCKED), bit 1 that it has waiters */
+	LOCK_FUTURES,
 };
 
 /* What a waiting future waits for (future.wait_kind). */
@@ -125,7 +128,8 @@ struct held_guard {
 	uint64_t strong;
 };
 
-/* "tokio", "async-lock", "async-lock-rwlock", "async-lock-semaphore", "none" */
+/* "tokio", "async-lock", "async-lock-rwlock", "async-lock-semaphore", "futures-util",
+ * "none" */
 const char *lock_family__name(enum lock_family f);
 /*
  * What a lock's state word says (enum lock_family): tokio's batch semaphore keeps its
@@ -134,7 +138,8 @@ const char *lock_family__name(enum lock_family f);
  * async-lock's Mutex sets bit 0 while locked, the other bits counting starved lock
  * operations (async-lock/src/mutex.rs); its RwLock is locked with a writer (bit 0,
  * WRITER_BIT) or a reader (each adds ONE_READER, 2), its Semaphore when `count`, its
- * permits left, is 0 (async-lock/src/rwlock.rs, semaphore.rs). Permits: tokio's and
+ * permits left, is 0 (async-lock/src/rwlock.rs, semaphore.rs); futures-util's Mutex
+ * sets bit 0 while locked (futures-util/src/lock/mutex.rs, IS_LOCKED). Permits: tokio's and
  * async-lock's Semaphore's available (0 for the others).
  */
 bool lock_family__locked(uint8_t family, uint64_t word);

@@ -309,6 +309,7 @@ const char *lock_family__name(enum lock_family f)
 	case LOCK_ASYNC_LOCK: return "async-lock";
 	case LOCK_ASYNC_RWLOCK: return "async-lock-rwlock";
 	case LOCK_ASYNC_SEMAPHORE: return "async-lock-semaphore";
+	case LOCK_FUTURES: return "futures-util";
 	case LOCK_NONE: break;
 	}
 	return "none";
@@ -319,6 +320,7 @@ bool lock_family__locked(uint8_t family, uint64_t word)
 	switch (family) {
 	case LOCK_TOKIO: return (word >> 1) == 0;
 	case LOCK_ASYNC_LOCK: return (word & 1) != 0;
+	case LOCK_FUTURES: return (word & 1) != 0;
 	case LOCK_ASYNC_RWLOCK: return word != 0;
 	case LOCK_ASYNC_SEMAPHORE: return word == 0;
 	}

@@ -143,6 +143,8 @@ int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **pa
 	for (uint32_t d = 0; d < s->res.nr_deadlocks; d++)
 		for (uint32_t k = 0; k < s->res.deadlocks[d].nr; k++)
 			s->tasks[s->res.cycle_task[s->res.deadlocks[d].first + k]].deadlock = d + 1;
+	for (uint32_t i = 0; i < s->res.nr_behind; i++)
+		s->tasks[s->res.behind[i].task].behind = s->res.behind[i].deadlock + 1;
 	for (uint32_t i = 0; i < s->nr; i++) {
 		s->tasks[i].shown =
 		    !s->tasks[i].inner && wanted(m, &s->tasks[i].stack, patterns, nr_patterns);
@@ -164,10 +166,13 @@ int stk_snapshot__group(struct stk_snapshot *s, const struct model *m, char **pa
 			g = s->nr_groups++;
 			s->groups[g] = (struct stk_group){.first = i};
 		} else if (!u64_map__get(&by_sig, t->signature, &g) ||
-			   !same_task_shape(&s->tasks[s->groups[g].first], t)) {
-			/* new (or a hash collision: a group of its own, found linearly) */
+			   !same_task_shape(&s->tasks[s->groups[g].first], t) ||
+			   s->tasks[s->groups[g].first].behind != t->behind) {
+			/* new (or a hash collision, or the same stack stuck behind a deadlock
+			 * or not: a group of its own, found linearly) */
 			for (g = 0; g < s->nr_groups; g++)
 				if (!s->tasks[s->groups[g].first].deadlock &&
+				    s->tasks[s->groups[g].first].behind == t->behind &&
 				    same_task_shape(&s->tasks[s->groups[g].first], t))
 					break;
 			if (g == s->nr_groups) {
@@ -417,6 +422,11 @@ void stk_report__text(FILE *out, const struct stk_snapshot *s, const struct mode
 			fprintf(out, "   %s%sDEADLOCK%s (task %u, below)", red,
 				s->res.deadlocks[t->deadlock - 1].proven ? "" : "POSSIBLE ", off,
 				s->groups[g].first);
+		if (t->behind)
+			fprintf(out,
+				"   %sbehind the %sDEADLOCK of task %u%s (stuck while it stands)",
+				red, s->res.deadlocks[t->behind - 1].proven ? "" : "POSSIBLE ",
+				s->res.cycle_task[s->res.deadlocks[t->behind - 1].first], off);
 		if (s->watching && s->groups[g].stuck)
 			fprintf(out, "   %u unchanged for >= %.0f s", s->groups[g].stuck,
 				s->groups[g].stuck_s);

@@ -27,6 +27,7 @@ struct stk_task {
 	bool shown;	    /* matches the patterns, not a future inside another task */
 	bool inner;	    /* a boxed future found inside another task: not a task */
 	uint32_t deadlock;  /* 1 + the deadlock it is in (res.deadlocks), 0: none */
+	uint32_t behind;    /* 1 + the deadlock it is stuck behind (res.behind), 0: none */
 	uint32_t group;	    /* index into the report's groups */
 	double unchanged_s; /* --watch: seconds its stack and state have not changed */
 	uint64_t signature; /* hash of its stack and state (--watch compares them) */

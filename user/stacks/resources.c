@@ -527,6 +527,7 @@ void resources__free(struct res_report *r)
 	free(r->res);
 	free(r->deadlocks);
 	free(r->cycle_task);
+	free(r->behind);
 	free(r->cycle_res);
 	free(r->by_res_holds);
 	free(r->by_res_waits);

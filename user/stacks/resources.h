@@ -126,6 +126,13 @@ struct res_report {
 	struct res_deadlock *deadlocks;
 	uint32_t nr_deadlocks;
 	uint32_t *cycle_task, *cycle_res;
+	/* tasks stuck behind a deadlock, not in its cycle: each waits (first edge: for
+	 * behind_res, RES_NONE a join, held by or being behind_next) only for tasks
+	 * deadlocked or stuck too; behind_deadlock: the deadlock its first edges lead to */
+	struct res_behind {
+		uint32_t task, res, next, deadlock;
+	} * behind;
+	uint32_t nr_behind;
 	uint32_t *by_res_holds, *by_res_waits; /* indices into holds / waits, by resource */
 	uint32_t self_waits; /* a task waiting for a lock its own guard's slot points at */
 	uint32_t running;    /* tasks running when read: their guards may be unseen */

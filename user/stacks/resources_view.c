@@ -100,6 +100,7 @@ static int cmp_waiters(const void *a, const void *b, void *ctx)
 
 #define TEXT_MAX_OTHERS	 10
 #define TEXT_MAX_LOCKS	 20
+#define TEXT_MAX_BEHIND	 5 /* tasks behind a deadlock listed in the text */
 #define TEXT_MAX_WAITERS 3
 
 static void print_others(FILE *out, const struct stk_snapshot *s, const struct model *m,
@@ -277,6 +278,44 @@ static double standing_s(const struct stk_snapshot *s, const struct res_deadlock
 	return least < 0 ? 0 : least;
 }
 
+/* The tasks stuck behind deadlock d: "  2 more tasks wait behind it: ..." */
+static void print_behind(FILE *out, const struct stk_snapshot *s, const struct model *m, uint32_t d)
+{
+	const struct res_report *r = &s->res;
+	uint32_t n = 0, shown = 0;
+	char name[256];
+
+	for (uint32_t i = 0; i < r->nr_behind; i++)
+		n += r->behind[i].deadlock == d;
+	if (!n)
+		return;
+	fprintf(out, "  %u more task%s wait%s behind it (stuck while it stands):\n", n,
+		n == 1 ? "" : "s", n == 1 ? "s" : "");
+	for (uint32_t i = 0; i < r->nr_behind && shown < TEXT_MAX_BEHIND; i++) {
+		const struct res_behind *b = &r->behind[i];
+		const struct res_wait *w = wait_of(r, b->task);
+
+		if (b->deadlock != d)
+			continue;
+		shown++;
+		task_name(m, &s->tasks[b->task], name, sizeof(name));
+		fprintf(out, "    task %u %s at ", b->task, name);
+		print_at(out, w ? where(m, &s->tasks[b->task].stack, w->frame) : NULL);
+		task_name(m, &s->tasks[b->next], name, sizeof(name));
+		if (b->res == RES_NONE) {
+			fprintf(out, " joins task %u %s\n", b->next, name);
+			continue;
+		}
+		fputs(r->res[b->res].kind == GUARD_SENDER ? " waits for a message on "
+							  : " waits for ",
+		      out);
+		print_lock(out, m, &r->res[b->res]);
+		fprintf(out, " (task %u %s)\n", b->next, name);
+	}
+	if (n > shown)
+		fprintf(out, "    ... and %u more (--json lists them all)\n", n - shown);
+}
+
 void resources__text(FILE *out, const struct stk_snapshot *s, const struct model *m, bool color)
 {
 	const struct res_report *r = &s->res;
@@ -335,6 +374,7 @@ void resources__text(FILE *out, const struct stk_snapshot *s, const struct model
 		}
 		if (!dl->proven)
 			print_unproven(out, s, m, dl);
+		print_behind(out, s, m, d);
 	}
 	for (uint32_t i = 0; i < r->nr_res; i++) {
 		const struct resource *x = &r->res[i];
@@ -504,7 +544,7 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 	}
 	for (uint32_t d = 0; dls && d < r->nr_deadlocks; d++) {
 		const struct res_deadlock *dl = &r->deadlocks[d];
-		cJSON *o = cJSON_CreateObject(), *edges;
+		cJSON *o = cJSON_CreateObject(), *edges, *behind;
 
 		if (!o)
 			break;
@@ -529,6 +569,17 @@ void resources__json(cJSON *root, const struct stk_snapshot *s, const struct mod
 			if (hh)
 				cJSON_AddItemToObject(e, "holder", hold_json(s, m, hh));
 			cJSON_AddItemToArray(edges, e);
+		}
+		behind = cJSON_AddArrayToObject(o, "behind");
+		for (uint32_t i = 0; behind && i < r->nr_behind; i++) {
+			const struct res_behind *b = &r->behind[i];
+			const struct res_wait *w = wait_of(r, b->task);
+			cJSON *e = b->deadlock == d && w ? wait_json(s, m, w) : NULL;
+
+			if (!e)
+				continue;
+			cJSON_AddNumberToObject(e, "waits_for", b->next);
+			cJSON_AddItemToArray(behind, e);
 		}
 		cJSON_AddItemToArray(dls, o);
 	}

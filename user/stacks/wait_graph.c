@@ -224,6 +224,44 @@ static int add_cycle(struct res_report *r, const uint32_t *next, const uint32_t 
 	return 0;
 }
 
+/*
+ * The tasks left in the graph but in no cycle: stuck behind a deadlock (every task
+ * they wait for is deadlocked or stuck too). Their first edges lead to a cycle; the
+ * deadlock of that cycle is theirs (g->stack reused: a task's deadlock + 1, 0 not
+ * known yet).
+ */
+static int add_behind(struct res_report *r, struct graph *g)
+{
+	uint32_t *dl = g->stack, n = 0;
+
+	memset(dl, 0, g->nr * sizeof(*dl));
+	for (uint32_t d = 0; d < r->nr_deadlocks; d++)
+		for (uint32_t k = 0; k < r->deadlocks[d].nr; k++)
+			dl[r->cycle_task[r->deadlocks[d].first + k]] = d + 1;
+	for (uint32_t t = 0; t < g->nr; t++)
+		n += g->in[t] && !dl[t];
+	if (!n)
+		return 0;
+	if (!(r->behind = calloc(n, sizeof(*r->behind))))
+		return -ENOMEM;
+	for (uint32_t t = 0; t < g->nr; t++) {
+		uint32_t c = g->next[t], steps = 0;
+
+		if (!g->in[t] || dl[t])
+			continue; /* out of the graph, in a cycle, or done */
+		/* its chain of first edges ends in a cycle, or at a task done before (its
+		 * deadlock kept in dl): at most nr steps */
+		while (c != RES_NONE && g->in[c] && !dl[c] && steps++ < g->nr)
+			c = g->next[c];
+		if (c == RES_NONE || !g->in[c] || !dl[c])
+			continue; /* (never: every task left has an edge to another left) */
+		dl[t] = dl[c];
+		r->behind[r->nr_behind++] =
+		    (struct res_behind){t, g->via[t], g->next[t], dl[c] - 1};
+	}
+	return 0;
+}
+
 /* Counting sort: each task's holds (in task order already: their ranges). */
 static int index_holds(struct graph *g)
 {
@@ -348,6 +386,8 @@ int wait_graph__cycles(struct res_report *r, const struct stk_task *tasks, uint3
 		for (t = i; t != RES_NONE && g.in[t] && color[t] == 1; t = g.next[t])
 			color[t] = 2;
 	}
+	if (!e)
+		e = add_behind(r, &g);
 out:
 	free(g.next);
 	free(g.via);
