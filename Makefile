@@ -142,7 +142,7 @@ vmlinux:
 test:
 	$(MAKE) deps
 	$(MAKE) test-build
-	$(PYTHON) -m pytest -rs tests
+	$(PYTHON) -m pytest -rs --durations=25 tests
 
 test-build: all san fuzz fixtures conformance bench-tools
 

@@ -491,8 +491,8 @@ fi
 
 task_report=""
 # wrk_run SERVER MODE RUN: requests/s of wrk against a fresh release SERVER, traced by
-# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep; top; top-prom; top-exe; profile;
-# profile-every) attached before the load
+# MODE (untraced; tasks; tasks-nowakes; tasks-allwakes; deep; top; top-locks; top-prom; top-exe;
+# profile; profile-every) attached before the load
 wrk_run() {
 	local server="$1" mode="$2" run="$3" srv="$root/tests/conformance/bin/release/$1"
 	local so="$work/wrk-$1.srv" ao="$work/wrk-$1-$2.asyncbpf" port spid apid="" rps args=() cmd
@@ -513,6 +513,8 @@ wrk_run() {
 	esac
 	cmd=(trace "${args[@]}" -p "$spid" -o "$work/wrk.pftrace" --summary-json "$work/wrk-summary.json")
 	[ "$mode" = top ] && cmd=(top -p "$spid" --batch -i 1)
+	# top --locks: the trees read at every task poll's end, for their locks
+	[ "$mode" = top-locks ] && cmd=(top -p "$spid" --locks --batch -i 1)
 	# top --prometheus, headless, scraped every second as a Prometheus server would
 	[ "$mode" = top-prom ] && cmd=(top -p "$spid" --quiet --prometheus 127.0.0.1:0 -i 1)
 	# the same, following the server's executable (--exe) instead of its pid
@@ -568,7 +570,7 @@ while True:
 import json, re, sys
 server, mode, run, rps, summ, ao = sys.argv[1:7]
 d = {"part": "wrk", "server": server, "mode": mode, "run": int(run), "rps": float(rps or 0)}
-if mode in ("top", "top-prom", "top-exe"):  # its own cost, as it stated it at the end
+if mode in ("top", "top-locks", "top-prom", "top-exe"):  # its own cost, as it stated it at the end
     m = re.search(r"total ~[\d.]+ ms of the target.s CPU time: ([\d.]+)%", open(ao).read())
     d.update(cost=float(m.group(1)) if m else None)
 elif mode in ("profile", "profile-every"):
@@ -584,9 +586,18 @@ if part 7; then
 	command -v wrk >/dev/null || die "wrk not found: run 'make deps' (scripts/deps.sh)"
 	for server in http_server hyper_server; do
 		[ -x "$root/tests/conformance/bin/release/$server" ] || die "no tests/conformance/bin/release/$server: make conformance"
-		echo "bench: $server (release) under wrk -c16, $runs x (untraced, --tasks, --tasks --no-wakes, --tasks --wake-sample 100, per-future, top, top --prometheus, top --exe --prometheus, profile, profile --every 1)" >&2
+		# BENCH_WRK_MODES (default: all) runs some modes only, e.g. "top top-locks";
+		# untraced always (the ratios' base)
+		all_modes=" untraced tasks tasks-nowakes tasks-allwakes deep top top-locks top-prom top-exe profile profile-every "
+		modes=(untraced)
+		for mode in ${BENCH_WRK_MODES:-$all_modes}; do
+			[[ "$all_modes" == *" $mode "* ]] || die "BENCH_WRK_MODES: no mode '$mode' (modes:$all_modes)"
+			[ "$mode" = untraced ] || modes+=("$mode")
+		done
+		echo "bench: $server (release) under wrk -c16, $runs x (${modes[*]})" >&2
 		for ((i = 1; i <= runs; i++)); do
-			if ((i % 2)); then order=(untraced tasks tasks-nowakes tasks-allwakes deep top top-prom top-exe profile profile-every); else order=(profile-every profile top-exe top-prom top deep tasks-allwakes tasks-nowakes tasks untraced); fi
+			order=()
+			if ((i % 2)); then order=("${modes[@]}"); else for ((k = ${#modes[@]} - 1; k >= 0; k--)); do order+=("${modes[k]}"); done; fi
 			for mode in "${order[@]}"; do wrk_run "$server" "$mode" "$i"; done
 		done
 	done
@@ -603,6 +614,7 @@ for server in sorted({s["server"] for s in W}):
                                 ("tasks-allwakes", "--tasks --wake-sample 100", None),
                                 ("deep", "per-future probes (exits in the callers)", 0.6),
                                 ("top", "top -p (task mode, wake-ups sampled)", 0.75),
+                                ("top-locks", "top -p --locks (trees read for their locks)", None),
                                 ("top-prom", "top -p --quiet --prometheus (scraped 1/s)", 0.75),
                                 ("top-exe", "top --exe --quiet --prometheus (scraped 1/s)", 0.75),
                                 ("profile", "profile -p (99 Hz)", None),

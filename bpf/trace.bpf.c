@@ -25,6 +25,8 @@ const volatile __u32 nr_specs = 0;
 const volatile __u64 wakeup_bytes = 0;
 /* top: statistics only, no record in the ring buffer (drops, wakes, polls alike) */
 const volatile __u32 stats_only = 0;
+/* top --locks: statistics, and task mode's trees at each task poll's end (their locks) */
+const volatile __u32 stats_trees = 0;
 /* wake probes are attached: a task's poll looks up when it was woken */
 const volatile __u32 wakes_enabled = 0;
 /* some specs are SPEC_TASK_ROOT: a frame's task is the innermost root below it, and a

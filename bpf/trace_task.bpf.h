@@ -459,7 +459,7 @@ static __always_inline void send_head(__u64 header, __u8 phase, __u8 flags, __u6
 	r->end_ns = end;
 	r->offcpu_ns = offcpu;
 	r->info = ~0u;
-	if (stats_only)
+	if (stats_only && !stats_trees)
 		return;
 	if (bpf_ringbuf_output(&trace_events, buf, TASK_TREE_RECORD_HEAD, BPF_RB_NO_WAKEUP))
 		count(COUNTER_TASK_DROPPED);
@@ -486,7 +486,7 @@ static __always_inline void send_tree(struct task_tree_record *r, __u8 phase, __
 	r->offcpu_ns = offcpu;
 	r->nested = nested;
 	r->flags |= at;
-	if (stats_only)
+	if (stats_only && !stats_trees)
 		return;
 	n = r->nr_nodes;
 	if (n > TASK_TREE_MAX_NODES)
@@ -679,7 +679,8 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 	st->nr_tasks = n - 1;
 	if (stats_only) {
 		task_stats_exit(t, now);
-		return;
+		if (!stats_trees) /* top --locks reads the tree too, for its locks */
+			return;
 	}
 	tc = cache_get();
 	if (!tc)

@@ -29,7 +29,7 @@ static const char top_usage[] =
     "interval: polls/s, busy % of a CPU, p50/p99 poll time, time blocked in syscalls\n"
     "inside polls, wakes/s, the scheduling delay's p99 (wake to poll), and the\n"
     "instances live (started, not finished). Built from statistics summed in the\n"
-    "kernel: no per-poll records (docs/top.md).\n"
+    "kernel: no per-poll records (docs/top.md; --locks: the task trees too).\n"
     "Without patterns or --deep: task mode, one row per task type (a runtime's task\n"
     "or a block_on root), one probe pair per task poll, wake probes attached 10% of\n"
     "the time; DONE/S counts tasks finished. With patterns or --deep: one row per\n"
@@ -50,6 +50,10 @@ static const char top_usage[] =
     "                       q quits\n"
     "      --tasks          task mode even where it leaves tasks out\n"
     "      --deep           per-future rows: every poll of the selected futures\n"
+    "      --locks          task mode (as --tasks), and a second table of the locks\n"
+    "                       tasks wait for and hold across awaits, from each task's\n"
+    "                       tree read at the end of its polls and sent to top (costs\n"
+    "                       more: docs/top.md, \"Locks\")\n"
     "      --all-crates     every crate's futures (per-future rows)\n"
     "      --wake-sample PCT  wake probes attached PCT% of each second (task mode\n"
     "                       default 10; 100: every wake)\n"
@@ -82,6 +86,7 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	    {"no-cancel", no_argument, NULL, 'K'},
 	    {"tasks", no_argument, NULL, 'Q'},
 	    {"deep", no_argument, NULL, 'J'},
+	    {"locks", no_argument, NULL, 'L'},
 	    {"wake-sample", required_argument, NULL, 'P'},
 	    {"prometheus", required_argument, NULL, 'M'},
 	    {"prometheus-top", required_argument, NULL, 'N'},
@@ -146,6 +151,7 @@ static int parse(int argc, char **argv, struct trace_args *a)
 		case 'K': a->no_cancel = true; break;
 		case 'Q': a->tasks = true; break;
 		case 'J': a->deep = true; break;
+		case 'L': a->locks = true; break;
 		case 'P':
 			if ((r = trace_args__wake_sample("top", optarg, &a->wake_sample)))
 				return r;
@@ -184,6 +190,19 @@ static int parse(int argc, char **argv, struct trace_args *a)
 	if (a->tasks && a->deep) {
 		pr_warn("top: --tasks and --deep contradict each other: task mode shows task "
 			"types, --deep every poll of the selected futures\n");
+		return EXIT_USAGE;
+	}
+	if (a->locks && a->deep) {
+		pr_warn("top: --locks reads task mode's trees; --deep leaves task mode\n");
+		return EXIT_USAGE;
+	}
+	if (a->locks && !a->tasks && (a->nr_patterns || a->all_crates)) {
+		pr_warn("top: --locks reads task mode's trees, and patterns or --all-crates select "
+			"per-future rows: drop them, or add --tasks (task mode, whole tasks)\n");
+		return EXIT_USAGE;
+	}
+	if (a->locks && a->quiet) {
+		pr_warn("top: --locks adds a table; --quiet prints none\n");
 		return EXIT_USAGE;
 	}
 	if (a->quiet && !a->prometheus) {

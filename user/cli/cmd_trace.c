@@ -210,8 +210,9 @@ static int plan_probes(struct trace_run *r)
 		return status;
 	if (!r->model_own.borrowed)
 		print_warnings("trace", &r->m);
-	if (a->tasks || task_mode_by_default(a)) {
-		status = plan_task_probes(r, !a->tasks);
+	/* top --locks reads task mode's trees: task mode, as with --tasks */
+	if (a->tasks || a->locks || task_mode_by_default(a)) {
+		status = plan_task_probes(r, !a->tasks && !a->locks);
 		if (status != FALLBACK)
 			return status;
 	}
@@ -315,6 +316,7 @@ static int start_tracer(struct trace_run *r)
 	    .verbose = a->verbose,
 	    .blocking = !a->no_blocking,
 	    .stats_only = a->top,
+	    .stats_trees = a->top && a->locks,
 	    .wakes_apart = r->plan.nr_wakes && wake_fraction(r) < 1,
 	};
 	struct trace_sinks sinks;
@@ -382,6 +384,7 @@ static int start_tracer(struct trace_run *r)
 	r->sum.task_mode = r->plan.task_mode;
 	trace_consumer__set_wake_resolver(r->consumer, resolve_woken, r->t);
 	trace_consumer__set_root_types(r->consumer, r->plan.root_types, r->plan.nr_root_types);
+	trace_consumer__set_locks_only(r->consumer, r->a->top);
 	tracer__fill_wake_types(r->t); /* -p: now; launch mode: once the command exec'd */
 	if (off && !a->no_blocking)
 		pr_warn("trace: blocking inside polls is not watched: %s\n", off);
@@ -513,7 +516,7 @@ void trace_run__stop(struct trace_run *r)
 	t->cost.offcpu = r->sum.tracer_offcpu;
 	t->cost.offcpu_ns = r->sum.tracer_offcpu_ns;
 	t->cost.duration_ns = t->totals.duration_ns;
-	t->cost.stats_only = r->a->top;
+	t->cost.stats_only = r->a->top && !r->a->locks;
 	t->kernel_voluntary =
 	    switches && vol >= r->voluntary_start ? (int64_t)(vol - r->voluntary_start) : -1;
 	t->kernel_involuntary = switches && invol >= r->involuntary_start

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "cli/trace_run.h"
+#include "lib/rb_budget.h"
 #include "lib/sysfacts.h"
+#include "trace/task_locks.h"
 #include "trace/trace_cost.h"
 #include "trace/top.h"
 
@@ -129,6 +131,26 @@ void top_run__prom_in(struct trace_run *r, const struct poll_stats *cur, uint32_
 	};
 }
 
+/* top --locks: the locks table, from the trees that reached the consumer. */
+static void top_locks(struct trace_run *r, double dt, const __u64 *counters)
+{
+	uint64_t lost =
+	    counters[COUNTER_TASK_DROPPED] - r->top_prev_counters[COUNTER_TASK_DROPPED] +
+	    counters[COUNTER_TREE_NOT_READ] - r->top_prev_counters[COUNTER_TREE_NOT_READ];
+
+	/* the trees sent until now, before the table (a round of them at most: the rest
+	 * counts in the next interval) */
+	rb_budget__consume(r->rb, &r->budget, RB_BUDGET_ROUND);
+	if (lost)
+		printf(
+		    "\nWARNING: %" PRIu64 " task trees lost in this interval (the ring buffer "
+		    "full, or a walk overlapped): the locks below may miss or misstate waits and "
+		    "holds\n",
+		    lost);
+	/* now: after the trees just read, which may have ended after the tick began */
+	task_locks__top(r->sum.locks, sysfacts__now_ns(), dt, stdout, r->a->batch ? 0 : 10);
+}
+
 /* top: the table of the last interval, from the statistics maps (no records). */
 void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 {
@@ -198,6 +220,8 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 		       TOP_MAX_LIVE_INSTANCES, (uint64_t)counters[COUNTER_LIVE_FULL]);
 	if (n >= 0)
 		top__print(stdout, &names, rows, n, r->a->batch ? 0 : 30);
+	if (r->a->locks)
+		top_locks(r, in.dt, counters);
 	fflush(stdout);
 	free(rows);
 next:

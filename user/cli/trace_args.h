@@ -40,6 +40,7 @@ struct trace_args {
 	double wake_sample; /* --wake-sample / 100; 0: the default (wake_sampler.h) */
 	/* asyncbpf top (cmd_top.c): statistics only, a table every interval */
 	bool top, batch;
+	bool locks; /* top --locks: task mode's trees read for their locks */
 	double interval;
 	int sort;		/* enum top_key */
 	long count;		/* --count: snapshots (batch), 0: until stopped */

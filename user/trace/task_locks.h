@@ -82,6 +82,12 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 /* The end of the trace: waits and holds still open are counted as such. */
 void task_locks__finish(struct task_locks *l, uint64_t end_ns);
 
+/*
+ * top --locks: one table of the locks waited for or held now, or in the interval since
+ * the last call (dt seconds): waiting now and the longest of those waits, waits ended
+ * and their average, holds ended, the holder now. At most max_rows rows (0: all).
+ */
+void task_locks__top(struct task_locks *l, uint64_t now_ns, double dt, FILE *out, int max_rows);
 /* The locks seen, most waited first: text (nothing when none) and JSON. */
 void task_locks__print(const struct task_locks *l, FILE *out);
 struct cJSON;

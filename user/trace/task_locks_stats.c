@@ -26,7 +26,8 @@
 
 struct lt_open {
 	uint64_t key, since;
-	const struct lock_pseudo *pseudo;
+	const struct lock_pseudo *pseudo; /* where it was first seen (a hold: kept across) */
+	const struct lock_pseudo *last;	  /* a hold: the await it is kept across now */
 };
 
 struct lt_task {
@@ -47,6 +48,8 @@ struct lt_lock {
 	/* the longest hold: by whom, where */
 	int32_t hold_root;
 	const struct lock_pseudo *hold_pseudo;
+	/* top --locks: the totals at its last table (task_locks__top) */
+	uint64_t shown_waits, shown_wait_ns, shown_holds;
 };
 
 struct task_locks {
@@ -56,6 +59,7 @@ struct task_locks {
 	struct lt_lock *locks;
 	uint32_t nr_tasks, cap_tasks, nr_locks, cap_locks;
 	uint64_t last_ns, over_holds, over_tasks;
+	uint64_t dropped; /* tasks whose end was not seen (their header reused) */
 };
 
 struct task_locks *task_locks__new(const struct model *m)
@@ -145,6 +149,21 @@ static void close_hold(struct task_locks *l, struct lt_task *t, uint32_t h, uint
 	t->holds[h] = t->holds[--t->nr_holds];
 }
 
+/* A task whose last polls were lost (its header reused by a task of another type):
+ * what it had open is dropped, not counted (its end is not known). */
+static void drop_task(struct task_locks *l, struct lt_task *t, uint32_t task)
+{
+	uint64_t i;
+
+	if (t->wait.key && u64_map__get(&l->lock_of, t->wait.key, &i) && l->locks[i].waiting)
+		l->locks[i].waiting--;
+	for (uint32_t h = 0; h < t->nr_holds; h++)
+		if (u64_map__get(&l->lock_of, t->holds[h].key, &i) && l->locks[i].holder == task)
+			l->locks[i].holder = NONE;
+	*t = (struct lt_task){.root = -1};
+	l->dropped++;
+}
+
 static bool over_inner(const struct model *m, const struct lock_seen *s)
 {
 	int32_t f = s->pseudo ? s->pseudo->future : -1;
@@ -175,10 +194,12 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 		    u64_map__set(&l->task_of, header, l->nr_tasks))
 			return -ENOMEM;
 		ti = l->nr_tasks++;
-		memset(&l->tasks[ti], 0, sizeof(l->tasks[ti]));
+		l->tasks[ti] = (struct lt_task){.root = -1};
 	}
 	task = (uint32_t)ti;
 	t = &l->tasks[task];
+	if (root >= 0 && t->root >= 0 && root != t->root)
+		drop_task(l, t, task); /* its header another task's: its end was not seen */
 	if (root >= 0)
 		t->root = root;
 	/* the innermost (the tree is breadth first), unless a lock method that awaits
@@ -197,15 +218,17 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 		if (!x)
 			return -ENOMEM;
 		x->waiting++;
-		t->wait = (struct lt_open){wait->key, end_ns, wait->pseudo};
+		t->wait = (struct lt_open){wait->key, end_ns, wait->pseudo, NULL};
 	}
 	/* holds: released during this poll when no longer held at its end */
 	for (uint32_t h = 0; h < t->nr_holds;) {
 		bool still = false;
 
 		for (uint32_t k = 0; k < nr && !completed && !still; k++)
-			still = seen[k].kind == LOCK_PSEUDO_HELD &&
-				seen[k].key == t->holds[h].key && task_locks__locked(&seen[k]);
+			if ((still = seen[k].kind == LOCK_PSEUDO_HELD &&
+				     seen[k].key == t->holds[h].key &&
+				     task_locks__locked(&seen[k])))
+				t->holds[h].last = seen[k].pseudo;
 		if (still)
 			h++;
 		else
@@ -246,7 +269,7 @@ int task_locks__add(struct task_locks *l, uint64_t header, int32_t root, uint64_
 		/* from this poll's start: the lock was taken during it (it was not held at
 		 * the last one's end), so the hold began no later than that, and no later
 		 * than any wait another task parked with meanwhile */
-		t->holds[t->nr_holds++] = (struct lt_open){s->key, start_ns, s->pseudo};
+		t->holds[t->nr_holds++] = (struct lt_open){s->key, start_ns, s->pseudo, s->pseudo};
 	}
 	if (completed) /* all let go above: its header may be a new task's next */
 		t->root = -1;
@@ -259,29 +282,29 @@ void task_locks__finish(struct task_locks *l, uint64_t end_ns)
 		l->last_ns = end_ns;
 }
 
-/* What is still open at the end, per lock (one pass over the tasks): the longest
- * wait, how long the last holder has held it, whether it is held. NULL: no memory. */
-struct lt_open_at_end {
+/* What is still open at `at`, per lock (one pass over the tasks): the longest wait,
+ * how long the last holder has held it, whether it is held. NULL: no memory. */
+struct lt_open_at {
 	uint64_t wait_max, hold_ns;
 	uint32_t holding;
 };
 
-static struct lt_open_at_end *open_at_end(const struct task_locks *l)
+static struct lt_open_at *open_at(const struct task_locks *l, uint64_t at)
 {
-	struct lt_open_at_end *o = calloc(l->nr_locks ? l->nr_locks : 1, sizeof(*o));
+	struct lt_open_at *o = calloc(l->nr_locks ? l->nr_locks : 1, sizeof(*o));
 	uint64_t i;
 
 	for (uint32_t k = 0; o && k < l->nr_tasks; k++) {
 		const struct lt_task *t = &l->tasks[k];
 
 		if (t->wait.key && u64_map__get(&l->lock_of, t->wait.key, &i) &&
-		    l->last_ns > t->wait.since && l->last_ns - t->wait.since > o[i].wait_max)
-			o[i].wait_max = l->last_ns - t->wait.since;
+		    at > t->wait.since && at - t->wait.since > o[i].wait_max)
+			o[i].wait_max = at - t->wait.since;
 		for (uint32_t h = 0; h < t->nr_holds; h++)
 			if (u64_map__get(&l->lock_of, t->holds[h].key, &i)) {
 				o[i].holding++;
-				if (l->last_ns > t->holds[h].since)
-					o[i].hold_ns = l->last_ns - t->holds[h].since;
+				if (at > t->holds[h].since)
+					o[i].hold_ns = at - t->holds[h].since;
 			}
 	}
 	return o;
@@ -321,6 +344,15 @@ static struct lt_lock *sorted(const struct task_locks *l, uint32_t **index)
 	return v;
 }
 
+static void print_dropped(const struct task_locks *l, FILE *out, const char *indent)
+{
+	if (l->dropped)
+		fprintf(out,
+			"%s%" PRIu64 " tasks' last polls not seen (their header reused by a task "
+			"of another type): the waits and holds they had open dropped, uncounted\n",
+			indent, l->dropped);
+}
+
 static void lock_name(const struct lt_lock *x, char *buf, size_t len)
 {
 	char type[256];
@@ -333,36 +365,58 @@ static void lock_name(const struct lt_lock *x, char *buf, size_t len)
 	}
 }
 
-/* Who held it longest: "tokio_mt::contend_task (its g, kept across src/main.rs:410)" */
+static void short_future_name(const struct model *m, int32_t f, char *buf, size_t len)
+{
+	char name[512];
+
+	future__display_name(&m->futures[f], name, sizeof(name));
+	rust__abbreviate(name, buf, len, 60);
+}
+
+/*
+ * Who held it: "tokio_mt::contend_task (its g, kept across src/main.rs:410)"; the task
+ * by its root future, unless that is a runtime's or std's wrapper (async-executor's
+ * spawn block, async-std's SupportTaskLocals): then by the future keeping the guard;
+ * "(its g in OWNER, ...)" when the guard is a deeper future's.
+ */
 static void holder_name(const struct model *m, const struct lt_lock *x, char *buf, size_t len)
 {
-	char root[256] = "?", name[512];
+	char who[256] = "?", owner[256] = "";
 	const struct lock_pseudo *p = x->hold_pseudo;
 	const struct future_state *st = NULL;
+	int32_t root =
+	    x->hold_root >= 0 && (uint32_t)x->hold_root < m->nr_futures ? x->hold_root : -1;
+	int32_t keeper =
+	    p && p->future >= 0 && (uint32_t)p->future < m->nr_futures ? p->future : -1;
 
-	if (x->hold_root >= 0 && (uint32_t)x->hold_root < m->nr_futures) {
-		future__display_name(&m->futures[x->hold_root], name, sizeof(name));
-		rust__abbreviate(name, root, sizeof(root), 60);
+	if (keeper >= 0 && p->state < m->futures[keeper].nr_states)
+		st = &m->futures[keeper].states[p->state];
+	if (keeper >= 0 && (root < 0 || m->futures[root].crate_class == CRATE_RUNTIME ||
+			    m->futures[root].crate_class == CRATE_STD))
+		root = keeper;
+	if (root >= 0)
+		short_future_name(m, root, who, sizeof(who));
+	if (keeper >= 0 && keeper != root) {
+		memcpy(owner, " in ", 4);
+		short_future_name(m, keeper, owner + 4, sizeof(owner) - 4);
 	}
-	if (p && p->future >= 0 && p->state < m->futures[p->future].nr_states)
-		st = &m->futures[p->future].states[p->state];
-	if (p && st && st->file)
-		snprintf(buf, len, "%s (its %s, kept across %s:%u)", root, p->guard->name,
+	if (p && p->guard && st && st->file)
+		snprintf(buf, len, "%s (its %s%s, kept across %s:%u)", who, p->guard->name, owner,
 			 path__short(st->file), st->line);
 	else
-		snprintf(buf, len, "%s", root);
+		snprintf(buf, len, "%s", who);
 }
 
 void task_locks__print(const struct task_locks *l, FILE *out)
 {
-	struct lt_open_at_end *open;
+	struct lt_open_at *open;
 	uint32_t *index;
 	struct lt_lock *v;
 	char name[320], who[640];
 
 	if (!l || !l->nr_locks || !(v = sorted(l, &index)))
 		return;
-	if (!(open = open_at_end(l))) {
+	if (!(open = open_at(l, l->last_ns))) {
 		free(v);
 		free(index);
 		return;
@@ -398,15 +452,130 @@ void task_locks__print(const struct task_locks *l, FILE *out)
 			"      not followed: %" PRIu64 " tasks past %u, %" PRIu64
 			" holds past %u a task\n",
 			l->over_tasks, TASK_LOCKS_MAX_TASKS, l->over_holds, TASK_HOLDS);
+	print_dropped(l, out, "      ");
 	free(open);
 	free(v);
 	free(index);
 }
 
+/* top --locks: a lock's row of one table */
+struct top_lock_row {
+	uint32_t lock;
+	uint64_t waits, wait_ns, holds; /* ended in the interval */
+	uint64_t longest;		/* the longest wait still open now */
+	bool held;
+};
+
+static int cmp_top_rows(const void *a, const void *b)
+{
+	const struct top_lock_row *x = a, *y = b;
+
+	if (x->longest != y->longest) /* the waiters parked longest first */
+		return x->longest > y->longest ? -1 : 1;
+	if (x->wait_ns != y->wait_ns)
+		return x->wait_ns > y->wait_ns ? -1 : 1;
+	if (x->holds != y->holds)
+		return x->holds > y->holds ? -1 : 1;
+	return (x->lock > y->lock) - (x->lock < y->lock);
+}
+
+/* "held 12.3 ms by tokio_mt::dead_a (its g1, kept across src/main.rs:277)" */
+static void holder_now(const struct task_locks *l, const struct lt_lock *x, uint64_t now, char *buf,
+		       size_t len)
+{
+	const struct lt_task *t = x->holder != NONE ? &l->tasks[x->holder] : NULL;
+	struct lt_lock who = {.hold_root = -1};
+	char name[640];
+
+	for (uint32_t h = 0; t && h < t->nr_holds; h++)
+		if (t->holds[h].key == x->key) {
+			who.hold_root = t->root;
+			who.hold_pseudo = t->holds[h].last;
+			holder_name(l->m, &who, name, sizeof(name));
+			snprintf(buf, len, "held %.3f ms by %s",
+				 now > t->holds[h].since ? (double)(now - t->holds[h].since) / 1e6
+							 : 0.0,
+				 name);
+			return;
+		}
+	snprintf(buf, len,
+		 "holder not seen (a guard taken before top attached and not polled "
+		 "since, one kept outside a task's futures, or a thread's)");
+}
+
+void task_locks__top(struct task_locks *l, uint64_t now_ns, double dt, FILE *out, int max_rows)
+{
+	struct top_lock_row *rows;
+	struct lt_open_at *open;
+	uint32_t n = 0;
+	char name[320], who[900];
+
+	fprintf(out, "\n%7s %11s %8s %11s %8s  %s\n", "WAITING", "LONGEST_MS", "WAITS/S",
+		"AVG_WAIT_MS", "HOLDS/S",
+		"LOCK (--locks: each task's tree at the end of its polls)");
+	if (!l || !l->nr_locks) {
+		fprintf(out, "  (no task has waited for or held a lock across an await)\n");
+		return;
+	}
+	rows = calloc(l->nr_locks, sizeof(*rows));
+	open = open_at(l, now_ns);
+	if (!rows || !open) {
+		fprintf(out, "  (out of memory)\n");
+		free(rows);
+		free(open);
+		return;
+	}
+	for (uint32_t i = 0; i < l->nr_locks; i++) {
+		struct lt_lock *x = &l->locks[i];
+		struct top_lock_row r = {.lock = i,
+					 .waits = x->waits - x->shown_waits,
+					 .wait_ns = x->wait_ns - x->shown_wait_ns,
+					 .holds = x->holds - x->shown_holds,
+					 .longest = x->waiting ? open[i].wait_max : 0,
+					 .held = open[i].holding > 0};
+
+		x->shown_waits = x->waits;
+		x->shown_wait_ns = x->wait_ns;
+		x->shown_holds = x->holds;
+		if (x->waiting || r.held || r.waits || r.holds)
+			rows[n++] = r;
+	}
+	qsort(rows, n, sizeof(*rows), cmp_top_rows);
+	if (!n)
+		fprintf(out, "  (no task waited for or held a lock in this interval)\n");
+	for (uint32_t k = 0; k < n && (max_rows <= 0 || k < (uint32_t)max_rows); k++) {
+		const struct lt_lock *x = &l->locks[rows[k].lock];
+		char avg[32] = "-";
+
+		if (rows[k].waits)
+			snprintf(avg, sizeof(avg), "%.3f",
+				 (double)rows[k].wait_ns / (double)rows[k].waits / 1e6);
+		lock_name(x, name, sizeof(name));
+		fprintf(out, "%7u %11.3f %8.1f %11s %8.1f  %s\n", x->waiting,
+			(double)rows[k].longest / 1e6, dt > 0 ? (double)rows[k].waits / dt : 0.0,
+			avg, dt > 0 ? (double)rows[k].holds / dt : 0.0, name);
+		if (rows[k].held || x->waiting)
+			holder_now(l, x, now_ns, who, sizeof(who));
+		else
+			snprintf(who, sizeof(who), "not held now");
+		fprintf(out, "%50s%s\n", "", who);
+	}
+	if (max_rows > 0 && n > (uint32_t)max_rows)
+		fprintf(out, "  ... %u more locks\n", n - (uint32_t)max_rows);
+	if (l->over_tasks || l->over_holds)
+		fprintf(out,
+			"  not followed: %" PRIu64 " tasks past %u, %" PRIu64
+			" holds past %u a task\n",
+			l->over_tasks, TASK_LOCKS_MAX_TASKS, l->over_holds, TASK_HOLDS);
+	print_dropped(l, out, "  ");
+	free(rows);
+	free(open);
+}
+
 int task_locks__json(const struct task_locks *l, cJSON *parent)
 {
 	cJSON *arr = cJSON_AddArrayToObject(parent, "locks");
-	struct lt_open_at_end *open;
+	struct lt_open_at *open;
 	uint32_t *index;
 	struct lt_lock *v;
 	char who[640];
@@ -417,7 +586,7 @@ int task_locks__json(const struct task_locks *l, cJSON *parent)
 		return 0;
 	if (!(v = sorted(l, &index)))
 		return -ENOMEM;
-	if (!(open = open_at_end(l))) {
+	if (!(open = open_at(l, l->last_ns))) {
 		free(v);
 		free(index);
 		return -ENOMEM;

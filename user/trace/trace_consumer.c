@@ -39,6 +39,7 @@ struct trace_consumer {
 	struct text_table stacks; /* task mode: await chains spelled, by chain hash */
 	struct lock_table *locks; /* task mode: the lock nodes of the trees (task_locks.h) */
 	uint64_t task_records, task_bad;
+	bool locks_only; /* top --locks: only the trees' locks */
 };
 
 /* the BPF side's results are the consumer's, value for value */
@@ -228,6 +229,11 @@ struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
 	u64_map__init(&c->threads);
 	text_table__init(&c->stacks);
 	return c;
+}
+
+void trace_consumer__set_locks_only(struct trace_consumer *c, bool on)
+{
+	c->locks_only = on;
 }
 
 void trace_consumer__set_root_types(struct trace_consumer *c, const uint32_t *roots, uint32_t nr)
@@ -472,7 +478,8 @@ static int handle_task_tree(struct trace_consumer *c, const void *data, size_t s
 		c->out.summary->bad_records++;
 		return 0;
 	}
-	if (!c->tasks && !(c->tasks = task_trees__new(c->m, c->root_types, c->nr_root_types)))
+	if (!c->locks_only && !c->tasks &&
+	    !(c->tasks = task_trees__new(c->m, c->root_types, c->nr_root_types)))
 		return 0;
 	if (!c->locks && (c->locks = calloc(1, sizeof(*c->locks))) &&
 	    lock_table__build(c->locks, c->m)) {
@@ -498,6 +505,8 @@ static int handle_task_tree(struct trace_consumer *c, const void *data, size_t s
 					     (t.flags & TASK_TREE_GONE) != 0, seen, n))
 			c->task_bad++;
 	}
+	if (c->locks_only) /* top --locks: its statistics are the kernel's */
+		return 0;
 	if (task_trees__add(c->tasks, &t, on_task_poll, c))
 		c->task_bad++;
 	return 0;

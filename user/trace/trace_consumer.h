@@ -7,6 +7,7 @@
 #ifndef ASYNCBPF_TRACE_CONSUMER_H
 #define ASYNCBPF_TRACE_CONSUMER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,14 +38,16 @@ struct trace_consumer *trace_consumer__new(const struct model *m, pid_t pid,
 					   const struct trace_sinks *sinks);
 /* Decode one ring-buffer record (libbpf ring_buffer callback shape). Never fails. */
 int trace_consumer__handle(void *ctx, void *data, size_t size);
+/* Task mode's root types (trace_plan.root_types, kept): a task that finishes in its
+ * first poll seen still has a root. */
+void trace_consumer__set_root_types(struct trace_consumer *c, const uint32_t *roots, uint32_t nr);
+/* top --locks: a task tree's locks are followed (the summary's), nothing else of it. */
+void trace_consumer__set_locks_only(struct trace_consumer *c, bool on);
 /*
  * Estimate each poll's descendants' probe cost (trace_poll.probe_ns) from what one
  * poll of each poll fn costs its enclosing poll (per_poll[nr_polls], copied;
  * probe_cost.h). 0 or -ENOMEM.
  */
-/* Task mode's root types (trace_plan.root_types, kept): a task that finishes in its
- * first poll seen still has a root. */
-void trace_consumer__set_root_types(struct trace_consumer *c, const uint32_t *roots, uint32_t nr);
 int trace_consumer__set_probe_costs(struct trace_consumer *c, const uint64_t *per_poll,
 				    uint32_t nr_polls);
 /* The first error a writer returned (-errno), or 0. */

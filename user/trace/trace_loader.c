@@ -72,9 +72,10 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 			 const struct tracer_opts *o, bool multi, char *err, size_t errlen)
 {
 	/* top's statistics-only programs write no record: its ring buffer stays empty */
-	uint64_t rb_size = round_ringbuf_size(o->ringbuf_size ? o->ringbuf_size
-					      : o->stats_only ? TRACE_STATS_RINGBUF_SIZE
-							      : TRACE_DEFAULT_RINGBUF_SIZE);
+	uint64_t rb_size =
+	    round_ringbuf_size(o->ringbuf_size			  ? o->ringbuf_size
+			       : o->stats_only && !o->stats_trees ? TRACE_STATS_RINGBUF_SIZE
+								  : TRACE_DEFAULT_RINGBUF_SIZE);
 	struct trace_bpf *skel;
 	int r;
 
@@ -88,6 +89,7 @@ static int load_skeleton(struct tracer *t, const struct trace_plan *plan,
 	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->nr_specs = plan->nr;
 	skel->rodata->stats_only = o->stats_only;
+	skel->rodata->stats_trees = o->stats_only && o->stats_trees;
 	/* a task poll reads its Context's waker only for std's Wake (its wakes are
 	 * matched by that data): not on every task poll of a tokio program */
 	bool std_wakes = false;

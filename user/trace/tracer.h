@@ -39,6 +39,7 @@ struct tracer_opts {
 	bool verbose;	  /* libbpf's log on stderr */
 	bool blocking;	  /* watch context switches inside polls (tp_btf/sched_switch) */
 	bool stats_only;  /* top: the statistics maps only, no record in the ring buffer */
+	bool stats_trees; /* top --locks: and task mode's trees, sent at task poll ends */
 	bool wakes_apart; /* leave the wake probes out of the uprobe_multi link: the caller
 			   * attaches them part of the time (wake_sampler.h) */
 };
