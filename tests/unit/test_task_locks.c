@@ -123,28 +123,30 @@ static double num(const cJSON *o, const char *k)
 	return cJSON_GetNumberValue(cJSON_GetObjectItem(o, k));
 }
 
+/* The task's guard under Suspend1 (future 0, state 2) and the Acquire (future 1), both
+ * on the lock at 0x9000 (word 0: no permit left) */
+static const struct lock_pseudo held_pseudo = {.kind = LOCK_PSEUDO_HELD,
+					       .family = LOCK_TOKIO,
+					       .future = 0,
+					       .state = 2,
+					       .guard = &guard,
+					       .state_offset = 32},
+				wait_pseudo = {.kind = LOCK_PSEUDO_WAIT,
+					       .family = LOCK_TOKIO,
+					       .future = 1,
+					       .state_offset = 32};
+static const struct lock_seen wait_seen = {.kind = LOCK_PSEUDO_WAIT,
+					   .family = LOCK_TOKIO,
+					   .key = 0x9000,
+					   .pseudo = &wait_pseudo},
+			      held_seen = {.kind = LOCK_PSEUDO_HELD,
+					   .family = LOCK_TOKIO,
+					   .key = 0x9000,
+					   .pseudo = &held_pseudo};
+
 static void test_over_time(void)
 {
-	struct lock_pseudo held = {.kind = LOCK_PSEUDO_HELD,
-				   .family = LOCK_TOKIO,
-				   .future = 0,
-				   .state = 2,
-				   .guard = &guard,
-				   .state_offset = 32},
-			   waiting = {.kind = LOCK_PSEUDO_WAIT,
-				      .family = LOCK_TOKIO,
-				      .future = 1,
-				      .state_offset = 32};
-	struct lock_seen w = {.kind = LOCK_PSEUDO_WAIT,
-			      .family = LOCK_TOKIO,
-			      .key = 0x9000,
-			      .word = 0,
-			      .pseudo = &waiting},
-			 h = {.kind = LOCK_PSEUDO_HELD,
-			      .family = LOCK_TOKIO,
-			      .key = 0x9000,
-			      .word = 0,
-			      .pseudo = &held};
+	const struct lock_seen w = wait_seen, h = held_seen;
 	struct task_locks *l = task_locks__new(&m);
 	cJSON *o = cJSON_CreateObject();
 	const cJSON *x;
@@ -208,19 +210,7 @@ static char *top_table(struct task_locks *l, uint64_t now, double dt)
 /* top --locks: now's waiters and holder, the interval's ended waits and holds */
 static void test_top(void)
 {
-	struct lock_pseudo held = {.kind = LOCK_PSEUDO_HELD,
-				   .family = LOCK_TOKIO,
-				   .future = 0,
-				   .state = 2,
-				   .guard = &guard,
-				   .state_offset = 32},
-			   waiting = {.kind = LOCK_PSEUDO_WAIT,
-				      .family = LOCK_TOKIO,
-				      .future = 1,
-				      .state_offset = 32};
-	struct lock_seen
-	    w = {.kind = LOCK_PSEUDO_WAIT, .family = LOCK_TOKIO, .key = 0x9000, .pseudo = &waiting},
-	    h = {.kind = LOCK_PSEUDO_HELD, .family = LOCK_TOKIO, .key = 0x9000, .pseudo = &held};
+	const struct lock_seen w = wait_seen, h = held_seen;
 	struct task_locks *l = task_locks__new(&m);
 	const uint64_t ms = 1000000;
 	char *s;

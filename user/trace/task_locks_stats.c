@@ -344,8 +344,15 @@ static struct lt_lock *sorted(const struct task_locks *l, uint32_t **index)
 	return v;
 }
 
-static void print_dropped(const struct task_locks *l, FILE *out, const char *indent)
+/* What the tables leave out: tasks and holds past the bounds, tasks whose end was
+ * not seen. */
+static void print_left_out(const struct task_locks *l, FILE *out, const char *indent)
 {
+	if (l->over_tasks || l->over_holds)
+		fprintf(out,
+			"%snot followed: %" PRIu64 " tasks past %u, %" PRIu64
+			" holds past %u a task\n",
+			indent, l->over_tasks, TASK_LOCKS_MAX_TASKS, l->over_holds, TASK_HOLDS);
 	if (l->dropped)
 		fprintf(out,
 			"%s%" PRIu64 " tasks' last polls not seen (their header reused by a task "
@@ -447,12 +454,7 @@ void task_locks__print(const struct task_locks *l, FILE *out)
 				"stale, not known which (neither counted as a hold)\n",
 				v[i].conflicts);
 	}
-	if (l->over_tasks || l->over_holds)
-		fprintf(out,
-			"      not followed: %" PRIu64 " tasks past %u, %" PRIu64
-			" holds past %u a task\n",
-			l->over_tasks, TASK_LOCKS_MAX_TASKS, l->over_holds, TASK_HOLDS);
-	print_dropped(l, out, "      ");
+	print_left_out(l, out, "      ");
 	free(open);
 	free(v);
 	free(index);
@@ -562,12 +564,7 @@ void task_locks__top(struct task_locks *l, uint64_t now_ns, double dt, FILE *out
 	}
 	if (max_rows > 0 && n > (uint32_t)max_rows)
 		fprintf(out, "  ... %u more locks\n", n - (uint32_t)max_rows);
-	if (l->over_tasks || l->over_holds)
-		fprintf(out,
-			"  not followed: %" PRIu64 " tasks past %u, %" PRIu64
-			" holds past %u a task\n",
-			l->over_tasks, TASK_LOCKS_MAX_TASKS, l->over_holds, TASK_HOLDS);
-	print_dropped(l, out, "  ");
+	print_left_out(l, out, "  ");
 	free(rows);
 	free(open);
 }
