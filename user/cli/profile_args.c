@@ -45,7 +45,7 @@ const char profile_usage[] =
     "                         apart from on-CPU samples in every output)\n"
     "      --folded-offcpu F  with --off-cpu: folded off-CPU stacks, weight = ns blocked\n"
     "      --ringbuf-size N   ring buffer bytes, K/M suffixes (default 16M; --off-cpu:\n"
-    "                         another 4 times as large (at most 1G) for stacks the\n"
+    "                         another 8 times as large (at most 1G) for stacks the\n"
     "                         kernel could not walk)\n"
     "      --every S          continuous profiling: one pprof file per S seconds\n"
     "                         (at least 1) into --pprof-dir, named by the time\n"

@@ -30,7 +30,7 @@ struct profiler {
 };
 
 /* The off-CPU ring, in --ringbuf-size (docs/profile.md, "Off-CPU"). */
-#define OFFCPU_RING_FACTOR 4
+#define OFFCPU_RING_FACTOR 8
 
 static bool libbpf_verbose;
 
