@@ -77,4 +77,7 @@ def test_deadlock_still_standing_at_the_end(tmp_path, crate, profile):
     assert len(locks) == 2, tm["locks"]
     for x in locks:
         assert x["held_at_end"] and x["waiting_at_end"] == 1 and x["holds"] == 0 and x["waits"] == 0, x
-        assert x["open_wait_ns"] > 0 and x["open_hold_ns"] >= x["open_wait_ns"], x
+        # the hold counts from the start of the poll at whose end it is first seen held:
+        # mostly before the other's wait began, but on async-std twice in ~6 clean-clone
+        # CI runs 0.07 ms after it (first seen one poll late, docs/tracing.md): within 1 ms
+        assert x["open_wait_ns"] > 0 and x["open_hold_ns"] >= x["open_wait_ns"] - 1_000_000, x
