@@ -8,6 +8,8 @@ FUZZ_OUT  := $(OUTPUT)/fuzz
 CLANG     ?= $(firstword $(shell command -v clang-16 clang-19 clang-14 clang 2>/dev/null))
 BPFTOOL   ?= $(firstword $(shell command -v bpftool /usr/sbin/bpftool 2>/dev/null))
 PYTHON    ?= /usr/bin/python3
+# test-build's parallel jobs (the sanitizer and fuzz builds, the Rust programs)
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CC        ?= cc
 PKG_CONFIG ?= pkg-config
 PKGS      := libbpf libdw libelf libcjson capstone zlib libseccomp libmicrohttpd
@@ -141,8 +143,8 @@ vmlinux:
 # flags are read when make parses the Makefile, which must be after the install.
 test:
 	$(MAKE) deps
-	$(MAKE) test-build
-	$(PYTHON) -m pytest -rs --durations=25 tests
+	$(MAKE) -j$(JOBS) test-build
+	$(PYTHON) -m pytest -rs --durations=40 tests
 
 test-build: all san fuzz fixtures conformance bench-tools
 

@@ -397,6 +397,21 @@ def blocking_totals(summary):
     return sum(b["blocked"] for b in rows), sum(b["blocked_ns"] for b in rows)
 
 
+# what a server on non-blocking sockets may still wait for inside a poll: a lock
+# (futex) or the process's memory map (the allocator's mprotect/mmap/munmap/madvise/brk
+# behind the mmap lock, a page fault: no syscall); never its sockets or its poller
+MAY_WAIT = {"futex", "mprotect", "mmap", "munmap", "madvise", "brk", "none"}
+
+
+def blocking_syscalls(summary):
+    """{syscall: blocks} of the voluntary blocks inside polls, over every future."""
+    out = {}
+    for f in summary["futures"]:
+        for s in (f.get("blocking") or {}).get("by_syscall", []):
+            out[s["syscall"]] = out.get(s["syscall"], 0) + s["count"]
+    return out
+
+
 
 
 
@@ -408,14 +423,16 @@ def test_hyper_server_under_p(profile, workers, tmp_path):
     traced with -p under a keep-alive client with exact counts. Its tasks are hyper's
     connection tasks, one per connection, never one per request. Its voluntary blocks
     inside polls stay within the kernel's own count of the process's voluntary
-    switches over the same time, and their time is next to none: it uses non-blocking
-    sockets and atomics, and what may wait (a lock of tokio's or of malloc's another
-    worker holds) is rare. On tokio's current-thread runtime nothing can wait for
-    another thread: no voluntary block at all, no BLOCKING line. The tracer's cost is
-    stated, every hit counted by class. The run is long enough (5,120 requests, a second
-    or two) that a rare wait of a millisecond or so (malloc's mprotect behind the
-    mmap lock, a tokio lock whose holder was preempted on this 2-core VM) is measured
-    as a rate, not as the whole of a 0.2 s sample."""
+    switches over the same time, they are rare and never on I/O: it uses non-blocking
+    sockets and atomics, and what may wait is a lock of tokio's or of malloc's that
+    another worker holds, or malloc's mprotect behind the mmap lock (MAY_WAIT). On
+    tokio's current-thread runtime nothing can wait for another thread: no voluntary
+    block at all, no BLOCKING line. The tracer's cost is stated, every hit counted by
+    class. The run is long enough (5,120 requests, a second or two) that such a wait is
+    measured as a rate, not as the whole of a 0.2 s sample. Their time is small but not
+    nil: a futex wait lasts as long as its holder is off its CPU, one or a few of the
+    scheduler's 3 ms slices on this 2-core VM, where wrk, the tracer and two workers
+    compete (0-1.2 % of the run over 18 runs here, 0-5 blocks, up to 8.9 ms one)."""
     conns, per_conn = 16, 320
     total = conns * per_conn
     proc, r, load, counts, switches = trace_server_under_load(profile, "hyper_server", tmp_path,
@@ -448,10 +465,13 @@ def test_hyper_server_under_p(profile, workers, tmp_path):
                for t in others), others
     assert sum(t["tasks"] for t in others) <= 1 + workers, others
     assert len(tasks["list"]) <= summary["totals"]["kept_tasks"]
-    # within the kernel's count, next to no time; one thread: none at all
+    # within the kernel's count, rare, on locks and the memory map only, little time;
+    # one thread: none at all
     blocked, blocked_ns = blocking_totals(summary)
     assert blocked <= switches, (blocked, switches)
-    assert blocked_ns <= 0.01 * summary["totals"]["duration_ns"], (blocked, blocked_ns)
+    assert blocked <= 0.01 * summary["totals"]["records"], (blocked, summary["totals"]["records"])
+    assert set(blocking_syscalls(summary)) <= MAY_WAIT, blocking_syscalls(summary)
+    assert blocked_ns <= 0.03 * summary["totals"]["duration_ns"], (blocked, blocked_ns)
     if workers == 0:
         assert blocked == 0, summary["futures"]
         assert "BLOCKING:" not in proc.stdout + proc.stderr, util.describe(proc)

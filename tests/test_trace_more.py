@@ -409,10 +409,18 @@ def test_deep_recursion_durations_leave_out_the_childrens_probes(uprobes, tmp_pa
     the VM's noise stays what it is): raw, its duration is almost all traps. The
     summary subtracts what the probes inside each poll cost (measured at
     start): deep_task's busy time must then come near the fixture's own time in its
-    root polls untraced (Instant around each call, on stderr): within 15 % of the
+    root polls untraced (Instant around each call, on stderr): within 35 % of the
     probe time that was in the raw durations, while the raw time is many times it.
+    The measurement at start is not that exact on this VM: in ten runs in a row
+    (2026-11-28) it read a single-step as 5.0-7.4 µs while the probes inside the run
+    cost about the upper figure; after the subtraction 0-3 % of the probes' time was
+    left when it read >= 5.8 µs, up to 28 % when it read 5.0-5.2 µs.
     Durations are wall time: what the traced thread spent waiting for a CPU (its
-    run_delay, which the fixture prints) may be in them too, so it widens the bound."""
+    run_delay, which the fixture prints) may be in them too, so it widens the bound.
+    So does a change of a hit's cost during the run (the VM's host: 5-8 µs a single-step
+    here from one run to the next): trace measures it again after detaching and states
+    how far apart the two are (a clean-clone CI once had the probes inside deep_task
+    cost 1.4 times what the start measured); that share of what it took out widens it."""
     handwritten = binary("debug", "handwritten")
     plain = untraced(handwritten, "deep", 100)
     assert plain.returncode == 0, plain.stderr
@@ -430,7 +438,15 @@ def test_deep_recursion_durations_leave_out_the_childrens_probes(uprobes, tmp_pa
     adjusted = sum(max(0, r["end_ns"] - r["start_ns"] - r["probe_ns"]) for r in tops)
     assert raw > 10 * truth_ns, f"the probes do not dominate ({raw} ns raw, {truth_ns} ns untraced)"
     assert by_fixture_name(summary)["deep_task"]["busy_ns"] == adjusted
-    assert abs(adjusted - truth_ns) <= 0.15 * (raw - truth_ns) + waited_ns, (
+    # measured again after detaching, since durations were corrected
+    end = cost["at_end"]
+    assert end["stepped_ns"] > end["emulated_ns"] > 0, cost
+    # the change of the probes' cost, hits weighted by class: between the classes' own
+    changes = [abs(end[k] - cost[k]) / cost[k] for k in ("emulated_ns", "stepped_ns")]
+    drift = cost["drift_percent"] / 100
+    assert 0 <= drift <= max(changes) + 1e-9, cost
+    assert ("WARNING: a probe hit's cost changed by" in proc.stderr) == (100 * drift > 25), proc.stderr
+    assert abs(adjusted - truth_ns) <= 0.35 * (raw - truth_ns) + waited_ns + drift * (raw - adjusted), (
         f"deep_task: {adjusted} ns after subtracting {raw - adjusted} ns of probes; "
         f"{truth_ns} ns untraced, {raw} ns raw, {waited_ns} ns waiting for a CPU; costs {cost}")
     # a parent's probe_ns is its child's plus what the child's own two probes cost:

@@ -6,6 +6,7 @@
  * hits), for trace and for top; for task mode's single-stepped task polls, what the
  * build costs, not "fewer futures".
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +91,39 @@ static void test_cheaper(void)
 	free(out);
 }
 
+/* The change of the probes' cost between two measurements, hits weighted by class. */
+static void test_drift(void)
+{
+	struct tracer_cost c = costly(); /* 2000 x 500 ns + 2000 x 10000 ns = 21 ms */
+	struct probe_costs end = c.per_hit;
+
+	CHECK(tracer_cost__drift(&c, &end) == 0);
+	end.stepped_ns = 13000; /* +6 ms of 21 */
+	CHECK(fabs(tracer_cost__drift(&c, &end) - 100.0 * 6 / 21) < 1e-9);
+	end.stepped_ns = 7000; /* -6 ms: the same change */
+	CHECK(fabs(tracer_cost__drift(&c, &end) - 100.0 * 6 / 21) < 1e-9);
+	/* a class that cost nothing in this run does not count, however far it moved */
+	end = c.per_hit;
+	end.returned_ns = 5000;
+	CHECK(tracer_cost__drift(&c, &end) == 0);
+	/* the measured tree time is no estimate: left out */
+	c.tree_ns = 1000000000;
+	end.stepped_ns = 13000;
+	CHECK(fabs(tracer_cost__drift(&c, &end) - 100.0 * 6 / 21) < 1e-9);
+	/* either measurement missing, or the hits unread: unknown */
+	end.measured = false;
+	CHECK(tracer_cost__drift(&c, &end) < 0);
+	end.measured = true;
+	c.hits_known = false;
+	CHECK(tracer_cost__drift(&c, &end) < 0);
+	c = costly();
+	memset(c.hits, 0, sizeof(c.hits));
+	CHECK(tracer_cost__drift(&c, &end) < 0);
+}
+
 int main(void)
 {
 	test_cheaper();
+	test_drift();
 	TEST_MAIN_END();
 }

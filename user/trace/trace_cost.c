@@ -72,6 +72,22 @@ uint64_t tracer_cost__stall_ns(const struct tracer_cost *c)
 	return ns;
 }
 
+double tracer_cost__drift(const struct tracer_cost *c, const struct probe_costs *end)
+{
+	struct tracer_cost from = *c, to = *c;
+	uint64_t a, b;
+
+	if (!c->hits_known || !c->per_hit.measured || !end->measured)
+		return -1;
+	from.tree_ns = to.tree_ns = 0;
+	to.per_hit = *end;
+	a = tracer_cost__stall_ns(&from);
+	b = tracer_cost__stall_ns(&to);
+	if (!a)
+		return -1;
+	return 100.0 * (b > a ? (double)(b - a) : (double)(a - b)) / (double)a;
+}
+
 uint64_t tracer_cost__class_ns(const struct tracer_cost *c, enum hit_class k)
 {
 	return k < HIT_CLASS_COUNT ? c->hits[k] * tracer_cost__per_hit(c, k) : 0;

@@ -49,6 +49,15 @@ uint64_t tracer_cost__total_ns(const struct tracer_cost *c);
 uint64_t tracer_cost__kind_ns(const struct tracer_cost *c, unsigned probe_kind);
 /* The estimate as a share of the target's CPU time (percent); < 0 when unknown. */
 double tracer_cost__share(const struct tracer_cost *c);
+/*
+ * How far the probes' wall-clock cost moves when each hit costs what `end` (the same
+ * measurement after detaching) says instead of what per_hit says: in percent of the
+ * latter, the hits weighted by class (the measured tree time left out). -1 when either
+ * measurement or the hits are missing.
+ */
+double tracer_cost__drift(const struct tracer_cost *c, const struct probe_costs *end);
+/* past this change (percent) the summary warns that durations' correction is uncertain */
+#define PROBE_COST_DRIFT_WARN 25.0
 /* The text: per class hits and cost, the total and its share, a WARNING and cheaper
  * ways when the share passes TRACER_COST_WARN_PERCENT. */
 void tracer_cost__print(const struct tracer_cost *c, FILE *out);

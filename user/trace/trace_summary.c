@@ -32,6 +32,11 @@ void trace_summary__set_probe_costs(struct trace_summary *s, const struct probe_
 	s->costs = *c;
 }
 
+void trace_summary__set_probe_costs_end(struct trace_summary *s, const struct probe_costs *c)
+{
+	s->costs_end = *c;
+}
+
 void trace_summary__set_caps(struct trace_summary *s, uint32_t max_instances, uint32_t max_tasks)
 {
 	s->instances.max = max_instances;

@@ -167,6 +167,8 @@ struct trace_summary {
 	uint32_t nr_bpf;
 	bool oom; /* something could not be stored: the numbers concerned are partial */
 	struct probe_costs costs;     /* measured before tracing (costs.measured) */
+	struct probe_costs costs_end; /* measured again after it, when durations were
+				       * corrected (costs_end.measured) */
 	uint64_t probe_subtracted_ns; /* traced children's probes taken out of durations */
 	uint64_t probe_adjusted;      /* polls with traced children: their duration adjusted */
 	uint64_t probe_overcorrected; /* of them, estimate >= duration: counted as 0 */
@@ -260,6 +262,8 @@ void summary_wake__free(struct trace_summary *s);
 void trace_summary__set_cancel(struct trace_summary *s, bool watched);
 /* The probe costs measured before tracing, for the text and JSON summaries. */
 void trace_summary__set_probe_costs(struct trace_summary *s, const struct probe_costs *c);
+/* The same measured again after detaching: how far the correction can be off. */
+void trace_summary__set_probe_costs_end(struct trace_summary *s, const struct probe_costs *c);
 /*
  * The BPF side's per-poll-fn statistics after the run (stats[nr], indexed like
  * m->polls; copied). Poll fns that dropped records take their busy time and

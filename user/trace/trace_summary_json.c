@@ -467,6 +467,14 @@ static void add_totals(cJSON *root, const struct trace_summary *s, const struct 
 		add_u64(pc, "subtracted_ns", s->probe_subtracted_ns);
 		add_u64(pc, "adjusted_polls", s->probe_adjusted);
 		add_u64(pc, "overcorrected_polls", s->probe_overcorrected);
+		double drift = tracer_cost__drift(&t->cost, &s->costs_end);
+		cJSON *end = drift >= 0 ? cJSON_AddObjectToObject(pc, "at_end") : NULL;
+		if (end) {
+			add_u64(end, "emulated_ns", s->costs_end.emulated_ns);
+			add_u64(end, "stepped_ns", s->costs_end.stepped_ns);
+			add_u64(end, "returned_ns", s->costs_end.returned_ns);
+			cJSON_AddNumberToObject(pc, "drift_percent", drift);
+		}
 	}
 	add_u64(tot, "duration_ns", t->totals.duration_ns);
 	add_tracer_cost(tot, t);

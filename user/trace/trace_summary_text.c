@@ -275,7 +275,7 @@ static void print_warnings(const struct trace_summary *s, const struct trace_run
 }
 
 /* The probe costs measured at start, and what was taken out of durations. */
-static void print_probe_cost(const struct trace_summary *s, FILE *out)
+static void print_probe_cost(const struct trace_summary *s, const struct tracer_cost *tc, FILE *out)
 {
 	const struct probe_costs *c = &s->costs;
 
@@ -296,6 +296,21 @@ static void print_probe_cost(const struct trace_summary *s, FILE *out)
 			" polls were shorter than the estimated cost of the probes "
 			"inside them: counted as 0 ns\n",
 			s->probe_overcorrected);
+	double drift = tracer_cost__drift(tc, &s->costs_end);
+	if (drift < 0)
+		return;
+	fprintf(out,
+		"probe cost per hit measured again after detaching: emulated %" PRIu64
+		" ns, single-stepped %" PRIu64 " ns (%.0f %% apart)\n",
+		s->costs_end.emulated_ns, s->costs_end.stepped_ns, drift);
+	if (drift > PROBE_COST_DRIFT_WARN)
+		fprintf(out,
+			"WARNING: a probe hit's cost changed by %.0f %% during the trace (the "
+			"machine's load or its hypervisor): the %.3f ms taken out of durations may "
+			"be off by ~%.3f ms; trace again on a quieter machine for exact busy "
+			"times\n",
+			drift, (double)s->probe_subtracted_ns / 1e6,
+			drift / 100 * (double)s->probe_subtracted_ns / 1e6);
 }
 
 /* ---- blocking inside polls ---- */
@@ -545,7 +560,7 @@ void trace_summary__print(struct trace_summary *s, const struct trace_run_totals
 			"exits single-stepped %" PRIu64 " of %" PRIu64 " (%.1f%%); the rest on "
 			"emulated instructions or return probes\n",
 			stepped, exits, 100.0 * (double)stepped / (double)exits);
-	print_probe_cost(s, out);
+	print_probe_cost(s, &t->cost, out);
 	tracer_cost__print(&t->cost, out);
 	print_warnings(s, t, out);
 }
