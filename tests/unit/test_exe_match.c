@@ -8,6 +8,7 @@
  * longer matches.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -64,7 +65,9 @@ static pid_t start(const char *path, char *const argv[], int *wfd)
 	int fds[2];
 	pid_t pid;
 
-	if (pipe(fds))
+	/* close-on-exec: a later child must not keep an earlier one's write end (the
+	 * sleep held the first child's stdin open for its 30 s) */
+	if (pipe2(fds, O_CLOEXEC))
 		return -1;
 	pid = fork();
 	if (pid == 0) {
