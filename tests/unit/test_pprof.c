@@ -425,6 +425,18 @@ static void test_small_profiles(void)
 	CHECK_EQ_U64(d.nsample_types, 2);
 	decoded_free(&d);
 	free(buf);
+
+	/* an --off-cpu profile with no block in it (one interval of --every): its off-CPU
+	 * sample types all the same, as in the interval's neighbours */
+	empty.offcpu = true;
+	buf = NULL;
+	CHECK_EQ_I64(profile_model__write_mem(pprof__write, &empty, &buf, &len), 0);
+	decode(&d, buf, len);
+	CHECK(!d.bad);
+	CHECK_EQ_U64(d.nsample_types, 4);
+	CHECK(d.nsample_types == 4 && !strcmp(str(&d, d.sample_types[2][0]), "switches"));
+	decoded_free(&d);
+	free(buf);
 	profile_model__free(&m);
 }
 

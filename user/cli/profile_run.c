@@ -167,6 +167,7 @@ static void fill_data(struct profile_run *r, uint64_t start_ns, uint64_t end_ns)
 	    .offcpu_lost = r->counters[PCOUNTER_OFFCPU_LOST] +
 			   r->counters[PCOUNTER_OFFCPU_UNENDED] + n->off.unknown,
 	    .offcpu_lost_ns = r->counters[PCOUNTER_OFFCPU_LOST_NS] + n->off.unknown_ns,
+	    .offcpu = r->a->offcpu,
 	};
 	profile_consumer__fill(r->c, &r->d);
 }

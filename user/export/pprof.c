@@ -407,7 +407,7 @@ int pprof__write(FILE *out, const struct profile_data *p)
 {
 	struct pprof w = {.out = out};
 	uint64_t period = p->period_ns ? p->period_ns : p->freq_hz ? 1000000000ULL / p->freq_hz : 0;
-	bool with_offcpu = false;
+	bool with_offcpu = p->offcpu;
 
 	strpool__init(&w.pool);
 	u64_map__init(&w.string_index);

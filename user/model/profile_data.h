@@ -86,6 +86,9 @@ struct profile_data {
 	/* off-CPU blocks whose time is not in any stack (a kernel map or the off-CPU
 	 * ring buffer was full), and the time they account for, as far as measured */
 	uint64_t offcpu_lost, offcpu_lost_ns;
+	/* off-CPU time was profiled (--off-cpu): its sample types are written even when
+	 * no block came in this profile's interval (each file of --every the same) */
+	bool offcpu;
 };
 
 #endif
