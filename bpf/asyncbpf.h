@@ -291,12 +291,14 @@ struct task_info {
 	__u32 type;			     /* model task_types index */
 	__u8 boxed, nr_live, runtime, known; /* known: 0 in a task type's empty slot */
 	__u32 root_size; /* the root future's size: how much of it to copy at once */
-	__u32 pad2;
-	struct {
+	/* tokio, when the future is gone: how the poll ended it (task_type.finished_conds,
+	 * cancelled_conds; 0: unknown) */
+	__u8 nr_finished, nr_cancelled, pad2[2];
+	struct task_cond {
 		__s32 offset;
 		__u8 kind, size, pad[2]; /* kind: 0 in, 1 not in, 2 no bits (tree_cond_kind) */
 		__u64 lo, hi;
-	} live[TASK_TREE_CONDS];
+	} live[TASK_TREE_CONDS], finished[TASK_TREE_CONDS], cancelled[TASK_TREE_CONDS];
 };
 
 /* task_tree_node.flags (model/future_tree.h's tree_node_flag, the same values) */
@@ -333,6 +335,13 @@ enum task_tree_phase {
  * poll began (a poll of a finished task), the runtime's cancel flag was set then */
 #define TASK_TREE_GONE_AT_START 16
 #define TASK_TREE_CANCELLING	32
+/* read at the end of a poll that ended the future with the cancel flag set (a cancel
+ * that landed during the poll): the poll dropped the future (tokio's Stage holds
+ * JoinError::Cancelled, async-task's state is CLOSED without COMPLETED) ... */
+#define TASK_TREE_CANCELLED_IN_POLL 64
+/* ... or that could not be told from a Ready (tokio's output already dropped, a
+ * Stage whose layout was not found, an async-task task already freed) */
+#define TASK_TREE_END_UNSURE 128
 /* task_frame.at_start, read at a task poll's entry: the record's own bits, sent as
  * they are */
 #define TASK_START_GONE	  TASK_TREE_GONE_AT_START
@@ -556,7 +565,9 @@ enum trace_counter {
 	/* after the hit classes: COUNTER_HIT0 + class keeps exact bounds (HIT0 = 15) */
 	COUNTER_TREE_NOT_READ = COUNTER_HIT0 + HIT_CLASS_COUNT, /* trees whose per-CPU
 								 * buffers another poll used */
-	COUNTER_BLOCK_SYS_FULL, /* top: blocked time not split by syscall (block_sys full) */
+	COUNTER_BLOCK_SYS_FULL,	 /* top: blocked time not split by syscall (block_sys full) */
+	COUNTER_TASK_END_UNSURE, /* top: a task poll ended its future with the cancel flag
+				  * set, Ready or cancelled not told (TASK_TREE_END_UNSURE) */
 	COUNTER_COUNT,
 };
 

@@ -314,26 +314,33 @@ static __always_inline __u32 task_type_of(__u64 header, __u32 rt)
 	return t ? *t : ~0u;
 }
 
-/* Is the task's future there (task_info.live)? Out of the header's bytes. */
-static __always_inline int task_future_live(const struct task_cache *tc, const struct task_info *ti,
-					    __u64 fut)
+/* Do all nr of a task type's conditions hold at the future's address? */
+static __always_inline int task_conds_hold(const struct task_cache *tc, const struct task_cond *c,
+					   __u32 nr, __u64 fut)
 {
 	for (int k = 0; k < TASK_TREE_CONDS; k++) {
 		__u64 v, in;
 
-		if (k >= ti->nr_live)
+		if (k >= nr)
 			break;
-		v = read_discr(tc, fut + (__s64)ti->live[k].offset, ti->live[k].size);
-		if (ti->live[k].kind == 2) { /* TREE_COND_NO_BITS: a runtime's state word */
-			if (!v || v > ti->live[k].hi || (v & ti->live[k].lo))
+		v = read_discr(tc, fut + (__s64)c[k].offset, c[k].size);
+		if (c[k].kind == 2) { /* TREE_COND_NO_BITS: a runtime's state word */
+			if (!v || v > c[k].hi || (v & c[k].lo))
 				return 0;
 			continue;
 		}
-		in = v >= ti->live[k].lo && v <= ti->live[k].hi;
-		if (ti->live[k].kind ? in : !in)
+		in = v >= c[k].lo && v <= c[k].hi;
+		if (c[k].kind ? in : !in)
 			return 0;
 	}
 	return 1;
+}
+
+/* Is the task's future there (task_info.live)? Out of the header's bytes. */
+static __always_inline int task_future_live(const struct task_cache *tc, const struct task_info *ti,
+					    __u64 fut)
+{
+	return task_conds_hold(tc, ti->live, ti->nr_live, fut);
 }
 
 /*
@@ -362,6 +369,37 @@ static __always_inline __u32 task_start_flags(__u64 header, __u32 rt, __u32 type
 	if (w & done_bit[rt])
 		return TASK_START_GONE;
 	return (w & cancel_bit[rt]) ? TASK_START_CANCEL : 0;
+}
+
+/*
+ * A poll that ended the task's future, begun without the cancel flag: did a cancel
+ * land during it (TASK_TREE_CANCELLED_IN_POLL), or can that not be told
+ * (TASK_TREE_END_UNSURE)? 0: it returned Ready. The runtime's state word again, then
+ * what it left: tokio's Stage (Finished(Err(Cancelled)), or Consumed: the output
+ * dropped), async-task's COMPLETED (a cancelled run leaves CLOSED without it).
+ */
+static __always_inline __u32 task_end_flags(__u64 header, const struct task_info *ti)
+{
+	__u64 w = 0, fut = header + ti->future_offset;
+	__u32 rt = ti->runtime & 3;
+
+	if (!cancel_bit[rt])
+		return 0;
+	/* a word past 2^32 is no live task's: freed (glibc's free-list pointer) by the
+	 * poll's end, as is most often a detached task that returned: taken for Ready,
+	 * as a task whose header no longer names its type (docs/tracing.md) */
+	if (bpf_probe_read_user(&w, sizeof(w), (void *)(header + header_state[rt])) || !w ||
+	    w > 0xffffffffull)
+		return 0;
+	if (!(w & cancel_bit[rt]))
+		return 0;
+	if (rt != 1) /* async-task (not tokio, TASK_RT_TOKIO): its own bits say it */
+		return (w & done_bit[rt]) ? 0 : TASK_TREE_CANCELLED_IN_POLL;
+	if (!ti->nr_finished)
+		return TASK_TREE_END_UNSURE;
+	if (task_conds_hold(NULL, ti->cancelled, ti->nr_cancelled, fut))
+		return TASK_TREE_CANCELLED_IN_POLL;
+	return task_conds_hold(NULL, ti->finished, ti->nr_finished, fut) ? 0 : TASK_TREE_END_UNSURE;
 }
 
 /*
@@ -542,9 +580,14 @@ static __always_inline void task_stats_exit(const struct task_frame *t, __u64 no
 	if (t->at_start & TASK_START_GONE)
 		return; /* a poll of a task finished before: neither Ready nor Pending */
 	if (!task_future_live(NULL, ti, t->header + ti->future_offset)) {
-		/* the poll finished it: Ready, or dropped it (cancelled when it began) */
-		if (t->at_start & TASK_START_CANCEL)
+		/* the poll finished it: Ready, or dropped it (cancelled when it began, or
+		 * while it ran) */
+		__u32 end = t->at_start & TASK_START_CANCEL ? TASK_TREE_CANCELLED_IN_POLL
+							    : task_end_flags(t->header, ti);
+		if (end & TASK_TREE_CANCELLED_IN_POLL)
 			__sync_fetch_and_add(&s->cancelled, 1);
+		else if (end & TASK_TREE_END_UNSURE)
+			count(COUNTER_TASK_END_UNSURE);
 		else
 			__sync_fetch_and_add(&s->ready, 1);
 		if (!bpf_map_delete_elem(&live_instances, &k))
@@ -662,7 +705,7 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 	struct task_tree_record *r;
 	struct task_cache *tc;
 	struct task_frame *t;
-	__u32 n;
+	__u32 n, at;
 
 	if (!st || !(n = st->nr_tasks) || n > TASK_MAX_NESTED) {
 		if (!(spec->flags & SPEC_TASK_ROOT))
@@ -688,8 +731,17 @@ static __always_inline void task_exit(struct uregs *ctx, const struct poll_spec 
 	gen = tc->gen + 1;
 	tc->gen = gen;
 	r = read_task_tree(t->header, spec->future, t->info);
+	at = t->at_start;
+	if (r && (r->flags & TASK_TREE_GONE) && !(at & (TASK_START_GONE | TASK_START_CANCEL))) {
+		/* the type read_task_tree read it as */
+		__u32 type = t->info != ~0u ? t->info : task_type_of(t->header, spec->future);
+		struct task_info *ti = type != ~0u ? bpf_map_lookup_elem(&task_infos, &type) : NULL;
+
+		if (ti && ti->known)
+			at |= task_end_flags(t->header, ti);
+	}
 	if (r)
-		send_tree(r, TASK_PHASE_END, (__u8)t->at_start, pid_tgid, t->start_ns, now,
+		send_tree(r, TASK_PHASE_END, (__u8)at, pid_tgid, t->start_ns, now,
 			  st->offcpu_ns - t->offcpu_at_entry, n - 1, tc, gen);
 	/* the tree's walk is the part of this program a hit's measured cost leaves out */
 	count(COUNTER_TREES);

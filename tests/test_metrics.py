@@ -81,13 +81,14 @@ def test_prometheus_server_reads_the_fixtures_counts(features, tmp_path, profile
     assert done.stdout.strip().count("\n") == 0, "--quiet printed tables:\n" + done.stdout
 
 
-def per_task(text, metric, crate):
+def per_task(text, metric, crate, kinds=("abort_victim", "abort_finisher")):
     """metric's values by the abort fixture's task kinds (abort_victim,
-    abort_finisher): the series whose root future names the crate's async fn (tokio's
-    task is the fn; async-task's is spawn's block around it), summed."""
+    abort_finisher; or midabort's): the series whose root future names the crate's
+    async fn (tokio's task is the fn; async-task's is spawn's block around it),
+    summed."""
     out = {}
     for labels, v in samples(text, metric):
-        for kind in ("abort_victim", "abort_finisher"):
+        for kind in kinds:
             if f"{crate}::{kind}" in labels["future"]:
                 out[kind] = out.get(kind, 0) + v
     return out
@@ -123,6 +124,39 @@ def test_task_mode_tells_aborted_tasks_from_finished_ones(features, crate, profi
         for metric, value in (("asyncbpf_future_started_total", n), ("asyncbpf_future_live", 0)):
             got = per_task(text, metric, crate)
             assert got["abort_victim"] == got["abort_finisher"] == value, (metric, got)
+    finally:
+        done = stop_top(proc, err)
+    assert done.stdout.strip().count("\n") == 0, done.stdout
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+@pytest.mark.parametrize("crate", ["tokio_mt", "smol_app"])
+def test_task_mode_tells_aborts_inside_a_poll(features, crate, profile):
+    """Ground truth: `CRATE midabort N`: N midpoll_victim tasks cancel themselves and
+    then yield (the runtime drops the future at the end of that poll: cancelled), N
+    late_abort tasks cancel themselves and then return (Ready); it prints its own
+    counts (tokio: the JoinHandles; smol: a guard in each future). The cancel flag is set at the end of both
+    kinds of poll: the page must still say victims cancelled N and Ready 0, late ones
+    Ready N and cancelled 0, and nothing lost as unsure."""
+    n = 7
+    proc, url, err = start_top(["--prometheus", "127.0.0.1:0", "--quiet", "-i", "0.2"],
+                               [str(util.fixture_binary(profile, crate)), "midabort", str(n)])
+    try:
+        truth = json.loads(read_until(proc.stdout, re.compile(r"^(\{.*\"mode\":\"midabort\".*\})$"), 60,
+                                      []).group(1))
+        assert truth == {"mode": "midabort", "midpoll_victim": n, "cancelled": n, "late_abort": n, "returned": n,
+                         "late_cancelled": 0}, truth
+        deadline, want = time.time() + 20, {"midpoll_victim": n, "late_abort": n}
+        while True:
+            text = page(url)
+            ready = per_task(text, "asyncbpf_future_ready_total", crate, tuple(want))
+            cancelled = per_task(text, "asyncbpf_future_cancelled_total", crate, tuple(want))
+            if {k: ready.get(k, 0) + cancelled.get(k, 0) for k in want} == want or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert (ready.get("midpoll_victim", 0), cancelled.get("midpoll_victim", 0)) == (0, truth["cancelled"]), text
+        assert (ready.get("late_abort", 0), cancelled.get("late_abort", 0)) == (truth["returned"], 0), text
+        assert not re.search(r'^asyncbpf_lost_events_total\{[^}]*reason="task_end_unsure"[^}]*\} [1-9]', text, re.M), text
     finally:
         done = stop_top(proc, err)
     assert done.stdout.strip().count("\n") == 0, done.stdout

@@ -219,6 +219,44 @@ def test_aborted_tasks_end_cancelled_not_ready(trace_features, crate, profile, t
     assert [r[:3] for r in row] == [[str(n), str(n), str(n)]], proc.stderr
 
 
+@pytest.mark.parametrize("profile", util.PROFILES)
+@pytest.mark.parametrize("crate", ["tokio_mt", "smol_app"])
+def test_aborts_landing_inside_a_poll(trace_features, crate, profile, tmp_path):
+    """Ground truth: `CRATE midabort N` has N midpoll_victim tasks cancel themselves
+    while they run and then yield (tokio: their own AbortHandle; async-task: their own
+    `Task` dropped): the poll returns Pending and the runtime drops the future at its
+    end; N late_abort tasks cancel themselves and then return: Ready first (tokio's
+    JoinHandle says Ok; async-task: COMPLETED). It prints its own counts (the
+    JoinHandles; smol: a guard in each future). The cancel flag is clear when each of
+    those polls begins and set when it ends, either way: only what the runtime left
+    tells them apart (tokio's Stage, async-task's COMPLETED). Each victim: completed
+    and cancelled, its root future ended, never Ready; each late one: completed,
+    Ready, not cancelled; none left unsure."""
+    n = 6
+    summary = tmp_path / "s.json"
+    argv = [str(util.ASYNCBPF), "trace", "--tasks", "-o", str(tmp_path / "r.pftrace"), "--summary-json", str(summary),
+            "--", str(util.fixture_binary(profile, crate)), "midabort", str(n)]
+    truth, proc = trace_until_eof(argv)
+    assert truth == {"mode": "midabort", "midpoll_victim": n, "cancelled": n, "late_abort": n, "returned": n,
+                     "late_cancelled": 0}, truth
+    doc, tm = task_mode(summary)
+    check_clean(doc, tm)
+    assert tm["concurrent_polls"] == 0, tm
+
+    def task_row(fn):  # tokio: the async fn is the root; async-task: spawn's block holds it
+        rows = [r for r in tm["tasks"] if r["name"] == f"{crate}::{fn}" or f"{crate}::{fn}::{{async_fn_env" in r["name"]]
+        assert len(rows) == 1, (fn, [r["name"] for r in tm["tasks"]])
+        return rows[0]
+    victim, late = task_row("midpoll_victim"), task_row("late_abort")
+    assert (victim["tasks"], victim["completed"], victim["cancelled"], victim["end_unsure"]) == \
+        (n, n, truth["cancelled"], 0), victim
+    assert (late["tasks"], late["completed"], late["cancelled"], late["end_unsure"]) == \
+        (n, truth["returned"], truth["late_cancelled"], 0), late
+    futures = by_name(tm["futures"], crate)
+    assert (futures["midpoll_victim"]["ready"], futures["midpoll_victim"]["ended"]) == (0, n), futures["midpoll_victim"]
+    assert (futures["late_abort"]["ready"], futures["late_abort"]["ended"]) == (n, 0), futures["late_abort"]
+
+
 def check_perfetto_chains(pftrace, tm, src):
     """Task mode's Perfetto trace, read by a reader that shares no code with the
     writer: one slice per task poll (as many as the summary counts, none nested in

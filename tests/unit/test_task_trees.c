@@ -121,6 +121,19 @@ static void test_diff(void)
 	CHECK(p.completed && p.cancelled);
 	for (uint32_t i = 0; i < 5; i++)
 		CHECK((x = event(&p, s[i].future, s[i].addr)) && x->fate == TASK_FUTURE_ENDED);
+	/* a cancel that reached it while it ran, read at its end: the same */
+	et = tree(TASK_PHASE_END, 100, 0, e);
+	et.flags = TASK_TREE_GONE | TASK_TREE_CANCELLED_IN_POLL;
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK(p.completed && p.cancelled && !p.unsure);
+	for (uint32_t i = 0; i < 5; i++)
+		CHECK((x = event(&p, s[i].future, s[i].addr)) && x->fate == TASK_FUTURE_ENDED);
+	/* an end that could not be told: completed, the root ended, neither Ready nor
+	 * cancelled */
+	et.flags = TASK_TREE_GONE | TASK_TREE_END_UNSURE;
+	task_poll__diff(&m, &st, &et, &p);
+	CHECK(p.completed && !p.cancelled && p.unsure);
+	CHECK((x = event(&p, s[0].future, s[0].addr)) && x->fate == TASK_FUTURE_ENDED);
 	/* the flag alone (the future still there: this poll has not dropped it) */
 	et = tree(TASK_PHASE_END, 100, 3, e);
 	et.flags = TASK_TREE_CANCELLING;

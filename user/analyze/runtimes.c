@@ -25,6 +25,7 @@
 #include "analyze/insn.h"
 #include "analyze/target.h"
 #include "analyze/block_on.h"
+#include "analyze/task_cell.h"
 #include "analyze/type_tree.h"
 
 struct rt_fn {
@@ -35,13 +36,6 @@ struct rt_fn {
 	uint64_t type_die; /* the future's type DIE (this CU's, until resolved) */
 	int32_t future;	   /* -1 until resolved */
 	uint32_t cu;	   /* the walk's CU counter when seen */
-};
-
-/* The conditions under which a tokio task's future is there (task_type.live_conds). */
-struct task_live {
-	uint8_t nr;
-	bool cut;
-	struct task_live_cond conds[MODEL_TREE_CONDS];
 };
 
 struct rt_walk {
@@ -321,53 +315,15 @@ static bool find_member_of_type(Dwarf_Die *st, uint64_t want, uint64_t base, int
 	return false;
 }
 
-/*
- * Where in tokio's `Cell<T, S>` the future T is live: the enum variants on the way to
- * it (`Stage<T>::Running`, niche-encoded in T's own state or tagged), as conditions
- * relative to T's address, from the Cell's type tree (type_tree.c). After T returned
- * Ready, tokio stores `Finished(output)` over it: reading T there is reading garbage.
- * 0 or -ENOMEM; a Cell whose path to T is not found records nothing.
- */
+/* Cell<T, S>'s conditions (task_cell.c), kept under key; 0 or -ENOMEM. */
 static int cell_live(struct walk *w, struct rt_walk *rt, const char *key, Dwarf_Die *cell,
 		     Dwarf_Die *t)
 {
-	static __thread struct type_node nodes[TYPE_TREE_MAX_NODES];
-	uint64_t want = dwarf_dieoffset(t), abs[TYPE_TREE_MAX_NODES];
-	uint32_t nr = 0;
-	int32_t found = -1;
-	bool truncated = false;
-	struct task_live live = {0};
-	int r = type_tree__build(w, cell, true, NULL, nodes, &nr, &truncated);
+	struct task_live live;
+	int r = task_cell__read(w, cell, t, &live);
 
-	if (r)
+	if (r <= 0)
 		return r;
-	for (uint32_t i = 0; i < nr && i < TYPE_TREE_MAX_NODES; i++) {
-		abs[i] = (nodes[i].parent >= 0 ? abs[nodes[i].parent] : 0) + nodes[i].offset;
-		if (found < 0 && nodes[i].die == want && !nodes[i].derefs)
-			found = (int32_t)i;
-	}
-	if (found < 0)
-		return 0;
-	for (int32_t i = found; i >= 0; i = nodes[i].parent) {
-		const struct type_node *n = &nodes[i];
-		uint64_t base = n->parent >= 0 ? abs[n->parent] : 0;
-
-		if (n->derefs) /* T behind a pointer: not the Cell's own bytes */
-			return 0;
-		if (!n->cond)
-			continue;
-		if (n->cond_bad || live.nr >= MODEL_TREE_CONDS) {
-			live.cut = true;
-			continue;
-		}
-		live.conds[live.nr++] = (struct task_live_cond){
-		    .offset = (int64_t)(base + n->cond_offset) - (int64_t)abs[found],
-		    .kind = n->cond_kind,
-		    .size = n->cond_size,
-		    .lo = n->cond_lo,
-		    .hi = n->cond_hi,
-		};
-	}
 	if (rt->nr_lives == rt->cap_lives) {
 		uint32_t cap = rt->cap_lives ? rt->cap_lives * 2 : 16;
 		struct task_live *n = realloc(rt->lives, cap * sizeof(*n));
@@ -512,6 +468,10 @@ static int add_type(struct link_ctx *c, const struct rt_fn *f, uint64_t vtable)
 		t->nr_live_conds = l->nr;
 		memcpy(t->live_conds, l->conds, sizeof(t->live_conds));
 		t->live_cut = l->cut;
+		t->nr_finished_conds = l->nr_finished;
+		memcpy(t->finished_conds, l->finished, sizeof(t->finished_conds));
+		t->nr_cancelled_conds = l->nr_cancelled;
+		memcpy(t->cancelled_conds, l->cancelled, sizeof(t->cancelled_conds));
 	}
 	/* async-task keeps the future's offset in the vtable's layout_info, a static
 	 * TaskLayout: read it from the file (the pointer through its relocation) */

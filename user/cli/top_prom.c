@@ -17,7 +17,7 @@
 #include "lib/vec.h"
 #include "trace/trace_cost.h"
 
-#define NR_LOST 7
+#define NR_LOST 8
 
 /* One source of the page: a process, or a followed executable's processes summed. */
 struct top_prom_src {
@@ -157,6 +157,7 @@ static bool snapshot(struct top_prom_src *src, const struct top_prom_in *in)
 	    {"wake_unknown_task", c[COUNTER_WAKE_UNKNOWN]},
 	    {"blocked_not_by_syscall", c[COUNTER_BLOCK_SYS_FULL]},
 	    {"bad_spec", c[COUNTER_BAD_SPEC]},
+	    {"task_end_unsure", c[COUNTER_TASK_END_UNSURE]},
 	};
 
 	memcpy(src->lost, lost, sizeof(lost));

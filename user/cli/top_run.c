@@ -218,6 +218,12 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 		printf("LIVE is a lower bound: %u instances at once is the most tracked (%" PRIu64
 		       " not tracked)\n",
 		       TOP_MAX_LIVE_INSTANCES, (uint64_t)counters[COUNTER_LIVE_FULL]);
+	if (counters[COUNTER_TASK_END_UNSURE])
+		printf("%" PRIu64
+		       " task ends (since start) came with a cancel pending and could not "
+		       "be told Ready or cancelled: counted in neither READY/S nor DONE/S "
+		       "(docs/top.md)\n",
+		       (uint64_t)counters[COUNTER_TASK_END_UNSURE]);
 	if (n >= 0)
 		top__print(stdout, &names, rows, n, r->a->batch ? 0 : 30);
 	if (r->a->locks)

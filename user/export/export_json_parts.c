@@ -6,6 +6,25 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* task_type's conditions (live_conds, finished_conds, cancelled_conds) as an array */
+static void conds_json(struct json_writer *w, const char *key, const struct task_live_cond *conds,
+		       uint32_t nr)
+{
+	jw_array(w, key);
+	for (uint32_t k = 0; k < nr && k < MODEL_TREE_CONDS; k++) {
+		const struct task_live_cond *c = &conds[k];
+
+		jw_object(w, NULL);
+		jw_i64(w, "offset", c->offset);
+		jw_u64(w, "size", c->size);
+		jw_string(w, "kind", tree_cond_kind__name(c->kind));
+		jw_u64(w, "lo", c->lo);
+		jw_u64(w, "hi", c->hi);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+}
+
 static void part_future_ref(struct json_writer *w, const char *key, const struct model *m,
 			    int32_t index)
 {
@@ -188,19 +207,10 @@ void json__write_task_type(struct json_writer *w, const struct model *m, uint32_
 		jw_null(w, "future_offset");
 	jw_bool(w, "boxed", t->boxed);
 	/* when the future is there (tokio's Stage<T>::Running), from the future's address */
-	jw_array(w, "live_conds");
-	for (uint32_t k = 0; k < t->nr_live_conds && k < MODEL_TREE_CONDS; k++) {
-		const struct task_live_cond *c = &t->live_conds[k];
-
-		jw_object(w, NULL);
-		jw_i64(w, "offset", c->offset);
-		jw_u64(w, "size", c->size);
-		jw_string(w, "kind", tree_cond_kind__name(c->kind));
-		jw_u64(w, "lo", c->lo);
-		jw_u64(w, "hi", c->hi);
-		jw_object_end(w);
-	}
-	jw_array_end(w);
+	conds_json(w, "live_conds", t->live_conds, t->nr_live_conds);
 	jw_bool(w, "live_cut", t->live_cut);
+	/* tokio: Stage<T>::Finished, and Finished(Err(JoinError::Cancelled)) */
+	conds_json(w, "finished_conds", t->finished_conds, t->nr_finished_conds);
+	conds_json(w, "cancelled_conds", t->cancelled_conds, t->nr_cancelled_conds);
 	jw_object_end(w);
 }

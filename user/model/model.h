@@ -453,6 +453,16 @@ struct task_type {
 		uint64_t lo, hi;
 	} live_conds[MODEL_TREE_CONDS];
 	bool live_cut; /* the Stage's conditions could not all be written: not checked */
+	/*
+	 * tokio: when the future is gone, how the poll ended it, from the same Stage<T>:
+	 * `Finished(_)` (finished_conds: else Consumed, the output already dropped) and
+	 * `Finished(Err(JoinError { repr: Cancelled, .. }))` (cancelled_conds: the poll
+	 * dropped the future for an abort), relative to the future's address as
+	 * live_conds. nr 0: not found (a cancel landing inside a poll stays unsure).
+	 */
+	uint8_t nr_finished_conds, nr_cancelled_conds;
+	struct task_live_cond finished_conds[MODEL_TREE_CONDS];
+	struct task_live_cond cancelled_conds[MODEL_TREE_CONDS];
 };
 
 /*

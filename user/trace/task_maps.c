@@ -101,6 +101,21 @@ void task_maps__slot(const struct lock_table *t, uint32_t i, struct tree_slot_sp
 		};
 }
 
+/* A task type's conditions into the BPF map's form; false when an offset is too far. */
+static bool conds_out(const struct task_live_cond *in, uint32_t nr, struct task_cond *out)
+{
+	for (uint32_t k = 0; k < nr && k < TASK_TREE_CONDS; k++) {
+		if (in[k].offset < INT32_MIN || in[k].offset > INT32_MAX)
+			return false;
+		out[k].offset = (__s32)in[k].offset;
+		out[k].kind = in[k].kind;
+		out[k].size = in[k].size;
+		out[k].lo = in[k].lo;
+		out[k].hi = in[k].hi;
+	}
+	return true;
+}
+
 bool task_maps__info(const struct model *m, uint32_t i, struct task_info *out)
 {
 	const struct task_type *t = &m->task_types[i];
@@ -119,15 +134,17 @@ bool task_maps__info(const struct model *m, uint32_t i, struct task_info *out)
 			     : (__u32)m->futures[t->future].size;
 	out->runtime = t->runtime;
 	out->nr_live = t->live_cut ? 0 : t->nr_live_conds;
-	for (uint32_t k = 0; k < out->nr_live; k++) {
-		if (t->live_conds[k].offset < INT32_MIN || t->live_conds[k].offset > INT32_MAX)
-			return false;
-		out->live[k].offset = (__s32)t->live_conds[k].offset;
-		out->live[k].kind = t->live_conds[k].kind;
-		out->live[k].size = t->live_conds[k].size;
-		out->live[k].lo = t->live_conds[k].lo;
-		out->live[k].hi = t->live_conds[k].hi;
+	if (!conds_out(t->live_conds, out->nr_live, out->live))
+		return false;
+	/* how the poll ended it: both, or neither */
+	if (t->nr_finished_conds <= TASK_TREE_CONDS && t->nr_cancelled_conds <= TASK_TREE_CONDS &&
+	    conds_out(t->finished_conds, t->nr_finished_conds, out->finished) &&
+	    conds_out(t->cancelled_conds, t->nr_cancelled_conds, out->cancelled)) {
+		out->nr_finished = t->nr_finished_conds;
+		out->nr_cancelled = t->nr_cancelled_conds;
 	}
+	if (!out->nr_finished || !out->nr_cancelled)
+		out->nr_finished = out->nr_cancelled = 0;
 	return true;
 }
 

@@ -98,12 +98,16 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 			    ((end->flags & TASK_TREE_UNKNOWN_TYPE) && start && start->nr &&
 			     !(start->flags & TASK_TREE_UNKNOWN_TYPE)));
 
-	/* a poll that began with the task cancelled dropped its future: not Ready */
-	bool cancelled = gone && (end->flags & TASK_TREE_CANCELLING);
+	/* a poll that began with the task cancelled dropped its future, as one a cancel
+	 * reached while it ran: not Ready; nor one whose end could not say */
+	bool cancelled =
+	    gone && (end->flags & (TASK_TREE_CANCELLING | TASK_TREE_CANCELLED_IN_POLL));
+	bool unsure = gone && !cancelled && (end->flags & TASK_TREE_END_UNSURE);
 
 	out->nr_events = 0;
 	out->completed = gone;
 	out->cancelled = cancelled;
+	out->unsure = unsure;
 	match_nodes(start, gone ? NULL : end, match);
 	/* the start tree's futures, parents first: a parent's fate is known first */
 	for (uint32_t i = 0; start && i < start->nr && i < TASK_TREE_MAX_NODES; i++) {
@@ -133,7 +137,8 @@ void task_poll__diff(const struct model *m, const struct task_tree *start,
 		} else if (n->parent < 0) {
 			/* the task's future: gone means the task returned Ready, unless
 			 * the poll dropped it (cancelled) */
-			e->fate = gone && !cancelled ? TASK_FUTURE_READY : TASK_FUTURE_ENDED;
+			e->fate =
+			    gone && !cancelled && !unsure ? TASK_FUTURE_READY : TASK_FUTURE_ENDED;
 		} else {
 			int32_t pat = match[n->parent];
 			bool compiler = has_state(m, start->nodes[n->parent].future);

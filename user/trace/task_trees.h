@@ -69,7 +69,10 @@ struct task_poll {
 	bool completed;	    /* the task's future is gone: it returned Ready, or was
 			     * dropped (cancelled) */
 	bool cancelled;	    /* completed, and the runtime's cancel flag was set when the
-			     * poll began: it dropped the future (an abort), not Ready */
+			     * poll began, or the end says a cancel that came while it ran
+			     * dropped the future (an abort), not Ready */
+	bool unsure;	    /* completed with the cancel flag set, and whether Ready or
+			     * cancelled could not be told (TASK_TREE_END_UNSURE) */
 	bool concurrent;    /* another thread polled the same task to its end while this
 			     * poll was open: its trees span that poll's work, not only its
 			     * own; what they say is counted apart */

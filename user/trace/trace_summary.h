@@ -120,7 +120,10 @@ struct task_future_summary {
 /* A task type, by its root future: its task polls and tasks. */
 struct task_root_summary {
 	uint64_t polls, busy_ns, offcpu_ns, tasks, completed;
-	uint64_t cancelled; /* of completed: dropped by a poll that began cancelled */
+	uint64_t cancelled; /* of completed: dropped by a poll that began cancelled, or
+			     * that a cancel reached while it ran */
+	uint64_t unsure;    /* of completed: ended while a cancel was pending, Ready or
+			     * cancelled not told (TASK_TREE_END_UNSURE) */
 	struct u64_vec durations;
 	uint64_t wakes, self_wakes;
 	struct u64_vec delays; /* wake -> the task's next poll's start */

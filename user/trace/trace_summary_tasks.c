@@ -258,6 +258,7 @@ void trace_summary__add_task_poll(struct trace_summary *s, const struct task_pol
 		if (p->completed) {
 			r->completed++;
 			r->cancelled += p->cancelled;
+			r->unsure += p->unsure;
 			key_map__delete(&t->live_tasks, 0, p->header);
 		}
 	} else {
@@ -721,6 +722,7 @@ int summary_tasks__json(struct trace_summary *s, cJSON *root)
 			add_u64(e, "tasks", r->tasks);
 			add_u64(e, "completed", r->completed);
 			add_u64(e, "cancelled", r->cancelled);
+			add_u64(e, "end_unsure", r->unsure);
 			add_u64(e, "polls", r->polls);
 			add_u64(e, "busy_ns", r->busy_ns);
 			add_u64(e, "offcpu_ns", r->offcpu_ns);
