@@ -398,9 +398,9 @@ def blocking_totals(summary):
 
 
 # what a server on non-blocking sockets may still wait for inside a poll: a lock
-# (futex) or the process's memory map (the allocator's mprotect/mmap/munmap/madvise/brk
+# (futex) or the process's memory map (the allocator's mprotect/mmap/munmap/mremap/madvise/brk
 # behind the mmap lock, a page fault: no syscall); never its sockets or its poller
-MAY_WAIT = {"futex", "mprotect", "mmap", "munmap", "madvise", "brk", "none"}
+MAY_WAIT = {"futex", "mprotect", "mmap", "munmap", "mremap", "madvise", "brk", "none"}
 
 
 def blocking_syscalls(summary):

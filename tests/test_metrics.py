@@ -189,8 +189,10 @@ def test_hostile_clients_cannot_stall_the_tracer(features):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
     interval = 0.25
+    # 1,000,000 rounds: long enough for the clients, and it ends once they are done
+    # (stop_top waits for the fixture's end)
     proc, url, err = start_top(["--prometheus", "0", "--batch", "-i", str(interval), "--deep", "--prometheus-top", "2"],
-                               [str(util.fixture_binary("debug", "tokio_mt")), "pingpong", "100000000"])
+                               [str(util.fixture_binary("debug", "tokio_mt")), "pingpong", "1000000"])
     target = urllib.parse.urlparse(url)
     host, port = target.hostname, target.port
     assert host == "127.0.0.1", url  # the default address is loopback

@@ -595,12 +595,9 @@ class Die:
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=65536)
 def dwarf_die(binary, offset, levels=3):
     """The DIE at `offset` and its descendants `levels` deep, parsed from
-    llvm-dwarfdump's own output (nesting from its indentation). Cached: the slot
-    checks read the same types again and again, each read a process over the whole
-    binary (callers only read what it returns)."""
+    llvm-dwarfdump's own output (nesting from its indentation)."""
     text = tool(LLVM_DWARFDUMP, f"--debug-info={offset}", "-c", "-r", str(levels), binary, timeout=60)
     root, stack = None, []
     for line in text.splitlines():

@@ -221,7 +221,7 @@ void top_run__tick(void *ctx, uint64_t now, uint64_t start)
 	if (counters[COUNTER_TASK_END_UNSURE])
 		printf("%" PRIu64
 		       " task ends (since start) came with a cancel pending and could not "
-		       "be told Ready or cancelled: counted in neither READY/S nor DONE/S "
+		       "be told Ready or cancelled: not in DONE/S "
 		       "(docs/top.md)\n",
 		       (uint64_t)counters[COUNTER_TASK_END_UNSURE]);
 	if (n >= 0)

@@ -585,6 +585,17 @@ void summary_tasks__print_more(struct trace_summary *s, FILE *out)
 			"%" PRIu64 " task polls found their task finished already (the runtime "
 			"polled a task woken after its end): counted apart, in no row\n",
 			t->finished_polls);
+	uint64_t unsure = 0;
+
+	for (uint32_t f = 0; f < s->m->nr_futures; f++)
+		unsure += t->roots[f].unsure;
+	if (unsure)
+		fprintf(out,
+			"NOTE: %" PRIu64
+			" tasks ended with a cancel pending that could not be told "
+			"Ready or cancelled (docs/tracing.md, \"Task mode\"): in COMPLETED, not in "
+			"CANCELLED, their root future ended, not Ready (end_unsure in the JSON)\n",
+			unsure);
 	if (t->lost || t->cut || t->unknown_task_polls || t->untracked_tasks ||
 	    t->untracked_instances || t->not_read)
 		fprintf(out,
